@@ -1,0 +1,123 @@
+"""The two roofs of the machine, measured with our own kernels.
+
+* :func:`fma_kernel` — the FP32 compute roof. Each thread runs ``CHAINS`` independent chains
+  ``a = a * x + y`` (one FFMA each) entirely in registers; ``x`` and ``y`` are read from memory
+  so the compiler cannot fold them. Independent chains hide the FFMA latency; the inner loop of
+  ``UNROLL`` steps keeps loop overhead to a few instructions per ``CHAINS × UNROLL`` FFMAs.
+* :func:`read_kernel` — the streaming-read memory roof: every element of a large array read
+  once, ``LOADS`` independent loads in flight per thread before any is used.
+* :func:`copy_kernel` — read + write, counting both directions (the number a datasheet's
+  bandwidth is usually compared with).
+
+The matmul's inner loop only reads, so the ridge point uses the streaming-read roof.
+"""
+from __future__ import annotations
+
+from numba import cuda, float32, int32
+
+#: Independent FMA chains per thread and FMA steps per loop trip.
+CHAINS = 16
+UNROLL = 8
+#: Independent loads per thread per loop trip in the memory kernels.
+LOADS = 8
+
+
+@cuda.jit
+def fma_kernel(xy, out, trips):
+    i = cuda.grid(1)
+    x = xy[0]
+    y = xy[1]
+    a0 = float32(i) * float32(1e-9)
+    a1 = a0 + float32(1)
+    a2 = a0 + float32(2)
+    a3 = a0 + float32(3)
+    a4 = a0 + float32(4)
+    a5 = a0 + float32(5)
+    a6 = a0 + float32(6)
+    a7 = a0 + float32(7)
+    a8 = a0 + float32(8)
+    a9 = a0 + float32(9)
+    a10 = a0 + float32(10)
+    a11 = a0 + float32(11)
+    a12 = a0 + float32(12)
+    a13 = a0 + float32(13)
+    a14 = a0 + float32(14)
+    a15 = a0 + float32(15)
+    trip = int32(0)
+    while trip < trips:               # int32 counters: 64-bit ones cost ~20 instructions/trip
+        for _ in range(int32(UNROLL)):  # constant int32 trip count: fully unrolled
+            a0 = a0 * x + y
+            a1 = a1 * x + y
+            a2 = a2 * x + y
+            a3 = a3 * x + y
+            a4 = a4 * x + y
+            a5 = a5 * x + y
+            a6 = a6 * x + y
+            a7 = a7 * x + y
+            a8 = a8 * x + y
+            a9 = a9 * x + y
+            a10 = a10 * x + y
+            a11 = a11 * x + y
+            a12 = a12 * x + y
+            a13 = a13 * x + y
+            a14 = a14 * x + y
+            a15 = a15 * x + y
+        trip += int32(1)
+    out[i] = (((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7))) + \
+        (((a8 + a9) + (a10 + a11)) + ((a12 + a13) + (a14 + a15)))
+
+
+def fma_flops(threads: int, trips: int) -> float:
+    return 2.0 * threads * trips * UNROLL * CHAINS
+
+
+@cuda.jit
+def read_kernel(x, out):
+    i = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    n = x.shape[0]
+    acc = float32(0)
+    j = i
+    while j + (LOADS - 1) * stride < n:
+        v0 = x[j]
+        v1 = x[j + stride]
+        v2 = x[j + 2 * stride]
+        v3 = x[j + 3 * stride]
+        v4 = x[j + 4 * stride]
+        v5 = x[j + 5 * stride]
+        v6 = x[j + 6 * stride]
+        v7 = x[j + 7 * stride]
+        acc += ((v0 + v1) + (v2 + v3)) + ((v4 + v5) + (v6 + v7))
+        j += LOADS * stride
+    while j < n:
+        acc += x[j]
+        j += stride
+    out[i] = acc
+
+
+@cuda.jit
+def copy_kernel(x, y):
+    i = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    n = x.shape[0]
+    j = i
+    while j + 3 * stride < n:
+        v0 = x[j]
+        v1 = x[j + stride]
+        v2 = x[j + 2 * stride]
+        v3 = x[j + 3 * stride]
+        y[j] = v0
+        y[j + stride] = v1
+        y[j + 2 * stride] = v2
+        y[j + 3 * stride] = v3
+        j += 4 * stride
+    while j < n:
+        y[j] = x[j]
+        j += stride
+
+
+SIGNATURES = {
+    "fma_kernel": "void(float32[::1], float32[::1], int32)",
+    "read_kernel": "void(float32[::1], float32[::1])",
+    "copy_kernel": "void(float32[::1], float32[::1])",
+}
