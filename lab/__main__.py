@@ -95,7 +95,11 @@ def main(argv=None) -> int:
     p.add_argument("--out", help="results root (default: lab/results)")
     p.set_defaults(func=cmd_measure)
     args = parser.parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except (RuntimeError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

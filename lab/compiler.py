@@ -171,6 +171,15 @@ def compile_function(py_func, signature: str, kernel: str = "?") -> CompileRepor
 
 
 def _report_in_process(name: str) -> list[CompileReport]:
+    """``name`` is a registered kernel or ``module:function`` (signature from the module's
+    ``SIGNATURES`` dict), e.g. ``lab.roofline:fma_kernel``."""
+    if ":" in name:
+        import importlib
+
+        module_name, func = name.split(":")
+        module = importlib.import_module(module_name)
+        return [compile_function(getattr(module, func).py_func, module.SIGNATURES[func],
+                                 kernel=name)]
     from lab.kernels import get_spec
 
     spec = get_spec(name)
@@ -194,7 +203,8 @@ def _report_cached(name: str) -> tuple[CompileReport, ...]:
 
 
 def report(name: str) -> list[CompileReport]:
-    """Compiler facts for every function of the registered kernel ``name`` (sm_90)."""
+    """Compiler facts for every function of the registered kernel ``name`` (sm_90), or for
+    one ``module:function`` that is not a registered matmul (e.g. the roofline kernels)."""
     return list(_report_cached(name))
 
 

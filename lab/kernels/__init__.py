@@ -40,7 +40,7 @@ class KernelSpec:
 
 
 #: Rung modules in ladder order.
-RUNGS = ("k01_naive",)
+RUNGS = ("k01_naive", "k02_tiled")
 
 
 def _collect() -> dict[str, KernelSpec]:

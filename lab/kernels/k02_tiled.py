@@ -1,0 +1,96 @@
+"""Rung 2 — shared-memory tiles: a block loads a T×T tile of A and of B once, then every
+thread reads them T times each.
+
+A block of T×T threads owns a T×T tile of C. For each step along k it copies one T×T tile of A
+and one of B into shared memory (one element per thread), waits at a barrier, does T
+multiply-adds from shared memory, and waits again before the next step overwrites the tiles.
+Each element fetched from global memory now serves T outputs instead of one: the intensity
+against global memory rises from 1/4 to T/4 FLOP/byte (2, 4, 8 for T = 8, 16, 32), and the
+traffic falls by a factor of T. What the kernel pays: two barriers per step, and two
+shared-memory loads per multiply-add (the next bottleneck, chapter 3).
+
+The two barriers: the first so nobody reads a tile before every thread has written its element;
+the second so nobody overwrites a tile for the next step while a neighbour is still reading it.
+
+Edges: threads outside A or B store a zero into the tile (zero-padding), so partial tiles add
+nothing and any M, N, K works; only the final store is guarded.
+
+:func:`make_tiled` builds one kernel per tile size T (T is a closure constant, so the inner
+loop is fully unrolled and the shared arrays have a static size). Same discipline as rung 1:
+``int32`` indices throughout.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import cuda, float32, int32
+
+from lab.kernels import KernelSpec
+
+#: Tile sizes registered as ``tiled8``, ``tiled16``, ``tiled32``.
+TILES = (8, 16, 32)
+
+SIGNATURE = "void(float32[:, ::1], float32[:, ::1], float32[:, ::1])"
+
+
+def make_tiled(tile: int):
+    """The tiled kernel for tiles of ``tile``×``tile`` elements (block of tile×tile threads)."""
+
+    @cuda.jit
+    def tiled_kernel(A, B, C):
+        a_tile = cuda.shared.array((tile, tile), float32)
+        b_tile = cuda.shared.array((tile, tile), float32)
+        m = int32(C.shape[0])
+        n = int32(C.shape[1])
+        k_total = int32(A.shape[1])
+        tx = int32(cuda.threadIdx.x)
+        ty = int32(cuda.threadIdx.y)
+        row = int32(cuda.blockIdx.y) * int32(tile) + ty
+        col = int32(cuda.blockIdx.x) * int32(tile) + tx
+        acc = float32(0.0)
+        k0 = int32(0)
+        while k0 < k_total:
+            a_col = k0 + tx                          # this thread's element of the A tile
+            if row < m and a_col < k_total:
+                a_tile[ty, tx] = A[row, a_col]
+            else:
+                a_tile[ty, tx] = float32(0.0)         # zero padding past the edge
+            b_row = k0 + ty                          # …and of the B tile
+            if b_row < k_total and col < n:
+                b_tile[ty, tx] = B[b_row, col]
+            else:
+                b_tile[ty, tx] = float32(0.0)
+            cuda.syncthreads()                       # tiles complete before anyone reads
+            for i in range(int32(tile)):
+                acc += a_tile[ty, i] * b_tile[i, tx]
+            cuda.syncthreads()                       # everyone done before the next overwrite
+            k0 += int32(tile)
+        if row < m and col < n:
+            C[row, col] = acc
+
+    tiled_kernel.__name__ = f"tiled{tile}_kernel"
+    return tiled_kernel
+
+
+KERNELS = {tile: make_tiled(tile) for tile in TILES}
+
+
+def make_launch(tile: int):
+    kernel = KERNELS[tile]
+
+    def launch(A, B, C) -> None:
+        m, n = C.shape
+        grid = ((n + tile - 1) // tile, (m + tile - 1) // tile)
+        kernel[grid, (tile, tile)](A, B, C)
+
+    launch.__doc__ = (f"Grid of ⌈N/{tile}⌉ × ⌈M/{tile}⌉ blocks of {tile} × {tile} threads; "
+                      "x runs along N.")
+    return launch
+
+
+SPECS = [
+    KernelSpec(f"tiled{tile}", f"shared-memory tiles {tile}×{tile}, zero-padded edges",
+               np.float32, make_launch(tile), chapter=2,
+               compile=((KERNELS[tile], SIGNATURE),),
+               edges="zero-padded tiles in shared memory; guarded store")
+    for tile in TILES
+]

@@ -1,0 +1,211 @@
+"""The platform: the check catches what it must, matmul validates, results files validate,
+the offline compiler reports, the CLI runs."""
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from numba import cuda
+
+import lab
+from lab import bench, compiler, model, results
+from lab.kernels import KernelSpec
+
+ODD_SHAPES = [(1, 1, 1), (17, 33, 5), (65, 1, 130), (65, 130, 1)]
+
+
+# ----------------------------------------------------------------- the check can fail
+
+@cuda.jit
+def _skip_last_element(A, B, C):
+    row, col = cuda.grid(2)
+    m, n = C.shape
+    if row < m and col < n and not (row == m - 1 and col == n - 1):
+        acc = 0.0
+        for k in range(A.shape[1]):
+            acc += A[row, k] * B[k, col]
+        C[row, col] = acc
+
+
+def _launch_skip(A, B, C):
+    m, n = C.shape
+    _skip_last_element[((m + 7) // 8, (n + 7) // 8), (8, 8)](A, B, C)
+
+
+def test_check_catches_wrong_result(rng):
+    ref = rng.uniform(-1, 1, (9, 7))
+    out = ref.astype(np.float32)
+    out[3, 4] += 1e-2
+    verdict = bench.compare(out, ref)
+    assert not verdict.passed and verdict.rel_frobenius > 1e-5
+
+
+def test_check_catches_nan(rng):
+    ref = rng.uniform(-1, 1, (9, 7))
+    out = ref.astype(np.float32)
+    out[0, 0] = np.nan
+    verdict = bench.compare(out, ref)
+    assert not verdict.passed and verdict.nonfinite == 1
+
+
+def test_check_catches_unwritten_element(monkeypatch):
+    spec = KernelSpec("skip_last", "plants an unwritten element", np.float32, _launch_skip)
+    monkeypatch.setitem(lab.REGISTRY, "skip_last", spec)
+    verdict = bench.check("skip_last", 9, 10, 11)
+    assert not verdict.passed
+    assert verdict.nonfinite == 1 and "never written" in verdict.reason
+
+
+def test_check_passes_a_correct_result(rng):
+    ref = rng.uniform(-1, 1, (9, 7))
+    assert bench.compare(ref.astype(np.float32), ref).passed
+
+
+def test_random_inputs_are_fresh_and_nonzero():
+    a1, b1 = bench.random_inputs(8, 8, 8, np.float32)
+    a2, _ = bench.random_inputs(8, 8, 8, np.float32)
+    assert np.count_nonzero(a1) == a1.size and np.count_nonzero(b1) == b1.size
+    assert not np.array_equal(a1, a2)
+
+
+def test_bfloat16_rounding_round_trips():
+    x = np.array([1.0, -2.5, 3.140625, 1e-3], dtype=np.float32)
+    bits = bench.to_format(x, np.uint16)
+    back = bench.to_float64(bits)
+    assert np.allclose(back, x, rtol=2 ** -8)
+
+
+# ----------------------------------------------------------------- matmul on odd shapes
+
+@pytest.mark.parametrize("shape", ODD_SHAPES)
+def test_naive_matmul_odd_shapes(shape, rng):
+    m, n, k = shape
+    a = rng.uniform(-1, 1, (m, k)).astype(np.float32)
+    b = rng.uniform(-1, 1, (k, n)).astype(np.float32)
+    out = lab.matmul(a, b, kernel="naive")
+    assert out.dtype == np.float32 and out.shape == (m, n)
+    assert bench.compare(out, a.astype(np.float64) @ b.astype(np.float64)).passed
+
+
+# ----------------------------------------------------------------- bad input
+
+GOOD = np.ones((3, 4), np.float32)
+GOOD_B = np.ones((4, 5), np.float32)
+
+
+@pytest.mark.parametrize("a, b, exc, words", [
+    ([[1.0]], GOOD_B, TypeError, "A must be a numpy.ndarray"),
+    (GOOD, "x", TypeError, "B must be a numpy.ndarray"),
+    (np.ones(3, np.float32), GOOD_B, ValueError, "A must be 2-dimensional"),
+    (GOOD, np.ones((4, 5, 1), np.float32), ValueError, "B must be 2-dimensional"),
+    (GOOD, np.ones((3, 5), np.float32), ValueError, "inner dimensions differ"),
+    (GOOD.astype(np.float64), GOOD_B, ValueError, "takes float32 inputs"),
+    (GOOD, GOOD_B.astype(np.int32), ValueError, "B is int32"),
+    (np.ones((4, 3), np.float32).T, GOOD_B, ValueError, "A is not C-contiguous"),
+    (np.ones((0, 4), np.float32), GOOD_B, ValueError, "empty dimension"),
+    (GOOD, np.ones((4, 0), np.float32), ValueError, "empty dimension"),
+])
+def test_bad_input_is_named(a, b, exc, words, monkeypatch):
+    launched = []
+    spec = lab.get_spec("naive")
+    monkeypatch.setitem(lab.REGISTRY, "naive", KernelSpec(
+        "naive", spec.title, spec.dtype, lambda *x: launched.append(x)))
+    with pytest.raises(exc, match=words):
+        lab.matmul(a, b, kernel="naive")
+    assert not launched, "nothing may be launched for bad input"
+
+
+def test_unknown_kernel_is_named():
+    with pytest.raises(ValueError, match="unknown kernel 'nope'"):
+        lab.matmul(GOOD, GOOD_B, kernel="nope")
+
+
+def test_every_registered_kernel_declares_the_contract():
+    for name, spec in lab.REGISTRY.items():
+        assert spec.name == name
+        assert np.dtype(spec.dtype) in (np.float32, np.float16, np.uint16)
+        assert isinstance(spec.simulator, bool) and callable(spec.launch)
+
+
+# ----------------------------------------------------------------- results store
+
+def _good_file(tmp_path):
+    data = results.load("roofline")
+    path = tmp_path / "h200" / "x.json"
+    path.parent.mkdir()
+    return data, path
+
+
+def test_committed_results_validate():
+    for name in results.available():
+        data = results.load(name)
+        assert data["experiment"] == name and data["rows"]
+
+
+def test_corrupt_results_file_is_named(tmp_path):
+    _, path = _good_file(tmp_path)
+    path.write_text("{ not json")
+    with pytest.raises(results.ResultsError, match=r"x\.json: not valid JSON"):
+        results.load("x", root=tmp_path)
+
+
+@pytest.mark.parametrize("field, pattern", [
+    ("provenance.driver", r"x\.json: field 'provenance\.driver' is missing"),
+    ("rows", r"x\.json: field 'rows' is missing"),
+    ("rows.0.median_ms", r"x\.json: field 'rows\[0\]\.median_ms' is missing"),
+])
+def test_missing_field_is_named(tmp_path, field, pattern):
+    data, path = _good_file(tmp_path)
+    parts = field.split(".")
+    target = data
+    for p in parts[:-1]:
+        target = target[int(p)] if p.isdigit() else target[p]
+    del target[parts[-1]]
+    path.write_text(json.dumps(data))
+    with pytest.raises(results.ResultsError, match=pattern):
+        results.load("x", root=tmp_path)
+
+
+def test_save_refuses_a_bad_file(tmp_path):
+    with pytest.raises(results.ResultsError, match="rows"):
+        results.save("y", [], parameters={}, command="test", root=tmp_path)
+    assert not list(tmp_path.rglob("*.json"))
+
+
+# ----------------------------------------------------------------- model
+
+def test_model_matches_the_seeds_formulas():
+    assert model.flops(2, 3, 4) == 48
+    assert model.naive_intensity(4) == 0.25 and model.naive_intensity(2) == 0.5
+    assert model.ideal_intensity(1024, 1024, 1024) == pytest.approx(1024 / 6)
+    assert model.tile_intensity(32) == 8 and model.tile_intensity(16) == 4
+    assert model.smem_intensity(8) == 2 and model.smem_intensity(1) == 0.25
+    assert model.ideal_intensity(1, 4096, 4096, 2) == pytest.approx(1.0, rel=1e-3)
+
+
+# ----------------------------------------------------------------- compiler
+
+def test_compiler_report_for_naive():
+    rep = compiler.report("naive")[0]
+    assert rep.registers > 0
+    assert rep.spill_stores == 0 and rep.spill_loads == 0
+    assert rep.mix.get("FFMA", 0) > 0 and rep.sass
+
+
+# ----------------------------------------------------------------- CLI
+
+def test_cli_list_and_check_run():
+    out = subprocess.run([sys.executable, "-m", "lab", "list"], capture_output=True, text=True)
+    assert out.returncode == 0 and "naive" in out.stdout
+    out = subprocess.run([sys.executable, "-m", "lab", "check", "naive"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0 and "all kernels passed" in out.stdout
+
+
+def test_cli_measure_refuses_without_gpu():
+    if lab.device.GPU:
+        pytest.skip("a GPU is present")
+    out = subprocess.run([sys.executable, "-m", "lab", "measure", "roofline"],
+                         capture_output=True, text=True)
+    assert out.returncode != 0 and "needs a GPU" in out.stderr
