@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
+#: The committed store; ``LAB_RESULTS_DIR`` points elsewhere (e.g. a scratch copy for drafts).
+RESULTS_DIR = Path(os.environ.get("LAB_RESULTS_DIR") or Path(__file__).resolve().parent / "results")
 REFERENCE_GPU = "h200"
 SCHEMA_VERSION = 1
 
@@ -129,7 +131,11 @@ def source_line(experiment: str, gpu: str = REFERENCE_GPU) -> str:
     """The citation printed under a table: file, GPU, date."""
     data = load(experiment, gpu)
     p = data["provenance"]
-    rel = path_for(experiment, gpu).relative_to(RESULTS_DIR.parent.parent)
+    path = path_for(experiment, gpu)
+    try:
+        rel = path.relative_to(Path(__file__).resolve().parent.parent)
+    except ValueError:
+        rel = path
     return (f"Source: {rel} — {p['gpu']}, driver {p['driver']}, numba-cuda {p['numba_cuda']}, "
             f"measured {p['date'][:10]}.")
 

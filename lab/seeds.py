@@ -25,3 +25,104 @@ MACHINES = [
     {"machine": "H100 SXM (FP32)", "tflops": 67.0, "gbps": 3350, "source": "seed 000"},
     {"machine": "H100 SXM (BF16 tensor)", "tflops": 989.0, "gbps": 3350, "source": "seed 000"},
 ]
+
+
+# ----------------------------------------------------------------------------- chapter 5
+# Tensor cores and precision, as seed 004 reports them (Tesla T4, 2048³ unless noted).
+
+#: Seed 004's ladder end: hand-written WMMA vs cuBLAS, same formats (TFLOP/s).
+TENSOR_CORES_T4 = [
+    {"what": "hand-written WMMA, FP16 in -> FP32 out", "tflops": 3.30,
+     "flop_per_byte": 8, "gpu": "Tesla T4", "source": "seed 004"},
+    {"what": "cuBLAS FP32 (CUDA cores)", "tflops": 3.60, "flop_per_byte": None,
+     "gpu": "Tesla T4", "source": "seed 004"},
+    {"what": "cuBLAS FP16 in -> FP32 out", "tflops": 21.9, "flop_per_byte": None,
+     "gpu": "Tesla T4", "source": "seed 004"},
+    {"what": "cuBLAS FP16 in -> FP16 out", "tflops": 23.3, "flop_per_byte": None,
+     "gpu": "Tesla T4", "source": "seed 004"},
+]
+
+#: Seed 004's precision table (2048³ against float64).
+PRECISION_T4 = [
+    {"format": "FP32, CUDA cores", "tflops": 3.69, "max_err_over_max_entry": 1.0e-6,
+     "rel_frobenius": 5.7e-7, "gpu": "Tesla T4", "source": "seed 004"},
+    {"format": "FP16, tensor cores", "tflops": 20.0, "max_err_over_max_entry": 4.6e-4,
+     "rel_frobenius": 3.3e-4, "gpu": "Tesla T4", "source": "seed 004"},
+]
+
+
+# ----------------------------------------------------------------------------- chapters 1-2
+# The naive and tiled kernels as seeds 003 and 004 report them. Seed 004: Tesla T4, 1024³.
+# Seed 003: RTX 3090 (its by-size table) and "typical" ranges it gives for any GPU.
+
+#: Seed 004, 1024³ on the T4: the naive kernel (prose 4.6 ms; its tile table 4.65 ms) and the
+#: same kernel with thread x along rows ("one index swapped": 17.9 ms, 3.9× slower).
+NAIVE_T4 = [
+    {"kernel": "naive", "n": 1024, "ms": 4.65, "tflops": 0.46, "gpu": "Tesla T4",
+     "source": "seed 004"},
+    {"kernel": "naive_swapped", "n": 1024, "ms": 17.9, "tflops": 0.12, "gpu": "Tesla T4",
+     "source": "seed 004"},
+]
+#: Seed 004's slowdown of the swapped mapping, as it states it (17.9 ms against 4.6 ms).
+SWAPPED_SLOWDOWN_T4 = 3.9
+#: The T4's L2 as seed 004 states it (bytes).
+L2_T4_BYTES = 4 * 2**20
+
+#: Seed 004's tile table, 1024³ on the T4 (tile 1 = the naive kernel, no tiling).
+TILES_T4 = [
+    {"tile": 1, "ms": 4.65, "tflops": 0.46, "gpu": "Tesla T4", "source": "seed 004"},
+    {"tile": 8, "ms": 4.23, "tflops": 0.51, "gpu": "Tesla T4", "source": "seed 004"},
+    {"tile": 16, "ms": 2.93, "tflops": 0.73, "gpu": "Tesla T4", "source": "seed 004"},
+    {"tile": 32, "ms": 2.47, "tflops": 0.87, "gpu": "Tesla T4", "source": "seed 004"},
+]
+
+#: Seed 003's "naive vs tiled (TILE_SIZE = 16)" table on an RTX 3090: n³ products.
+NAIVE_TILED_3090 = [
+    {"n": 256, "naive_ms": 0.12, "tiled_ms": 0.06, "speedup": 2.0, "naive_gflops": 280,
+     "tiled_gflops": 560},
+    {"n": 512, "naive_ms": 0.85, "tiled_ms": 0.22, "speedup": 3.9, "naive_gflops": 316,
+     "tiled_gflops": 1217},
+    {"n": 1024, "naive_ms": 6.2, "tiled_ms": 1.1, "speedup": 5.6, "naive_gflops": 347,
+     "tiled_gflops": 1954},
+    {"n": 2048, "naive_ms": 48.5, "tiled_ms": 7.8, "speedup": 6.2, "naive_gflops": 355,
+     "tiled_gflops": 2203},
+    {"n": 4096, "naive_ms": 385.0, "tiled_ms": 58.2, "speedup": 6.6, "naive_gflops": 357,
+     "tiled_gflops": 2362},
+]
+GPU_3090 = "RTX 3090"
+
+#: Seed 003's "typical naive kernel metrics" at 1024×1024 (ranges for no particular GPU).
+NAIVE_METRICS_003 = {"ms": "~5–15", "gflops": "~150–400", "global_loads": "2N³ = 2.1 billion",
+                     "intensity": "0.25 FLOP/byte", "reuse": "none"}
+
+#: Seed 003's "bandwidth utilisation" table at 1024×1024 (RTX 3090, peak 936 GB/s).
+BANDWIDTH_003 = [
+    {"kernel": "naive", "global_reads_gb": 8.6, "effective_gbps": 700, "pct_of_peak": 75},
+    {"kernel": "tiled16", "global_reads_gb": 0.54, "effective_gbps": 490, "pct_of_peak": 52},
+]
+PEAK_GBPS_3090 = 936
+
+
+# ----------------------------------------------------------------------------- chapters 3-4
+# Register patches as seeds 004 and 001 report them.
+
+#: Seed 004's patch sweep on the T4 (1024³, 16×16 threads, everything else fixed). Its
+#: register counts are the seed's own *estimates* from the kernel's variables, not compiler
+#: output.
+PATCH_SWEEP_T4 = [
+    {"patch": 1, "smem_reads_per_fma": 2.0, "regs_estimate": "~11", "tflops": 0.72,
+     "gpu": "Tesla T4", "source": "seed 004"},
+    {"patch": 2, "smem_reads_per_fma": 1.0, "regs_estimate": "~16", "tflops": 1.35,
+     "gpu": "Tesla T4", "source": "seed 004"},
+    {"patch": 4, "smem_reads_per_fma": 0.5, "regs_estimate": "~32", "tflops": 2.28,
+     "gpu": "Tesla T4", "source": "seed 004"},
+    {"patch": 8, "smem_reads_per_fma": 0.25, "regs_estimate": "~88", "tflops": 2.51,
+     "gpu": "Tesla T4", "source": "seed 004"},
+]
+#: Seed 004's register kernel (64×64 block, 16×16 threads, 4×4 patch) and cuBLAS FP32, T4.
+REGISTER_KERNEL_T4 = {"ms": 0.93, "tflops": 2.32, "pct_of_roof": 36, "x_naive": 5.0,
+                      "cublas_fp32_tflops": 3.60, "gpu": "Tesla T4", "source": "seed 004"}
+#: Seed 001's model of its register-blocked kernel (128² block, 8² patch) at 4096³:
+#: FLOP per byte from L2, and the modelled times on an A100 and an H100.
+REGISTER_MODEL_001 = {"flop_per_byte_l2": 31.5, "a100_ms": 7.05, "h100_ms": 2.18,
+                      "a100_tflops_model": 19.5, "source": "seed 001 (model)"}

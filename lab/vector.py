@@ -8,7 +8,10 @@ with ``align 16`` through an explicit address space, so the SASS has ``LDG.E.128
 * ``ld_global_v4(arr, i)`` / ``st_global_v4(arr, i, a, b, c, d)`` — ``arr`` a C-contiguous
   global float32 array (any number of dimensions), ``i`` a flat int32 element index;
 * ``ld_shared_v4(arr, i)`` / ``st_shared_v4(arr, i, a, b, c, d)`` — the same for a
-  ``cuda.shared.array`` of float32.
+  ``cuda.shared.array`` of float32;
+* ``st_shared_f32(arr, i, v)`` — one 4-byte shared store at a flat index *without* Numba's
+  negative-index wrap-around (which costs a compare, a select and registers per store when the
+  index is a signed integer the compiler cannot prove non-negative).
 
 The caller guarantees ``i`` is a multiple of 4 and the array's start is 16-byte aligned (true
 for every ``cuda.device_array`` and every shared array of float32 whose size is a multiple of
@@ -21,7 +24,7 @@ from __future__ import annotations
 
 from lab import device
 
-__all__ = ["ld_global_v4", "st_global_v4", "ld_shared_v4", "st_shared_v4"]
+__all__ = ["ld_global_v4", "st_global_v4", "ld_shared_v4", "st_shared_v4", "st_shared_f32"]
 
 if device.SIMULATOR:
     def _flat(arr):
@@ -40,6 +43,9 @@ if device.SIMULATOR:
 
     ld_shared_v4 = ld_global_v4
     st_shared_v4 = st_global_v4
+
+    def st_shared_f32(arr, i, v):
+        _flat(arr)[i] = v
 
 else:
     from llvmlite import ir
@@ -101,6 +107,24 @@ else:
             return sig, codegen
         return store
 
+    def _make_scalar_store(space):
+        def store(typingctx, arr, index, v):
+            _check(arr, index)
+            sig = types.void(arr, index, types.float32)
+
+            def codegen(context, builder, sig, args):
+                index = args[1]
+                if index.type.width != 64:
+                    index = builder.sext(index, ir.IntType(64)) if sig.args[1].signed else \
+                        builder.zext(index, ir.IntType(64))
+                ary = context.make_array(sig.args[0])(context, builder, args[0])
+                ptr = builder.addrspacecast(builder.gep(ary.data, [index]),
+                                            ir.PointerType(ir.FloatType(), space))
+                builder.store(args[2], ptr, align=4)
+                return context.get_dummy_value()
+            return sig, codegen
+        return store
+
     # numba's @intrinsic registers by function name; give each its own.
     def _named(fn, name):
         fn.__name__ = fn.__qualname__ = name
@@ -110,3 +134,4 @@ else:
     ld_shared_v4 = _named(_make_load(_SHARED), "ld_shared_v4")
     st_global_v4 = _named(_make_store(_GLOBAL), "st_global_v4")
     st_shared_v4 = _named(_make_store(_SHARED), "st_shared_v4")
+    st_shared_f32 = _named(_make_scalar_store(_SHARED), "st_shared_f32")

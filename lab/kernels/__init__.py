@@ -40,7 +40,8 @@ class KernelSpec:
 
 
 #: Rung modules in ladder order.
-RUNGS = ("k01_naive", "k02_tiled")
+RUNGS = ("k01_naive", "k02_tiled", "k03_registers", "k04_vectorized", "k05_pipelined",
+         "k06_warptile", "k07_tensor_core", "k08_tc_pipeline")
 
 
 def _collect() -> dict[str, KernelSpec]:

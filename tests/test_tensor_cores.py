@@ -1,0 +1,293 @@
+"""Chapter 5: the fragment model, the shared-memory swizzle, the tensor-core kernels.
+
+The model and swizzle tests run everywhere (pure NumPy); the kernels' compiler facts are in
+``tests/test_ptx.py``. The kernels need a GPU: on one, each is checked against float64
+on odd and round shapes (``python -m pytest tests/test_tensor_cores.py``).
+
+Under the simulator the kernels' *logic* — padding, block order, cp.async addressing, the
+swizzle, the pipeline's stage bookkeeping, ldmatrix addressing, the epilogue — still runs: the
+tests swap the PTX intrinsics for warp-level emulations built on :mod:`lab.fragments` (the model
+that ``tests/test_ptx.py`` checks the real instructions against on the GPU).
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import lab
+from lab import bench, device, fragments
+from lab.kernels.k08_tc_pipeline import RUNG_CONFIGS, make_config, swizzle
+
+TC_KERNELS = ["tc_naive_fp16", "tc_naive_bf16", *RUNG_CONFIGS]
+gpu = pytest.mark.skipif(not device.GPU, reason="needs a GPU (inline PTX)")
+
+
+# ----------------------------------------------------------------------------- fragment model
+
+@pytest.mark.parametrize("operand,shape,per_lane", [("A", (16, 16), 8), ("B", (16, 8), 4),
+                                                   ("C", (16, 8), 4)])
+def test_every_element_has_exactly_one_lane(operand, shape, per_lane):
+    owner = fragments.owner_map(operand)
+    assert owner.shape == shape and owner.min() == 0
+    assert np.all(np.bincount(owner.ravel(), minlength=32) == per_lane)
+
+
+def test_lane_zero_and_lane_five():
+    assert fragments.a_coords(0) == [(0, 0), (0, 1), (8, 0), (8, 1),
+                                     (0, 8), (0, 9), (8, 8), (8, 9)]
+    assert fragments.b_coords(5) == [(2, 1), (3, 1), (10, 1), (11, 1)]
+    assert fragments.c_coords(5) == [(1, 2), (1, 3), (9, 2), (9, 3)]
+
+
+@pytest.mark.parametrize("kind", ["f16", "bf16"])
+def test_mma_model_is_a_times_b_plus_c(kind, rng):
+    a32 = rng.uniform(-1, 1, (16, 16)).astype(np.float32)
+    b32 = rng.uniform(-1, 1, (16, 8)).astype(np.float32)
+    c = rng.uniform(-1, 1, (16, 8)).astype(np.float32)
+    fmt = np.float16 if kind == "f16" else np.uint16
+    a, b = bench.to_format(a32, fmt), bench.to_format(b32, fmt)
+    d = fragments.mma(fragments.a_fragment(a), fragments.b_fragment(b),
+                      fragments.c_fragment(c), kind)
+    want = bench.to_float64(a) @ bench.to_float64(b) + c
+    np.testing.assert_allclose(fragments.c_matrix(d), want, rtol=1e-12, atol=1e-12)
+
+
+def test_ldmatrix_x4_of_a_row_major_tile_is_the_a_fragment(rng):
+    a = rng.uniform(-1, 1, (16, 16)).astype(np.float16)
+    lanes = np.arange(32)
+    rows = (lanes % 16) * 16 + (lanes // 16) * 8       # row lane%16, k-half lane//16
+    np.testing.assert_array_equal(fragments.ldmatrix(a.ravel(), rows, 4),
+                                  fragments.a_fragment(a))
+
+
+def test_ldmatrix_x4_trans_of_a_k_major_tile_is_two_b_fragments(rng):
+    b = rng.uniform(-1, 1, (16, 16)).astype(np.float16)   # [k, n], 16 columns = two n-tiles
+    lanes = np.arange(32)
+    rows = (lanes % 16) * 16 + (lanes // 16) * 8       # k row lane%16, n-half lane//16
+    regs = fragments.ldmatrix(b.ravel(), rows, 4, trans=True)
+    np.testing.assert_array_equal(regs[:, :2], fragments.b_fragment(b[:, :8]))
+    np.testing.assert_array_equal(regs[:, 2:], fragments.b_fragment(b[:, 8:]))
+
+
+def test_picture_is_deterministic_text():
+    pic = fragments.picture("C").splitlines()
+    assert pic[0].startswith("C (16×8)")
+    assert pic[2].split()[1:] == ["0", "0", "1", "1", "2", "2", "3", "3"]
+
+
+# ----------------------------------------------------------------------------- swizzle
+
+@pytest.mark.parametrize("chunks_per_row", [2, 4, 8, 16, 32])
+def test_swizzle_makes_every_ldmatrix_phase_conflict_free(chunks_per_row):
+    row_bytes = 16 * chunks_per_row
+    for first in range(0, 32, 8):
+        for chunk in range(chunks_per_row):
+            rows = range(first, first + 8)
+            plain = [r * row_bytes + 16 * chunk for r in rows]
+            swz = [r * row_bytes + 16 * swizzle(r, chunk, chunks_per_row) for r in rows]
+            assert fragments.wavefronts(swz) == 1
+            assert fragments.wavefronts(plain) == min(8, chunks_per_row)   # 2/4/8-way
+
+
+@pytest.mark.parametrize("chunks_per_row", [2, 4, 8, 16])
+def test_swizzle_permutes_each_row(chunks_per_row):
+    for r in range(16):
+        assert sorted(swizzle(r, c, chunks_per_row) for c in range(chunks_per_row)) == \
+            list(range(chunks_per_row))
+
+
+# ----------------------------------------------------------------------------- configs, registry
+
+def test_bad_configs_are_refused():
+    with pytest.raises(ValueError, match="warp tile must divide"):
+        make_config(bm=128, wm=48)
+    with pytest.raises(ValueError, match="shared memory"):
+        make_config(bm=256, bn=256, bk=64, stages=4)
+    with pytest.raises(ValueError, match="kind"):
+        make_config(kind="fp8")
+
+
+def test_registered_as_gpu_only_chapter_5():
+    for name in TC_KERNELS:
+        spec = lab.get_spec(name)
+        assert spec.chapter == 5 and not spec.simulator and "pad" in spec.edges
+        assert spec.dtype_name in ("float16", "bfloat16")
+    assert lab.get_spec("tc_bf16").dtype == np.uint16
+
+
+def test_wrong_dtype_is_refused_before_launch():
+    a = np.ones((4, 4), dtype=np.float32)
+    with pytest.raises(ValueError, match="float16"):
+        lab.matmul(a, a, kernel="tc_fp16")
+
+
+# ----------------------------------------------------------------------------- on a GPU
+
+SHAPES = [(1, 1, 1), (17, 33, 5), (65, 1, 130), (31, 47, 70), (257, 129, 67),
+          (1000, 1030, 999), (128, 128, 32), (512, 512, 512)]
+
+
+@gpu
+@pytest.mark.parametrize("name", TC_KERNELS)
+def test_kernel_matches_float64(name):
+    for m, n, k in SHAPES:
+        verdict = bench.check(name, m, n, k)
+        assert verdict.passed, verdict.line()
+
+
+# ----------------------------------------------------------------------------- simulator emulation
+
+class WarpEmulation:
+    """lab.ptx's intrinsics for the CUDA simulator, one Python thread per CUDA thread.
+
+    Addresses are handles: array slot in the high bits, byte offset in the low bits. cp.async
+    copies at once (commit and wait are no-ops). ldmatrix and mma gather the 32 lanes' operands
+    at a barrier, evaluate :mod:`lab.fragments`, and hand each lane its registers.
+    """
+
+    SHARED_SHIFT, GLOBAL_SHIFT = 24, 40
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.slots: list[np.ndarray] = []
+        self.ids: dict[int, int] = {}
+        self.warps: dict = {}
+
+    def _slot(self, array) -> int:
+        nd = getattr(getattr(array, "_item", array), "_ary", array)
+        key = (nd.__array_interface__["data"][0], nd.nbytes)   # same memory, same slot
+        with self.lock:
+            if key not in self.ids:
+                self.ids[key] = len(self.slots)
+                self.slots.append(nd)
+            return self.ids[key]
+
+    def _bytes(self, handle: int, shift: int, count: int) -> np.ndarray:
+        nd = self.slots[handle >> shift]
+        flat = nd.reshape(-1).view(np.uint8)
+        off = handle & ((1 << shift) - 1)
+        return flat[off:off + count]
+
+    def shared_address(self, array):
+        return np.uint32(self._slot(array) << self.SHARED_SHIFT)
+
+    def global_address(self, array):
+        return np.int64(self._slot(array) << self.GLOBAL_SHIFT)
+
+    def cp_async_16(self, dst, src):
+        self._bytes(int(dst), self.SHARED_SHIFT, 16)[:] = self._bytes(int(src),
+                                                                      self.GLOBAL_SHIFT, 16)
+
+    def cp_async_commit(self):
+        pass
+
+    def cp_async_wait(self, pending):
+        pass
+
+    def _collective(self, value, compute):
+        """Every lane of the warp passes ``value``; ``compute(values)`` runs once, for the warp,
+        and returns one result per lane."""
+        thread = threading.current_thread()
+        lane, warp = thread.thread_id % 32, thread.thread_id // 32
+        key = (tuple(thread.blockIdx), warp)
+        with self.lock:
+            state = self.warps.get(key)
+            if state is None:
+                state = self.warps[key] = {"values": [None] * 32, "compute": None}
+                state["arrive"] = threading.Barrier(
+                    32, action=lambda st=state: st.update(out=st["compute"](st["values"])),
+                    timeout=120)
+                state["leave"] = threading.Barrier(32, timeout=120)
+        state["values"][lane] = value
+        state["compute"] = compute
+        state["arrive"].wait()
+        result = state["out"][lane]
+        state["leave"].wait()
+        return result
+
+    def _ldmatrix(self, count, trans, address):
+        def compute(addresses):
+            slot = addresses[0] >> self.SHARED_SHIFT
+            mem = self.slots[slot].reshape(-1).view(np.uint16)
+            starts = [(a - (slot << self.SHARED_SHIFT)) // 2 for a in addresses]
+            return fragments.ldmatrix(mem, starts, count, trans)
+
+        regs = self._collective(int(address), compute)
+        return np.uint32(regs[0]) if count == 1 else tuple(np.uint32(r) for r in regs)
+
+    def _mma(self, kind, a, b, c):
+        def compute(ops):
+            return fragments.mma(np.array([o[0] for o in ops], dtype=np.uint32),
+                                 np.array([o[1] for o in ops], dtype=np.uint32),
+                                 np.array([o[2] for o in ops], dtype=np.float32),
+                                 kind).astype(np.float32)
+
+        return tuple(self._collective((a, b, c), compute))
+
+    def pack_b16(self, low, high):
+        lo, hi = (int(fragments.bits16(np.asarray(v))) for v in (low, high))
+        return np.uint32(lo | (hi << 16))
+
+    def install(self, monkeypatch):
+        from lab import ptx
+        from numba.cuda.simulator import kernelapi
+
+        for name in ("shared_address", "global_address", "cp_async_16", "cp_async_commit",
+                     "cp_async_wait", "pack_b16"):
+            monkeypatch.setattr(ptx, name, getattr(self, name))
+        for count in (1, 2, 4):
+            for trans in (False, True):
+                monkeypatch.setattr(ptx, f"ldmatrix_x{count}{'_trans' if trans else ''}",
+                                    lambda addr, c=count, t=trans: self._ldmatrix(c, t, addr))
+        monkeypatch.setattr(ptx, "mma_f16", lambda a, b, c: self._mma("f16", a, b, c))
+        monkeypatch.setattr(ptx, "mma_bf16", lambda a, b, c: self._mma("bf16", a, b, c))
+        original = kernelapi.FakeCUDAShared.array
+        monkeypatch.setattr(kernelapi.FakeCUDAShared, "array",
+                            lambda self_, shape, dtype, alignment=None:
+                            original(self_, shape, dtype))
+
+
+def _emulated_launch(name):
+    """A launch for registered kernel ``name`` rebuilt against the (patched) lab.ptx."""
+    from lab import ptx
+    from lab.kernels import k07_tensor_core as k07
+    from lab.kernels import k08_tc_pipeline as k08
+
+    if name in k08.RUNG_CONFIGS:
+        cfg = k08.RUNG_CONFIGS[name]
+        kernel = k08.build(cfg)
+
+        def launch(A, B, C):
+            a, b = k07.pad_inputs(A, B, cfg.bm, cfg.bn, cfg.bk)
+            blocks = (a.shape[0] // cfg.bm) * (b.shape[1] // cfg.bn)
+            kernel[blocks, cfg.threads, 0, cfg.shared_bytes](a, b, C)
+        return launch
+    return k07._launcher(k07.make_naive_kernel(ptx.mma_f16 if "fp16" in name else ptx.mma_bf16))
+
+
+#: Shapes: odd edges in every dimension; for the pipelined kernels more k-slices than stages,
+#: so the ring of stages wraps; two blocks, so the block order is exercised.
+EMULATED = {"tc_naive_fp16": [(17, 33, 5), (20, 9, 40)],
+            "tc_naive_bf16": [(17, 9, 20)],
+            "tc_smem": [(65, 70, 40)],
+            "tc_fp16": [(33, 100, 170)],
+            "tc_bf16": [(20, 17, 33)]}
+
+
+@pytest.mark.skipif(not device.SIMULATOR, reason="emulation runs under the simulator")
+@pytest.mark.parametrize("name", sorted(EMULATED))
+def test_kernel_logic_under_emulated_intrinsics(name, monkeypatch, rng):
+    from numba import cuda
+
+    WarpEmulation().install(monkeypatch)
+    launch = _emulated_launch(name)
+    spec = lab.get_spec(name)
+    for m, n, k in EMULATED[name]:
+        a, b = bench.random_inputs(m, n, k, spec.dtype, rng)
+        c = cuda.to_device(np.full((m, n), np.nan, dtype=np.float32))
+        launch(cuda.to_device(a), cuda.to_device(b), c)
+        verdict = bench.compare(c.copy_to_host(), bench.to_float64(a) @ bench.to_float64(b),
+                                dtype_name=spec.dtype_name, kernel=name, shape=(m, n, k))
+        assert verdict.passed, verdict.line()
