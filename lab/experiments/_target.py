@@ -17,17 +17,20 @@ def main(argv) -> int:
 
     name, m, n, k = argv[0], int(argv[1]), int(argv[2]), int(argv[3])
     launches = int(argv[4]) if len(argv) > 4 else 1
-    a, b = bench.random_inputs(m, n, k, np.float32, np.random.default_rng(0))
+    is_twin = name in twins.TWINS
+    dtype = np.float32 if is_twin else lab.get_spec(name).dtype
+    dtype_name = "float32" if is_twin else lab.get_spec(name).dtype_name
+    a, b = bench.random_inputs(m, n, k, dtype, np.random.default_rng(0))
     d_a, d_b = cuda.to_device(a), cuda.to_device(b)
     d_c = cuda.to_device(np.full((m, n), np.nan, dtype=np.float32))
-    run = ((lambda: twins.launch(name, d_a, d_b, d_c)) if name in twins.TWINS
+    run = ((lambda: twins.launch(name, d_a, d_b, d_c)) if is_twin
            else (lambda: lab.get_spec(name).launch(d_a, d_b, d_c)))
     for _ in range(launches):
         run()
     cuda.synchronize()
     out = d_c.copy_to_host()
-    verdict = bench.compare(out, a.astype(np.float64) @ b.astype(np.float64), kernel=name,
-                            shape=(m, n, k))
+    verdict = bench.compare(out, bench.to_float64(a) @ bench.to_float64(b), kernel=name,
+                            shape=(m, n, k), dtype_name=dtype_name)
     print(verdict.line())
     return 0 if verdict.passed else 3
 

@@ -8,7 +8,7 @@ Rows, told apart by ``part``:
 * ``part="variant"`` — "skip a stage" kernels at 4096 that differ from ``warptile`` in one
   thing (:data:`VARIANTS`: no padding, one buffer, launch bounds for two blocks per SM),
   built from :class:`lab.kernels.k04_vectorized.Config` without being registered.
-* ``part="edges"`` — ``warptile`` and cuBLAS at shapes that are not tile multiples
+* ``part="edges"`` — ``warptile_tuned`` (:data:`EDGE_KERNEL`) and cuBLAS at shapes that are not tile multiples
   (4095, 4097 and 4100³): the bounds-checked twin kernel's price.
 
 Every Numba kernel is checked against float64 before any timing: at 1024³ (fast path), at
@@ -28,12 +28,14 @@ from lab import bench
 
 #: Rungs of the FP32 ladder, in order (names missing from the registry are skipped).
 RUNGS = ("naive", "tiled32", "patch4", "patch8", "block128", "vectorized",
-         "vectorized_spread", "pipelined", "warptile", "warptile_128x64", "warptile_bk16")
+         "vectorized_spread", "pipelined", "warptile", "warptile_128x64", "warptile_bk16",
+         "warptile_tuned")
 SLOW = ("naive", "tiled32")          # skipped at 8192
 SIZES = (1024, 2048, 4096, 8192)
 EDGE_SIZES = (4095, 4097, 4100)
+EDGE_KERNEL = "warptile_tuned"
 CH4 = ("vectorized", "vectorized_spread", "pipelined", "warptile", "warptile_128x64",
-       "warptile_bk16")
+       "warptile_bk16", "warptile_tuned")
 
 
 def _variants():
@@ -129,7 +131,7 @@ def run(progress) -> dict:
 
     # ---- edges: the bounds-checked twin kernel
     for e in progress(EDGE_SIZES, desc="edges"):
-        row = bench.time_kernel("warptile", e, e, e, repeats=20, check_first=False)
+        row = bench.time_kernel(EDGE_KERNEL, e, e, e, repeats=20, check_first=False)
         row.update(part="edges", n=e)
         if have_cublas:
             c = cublas_row(e)

@@ -21,7 +21,7 @@ from lab import bench, model
 
 SIZE = 2048
 REPEATS = 20
-FP32_KERNEL = "block128"
+FP32_KERNEL = "warptile_tuned"
 ROW_FIELDS = ("kernel", "format", "median_ms", "min_ms", "max_ms", "tflops",
               "max_err_over_max_entry", "rel_frobenius")
 

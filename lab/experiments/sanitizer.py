@@ -1,5 +1,7 @@
-"""Experiment ``sanitizer`` (chapters 1–2): compute-sanitizer memcheck and racecheck on every
-ch1–2 kernel and every twin that accepts the shape, at the small odd shape 37×45×29.
+"""Experiment ``sanitizer``: compute-sanitizer memcheck and racecheck on every ch1–2 kernel and
+every twin that accepts the shape, at the small odd shape 37×45×29, and on the pipelined
+FP32 and tensor-core kernels (chapters 4–5) at an odd shape (edge path) and a tile-multiple
+shape (fast path). Child processes run in parallel (one GPU, several host cores).
 
 Each (kernel, tool) runs in its own child process (``lab.experiments._target``). Rows: kernel,
 tool, errors (from the "ERROR SUMMARY: N errors" line; None if the line is missing), check
@@ -17,6 +19,11 @@ from lab import twins
 
 KERNELS = ("naive", "naive_swapped", "naive_literal", "tiled8", "tiled16", "tiled32")
 SHAPE = (37, 45, 29)
+#: Kernels with barriers, double buffers or cp.async stages, and the shapes they run at.
+PIPELINED = ("pipelined", "warptile", "warptile_tuned", "tc_naive_fp16", "tc_pipeline",
+             "tc_fp16", "tc_bf16")
+PIPELINED_SHAPES = ((257, 129, 67), (256, 256, 256))
+WORKERS = 8
 TOOLS = ("memcheck", "racecheck")
 
 
@@ -25,15 +32,15 @@ def sanitizer_path() -> str | None:
         (p for p in ("/usr/local/cuda/bin/compute-sanitizer",) if os.path.exists(p)), None)
 
 
-def check_one(kernel: str, tool: str) -> dict:
+def check_one(kernel: str, tool: str, shape=SHAPE) -> dict:
     exe = sanitizer_path()
     row = {"kernel": kernel, "tool": tool, "errors": None, "check": None, "returncode": None,
-           "m": SHAPE[0], "n": SHAPE[1], "k": SHAPE[2]}
+           "m": shape[0], "n": shape[1], "k": shape[2]}
     if exe is None:
         row["check"] = "compute-sanitizer not found"
         return row
     cmd = [exe, "--tool", tool, sys.executable, "-m", "lab.experiments._target", kernel,
-           *map(str, SHAPE)]
+           *map(str, shape)]
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     text = run.stdout + run.stderr
     found = re.search(r"ERROR SUMMARY:\s*(\d+)", text)
@@ -44,9 +51,18 @@ def check_one(kernel: str, tool: str) -> dict:
 
 
 def run(progress) -> dict:
+    from concurrent.futures import ThreadPoolExecutor
+
+    import lab
+
     names = list(KERNELS) + [t for t in twins.available() if twins.supports(t, *SHAPE)]
-    jobs = [(k, t) for k in names for t in TOOLS]
-    rows = [check_one(k, t) for k, t in progress(jobs, desc="sanitizer")]
+    jobs = [(k, t, SHAPE) for k in names for t in TOOLS]
+    jobs += [(k, t, s) for k in PIPELINED if k in lab.REGISTRY
+             for s in PIPELINED_SHAPES for t in TOOLS]
+    with ThreadPoolExecutor(WORKERS) as pool:
+        rows = list(progress(pool.map(lambda job: check_one(*job), jobs), total=len(jobs),
+                             desc="sanitizer"))
     return {"rows": rows, "row_fields": ["kernel", "tool", "errors"],
-            "parameters": {"shape": list(SHAPE), "tools": list(TOOLS),
-                           "sanitizer": sanitizer_path()}}
+            "parameters": {"shape": list(SHAPE), "pipelined_shapes": [list(s) for s in
+                                                                     PIPELINED_SHAPES],
+                           "tools": list(TOOLS), "sanitizer": sanitizer_path()}}

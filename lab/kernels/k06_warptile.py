@@ -32,12 +32,17 @@ VARIANTS = {
     "warptile_128x64": Config(BM=128, BN=64, BK=8, WM=64, WN=32, LM=8, layout="warp"),
     "warptile_bk16": Config(BM=128, BN=128, BK=16, WM=64, WN=32, LM=8, layout="warp",
                             min_blocks=2),
+    # The fastest of tools/tune_fp32.py's 26 configurations on the H200 at 4096³
+    # (lab/results/h200/fp32_tune.json): a 64×128 block of 128 threads, 4 blocks per SM.
+    "warptile_tuned": Config(BM=64, BN=128, BK=8, WM=32, WN=64, LM=4, TM=8, TN=8,
+                             layout="warp"),
 }
 
 _BUILT = {}
 SPECS = []
 for _name, _cfg in VARIANTS.items():
-    _spec, _BUILT[_name] = spec_for(_name, _cfg, "warp tiles, double-buffered")
+    _spec, _BUILT[_name] = spec_for(_name, _cfg, "warp tiles, double-buffered"
+                                    + (" (autotuned)" if _name.endswith("tuned") else ""))
     SPECS.append(_spec)
 warptile_kernel, warptile_edges_kernel, launch_warptile = _BUILT["warptile"]
 
