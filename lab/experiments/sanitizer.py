@@ -4,7 +4,8 @@ FP32 and tensor-core kernels (chapters 4–5) at an odd shape (edge path) and a 
 shape (fast path). Child processes run in parallel (one GPU, several host cores).
 
 Each (kernel, tool) runs in its own child process (``lab.experiments._target``). Rows: kernel,
-tool, errors (from the "ERROR SUMMARY: N errors" line; None if the line is missing), check
+tool, errors (memcheck's "ERROR SUMMARY: N errors", racecheck's hazard count; None if the
+tool printed no summary — which the chapter reports as a failure to check), check
 (the child's own float64 verdict: PASS/FAIL), returncode.
 """
 from __future__ import annotations
@@ -43,8 +44,13 @@ def check_one(kernel: str, tool: str, shape=SHAPE) -> dict:
            *map(str, shape)]
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     text = run.stdout + run.stderr
-    found = re.search(r"ERROR SUMMARY:\s*(\d+)", text)
+    # memcheck ends with "ERROR SUMMARY: N errors"; racecheck with
+    # "RACECHECK SUMMARY: H hazards displayed (E errors, W warnings)" — hazards are counted.
+    found = (re.search(r"ERROR SUMMARY:\s*(\d+)", text)
+             or re.search(r"RACECHECK SUMMARY:\s*(\d+) hazard", text))
     row["errors"] = int(found.group(1)) if found else None
+    row["summary"] = next((line.strip() for line in text.splitlines()
+                           if "SUMMARY" in line), None)
     row["check"] = "PASS" if " PASS" in text else "FAIL"
     row["returncode"] = run.returncode
     return row
