@@ -80,3 +80,73 @@ def kernel_model_4096(kind: str, e: int = 4) -> float:
     """Flop per byte from L2 of seed 001's four kernels (block tiles 32² / 128², patch 8²)."""
     return {"naive": naive_intensity(e), "shared": tile_intensity(32, 32, e),
             "register": tile_intensity(128, 128, e), "tensor": tile_intensity(128, 128, 2)}[kind]
+
+
+# ----------------------------------------------------------------------------- chapter 6
+# Shapes: how a grid of output tiles meets a machine of SMs.
+
+#: Per-SM limits of compute capability 9.0 (H100/H200), CUDA C Programming Guide table.
+SM90_LIMITS = {"registers": 65536, "threads": 2048, "blocks": 32, "shared_bytes": 228 * 1024,
+               "shared_reserved_per_block": 1024, "register_unit_per_warp": 256}
+
+
+def tile_grid(m: int, n: int, tile_m: int, tile_n: int) -> int:
+    """Output tiles (thread blocks) a BM×BN tiling launches: ⌈M/BM⌉·⌈N/BN⌉."""
+    return -(-m // tile_m) * -(-n // tile_n)
+
+
+def waves(m: int, n: int, tile_m: int, tile_n: int, sms: int = 132,
+          blocks_per_sm: int = 1) -> int:
+    """Rounds of blocks the GPU runs: ⌈tiles / (SMs · resident blocks per SM)⌉.
+
+    140 tiles on 132 SMs with one block each are two waves, the second with 8 blocks.
+    """
+    return -(-tile_grid(m, n, tile_m, tile_n) // (sms * blocks_per_sm))
+
+
+def wave_efficiency(m: int, n: int, tile_m: int, tile_n: int, sms: int = 132,
+                    blocks_per_sm: int = 1) -> float:
+    """Share of the block slots that hold work, over all waves: tiles / (waves · slots).
+
+    A model that assumes every tile takes the same time and every wave waits for the last
+    block of the previous one (tiles of a real kernel drift apart, so the loss is softer).
+    """
+    slots = sms * blocks_per_sm
+    tiles = tile_grid(m, n, tile_m, tile_n)
+    return tiles / (waves(m, n, tile_m, tile_n, sms, blocks_per_sm) * slots)
+
+
+def tile_efficiency(m: int, n: int, tile_m: int, tile_n: int) -> float:
+    """Useful outputs over computed outputs when edge tiles cost as much as full ones:
+    M·N / (⌈M/BM⌉·BM · ⌈N/BN⌉·BN). The ragged edge's price in the simplest model."""
+    return m * n / (tile_grid(m, n, tile_m, tile_n) * tile_m * tile_n)
+
+
+def blocks_per_sm(threads: int, registers: int, shared_bytes: int,
+                  limits: dict | None = None) -> int:
+    """Resident blocks per SM allowed by threads, registers and shared memory (sm_90 limits).
+
+    Registers are allocated per warp in units of 256 (``registers`` per thread rounded up);
+    each block also costs ``shared_reserved_per_block`` bytes of shared memory.
+    """
+    lim = limits or SM90_LIMITS
+    warps = -(-threads // 32)
+    unit = lim["register_unit_per_warp"]
+    per_warp = -(-registers * 32 // unit) * unit
+    by_registers = (lim["registers"] // per_warp) // warps if per_warp else lim["blocks"]
+    by_threads = lim["threads"] // (warps * 32)
+    by_shared = (lim["shared_bytes"] // (shared_bytes + lim["shared_reserved_per_block"])
+                 if shared_bytes else lim["blocks"])
+    return max(0, min(lim["blocks"], by_registers, by_threads, by_shared))
+
+
+def split_k_tiles(m: int, n: int, tile_m: int, tile_n: int, splits: int) -> int:
+    """Work units when K is cut into ``splits`` pieces: every output tile appears ``splits``
+    times, each summing its own range of k into a partial tile."""
+    return tile_grid(m, n, tile_m, tile_n) * splits
+
+
+def split_k_extra_bytes(m: int, n: int, splits: int, acc_bytes: int = 4) -> float:
+    """Traffic split-K adds: each of ``splits`` partial M×N results written and read back
+    once by the reduction (2·splits·M·N·acc_bytes); 0 without a split."""
+    return 0.0 if splits <= 1 else 2.0 * splits * m * n * acc_bytes

@@ -126,3 +126,91 @@ REGISTER_KERNEL_T4 = {"ms": 0.93, "tflops": 2.32, "pct_of_roof": 36, "x_naive": 
 #: FLOP per byte from L2, and the modelled times on an A100 and an H100.
 REGISTER_MODEL_001 = {"flop_per_byte_l2": 31.5, "a100_ms": 7.05, "h100_ms": 2.18,
                       "a100_tflops_model": 19.5, "source": "seed 001 (model)"}
+
+
+# ----------------------------------------------------------------------------- chapter 6
+# Shapes, as seed 004 reports them (Tesla T4, cuBLAS through PyTorch, FP16 unless noted).
+
+#: Seed 004's size curve in words: n = 128 and 512, then a band past n = 1024 (TFLOP/s, FP16).
+SIZE_T4 = [
+    {"n": "128", "tflops": "0.1", "gpu": "Tesla T4", "source": "seed 004"},
+    {"n": "512", "tflops": "9", "gpu": "Tesla T4", "source": "seed 004"},
+    {"n": "> 1024", "tflops": "14–21 (wobbling)", "gpu": "Tesla T4", "source": "seed 004"},
+]
+
+#: Seed 004's alignment findings: each size against its round neighbour, and the kernel the
+#: profiler named. ``extra_time_pct`` is the seed's "more time" (or "behind") figure;
+#: None where the seed gives no number for that size.
+ALIGNMENT_T4 = [
+    {"n": 4096, "dtype": "FP16", "tflops": 19.3, "vs": None, "extra_time_pct": None,
+     "cublas_kernel": "turing_fp16_s1688gemm_fp16_256x128_ldg8_f2f_stages_32x1_nn"},
+    {"n": 4088, "dtype": "FP16", "tflops": None, "vs": 4096, "extra_time_pct": None,
+     "cublas_kernel": "turing_fp16_s1688gemm_fp16_256x128_ldg8_f2f_stages_32x1_nn"},
+    {"n": 4092, "dtype": "FP16", "tflops": None, "vs": 4096, "extra_time_pct": 52,
+     "cublas_kernel": "cutlass_75_tensorop_f16_s1688gemm_f16_256x128_nn_align2"},
+    {"n": 4097, "dtype": "FP16", "tflops": 12.9, "vs": 4096, "extra_time_pct": 50,
+     "cublas_kernel": "cutlass_75_tensorop_f16_s1688gemm_f16_256x128_nn_align1"},
+    {"n": 4100, "dtype": "FP16", "tflops": None, "vs": 4096, "extra_time_pct": 55,
+     "cublas_kernel": "cutlass_75_tensorop_f16_s1688gemm_f16_256x128_nn_align2"},
+    {"n": 4104, "dtype": "FP16", "tflops": None, "vs": 4097, "extra_time_pct": -18,
+     "cublas_kernel": "turing_fp16_s1688gemm_fp16_128x256_ldg8_f2f_stages_32x1_nn"},
+    {"n": 2049, "dtype": "FP16", "tflops": None, "vs": 2048, "extra_time_pct": 54,
+     "cublas_kernel": "cutlass_75_tensorop_f16_s1688gemm_f16_256x128_nn_align1"},
+    {"n": 4097, "dtype": "FP32", "tflops": None, "vs": 4096, "extra_time_pct": 11,
+     "cublas_kernel": "volta_sgemm_128x64_nn (every size)"},
+]
+#: Seed 004's control: its own 32×32 tiled kernel, one element past the round size.
+TILED_EDGE_T4 = [
+    {"n": 4097, "vs": 4096, "extra_time_pct": 4.4, "kernel": "tiled 32×32",
+     "gpu": "Tesla T4", "source": "seed 004"},
+    {"n": 2049, "vs": 2048, "extra_time_pct": 9.3, "kernel": "tiled 32×32",
+     "gpu": "Tesla T4", "source": "seed 004"},
+]
+#: Seed 004 on layouts: transposed operands at 0.97–1.14× of the plain case in steady state;
+#: 2–3× apart when timed in short bursts (the T4's clock moving).
+LAYOUT_T4 = {"steady_low": 0.97, "steady_high": 1.14, "burst_spread": "2–3×",
+             "gpu": "Tesla T4", "source": "seed 004"}
+
+#: Seed 004's decode shape: (M×4096)·(4096×4096) FP16 through cuBLAS. M = 1: 0.18 ms,
+#: 0.19 TFLOP/s, the weights read at 190 GB/s (of a 265 GB/s read roof); M = 64: 0.17 ms;
+#: M = 1 is 1% of the TFLOP/s of M = 1024.
+SKINNY_T4 = [
+    {"m": 1, "ms": 0.18, "tflops": 0.19, "weight_gbps": 190, "gpu": "Tesla T4",
+     "source": "seed 004"},
+    {"m": 64, "ms": 0.17, "tflops": None, "weight_gbps": None, "gpu": "Tesla T4",
+     "source": "seed 004"},
+]
+SKINNY_T4_M1_SHARE_OF_M1024 = 0.01
+READ_ROOF_T4_GBPS = 265
+
+#: Seed 004's whole ladder on the T4, 1024³ ("FLOPs per byte" as the seed's model states
+#: it; None where it says "tuned per shape").
+LADDER_T4 = [
+    {"rung": "naive, uncoalesced mapping", "flop_per_byte": 0.25, "tflops": 0.12, "x_naive": 0.26},
+    {"rung": "naive", "flop_per_byte": 0.25, "tflops": 0.46, "x_naive": 1.0},
+    {"rung": "shared-memory tiles 8×8", "flop_per_byte": 2, "tflops": 0.51, "x_naive": 1.1},
+    {"rung": "shared-memory tiles 16×16", "flop_per_byte": 4, "tflops": 0.73, "x_naive": 1.6},
+    {"rung": "shared-memory tiles 32×32", "flop_per_byte": 8, "tflops": 0.87, "x_naive": 1.9},
+    {"rung": "register tiles, 64×64 block", "flop_per_byte": 16, "tflops": 2.32, "x_naive": 5.0},
+    {"rung": "cuBLAS FP32", "flop_per_byte": None, "tflops": 3.60, "x_naive": 7.8},
+    {"rung": "hand-written tensor cores, FP16 in -> FP32 out", "flop_per_byte": 8,
+     "tflops": 3.30, "x_naive": 7.1},
+    {"rung": "cuBLAS FP16 in -> FP32 out", "flop_per_byte": None, "tflops": 21.9, "x_naive": 47},
+    {"rung": "cuBLAS FP16", "flop_per_byte": None, "tflops": 23.3, "x_naive": 50},
+]
+
+
+# ------------------------------------------------------------- chapter 4: reference, not a seed
+# The project's reference notes (../shared/reference/h200-2026-11-30.md) ran a public CUDA C
+# teaching ladder, siboehm/SGEMM_CUDA (nvcc), on this same H200 at 4096³. Numbers are % of the
+# cuBLAS FP32 it was timed beside; its double-buffering rungs failed or fell back (not listed).
+
+#: (rung, % of cuBLAS FP32) at 4096³, H200, in the ladder's order.
+SGEMM_CUDA_H200 = [
+    ("naive", 1.0), ("coalesced", 12.3), ("shared-memory", 17.9), ("1-D block tiling", 33.2),
+    ("2-D block tiling", 51.2), ("vectorised", 62.0), ("autotuned", 61.6),
+    ("warp tiling", 71.7),
+]
+#: Its best rung in TFLOP/s, and the cuBLAS FP32 (TF32 off) of the same notes, 4096³.
+SGEMM_CUDA_H200_BEST_TFLOPS = 36.3
+SGEMM_CUDA_H200_SOURCE = "reference notes h200-2026-11-30 (siboehm/SGEMM_CUDA, nvcc)"

@@ -7,8 +7,11 @@ spellings of one loop (≥ 1 means Numba is at least as fast).
 
 Sources (re-typed, our own names): ``seed003.cu`` (``matmulNaive``, ``matmulTiled`` with
 TILE 16) and ``seed004.cu`` (``mm_naive``, its swapped-index variant, ``mm_tiled<T>`` for
-T = 8, 16, 32). Seed 004's tiled kernel has no bounds checks: it is only launched on shapes that
-are multiples of T (:func:`supports` says which).
+T = 8, 16, 32, and ``s004_regs4``, the register kernel — 64×64 block, 16×16 threads, 4×4
+patch, BK 16 — of which the seed shows only the multiply-add loop; its loads and barriers are
+ours, the same as Numba's ``patch4``). Seed 004's tiled and register kernels have no bounds
+checks: they are only launched on shapes that are multiples of their tile (:func:`supports`
+says which).
 
 Usage (numba device arrays; CuPy is imported lazily, GPU only)::
 
@@ -48,6 +51,11 @@ class Twin:
     block: int           # threads per block along x and y
     multiple_of: int = 1  # shapes must be multiples of this (no bounds checks), else 1
     rows_on_x: bool = False  # threadIdx.x runs along rows (the swapped mapping)
+    tile: int = 0         # C elements per block along x and y (0: one per thread, = block)
+
+    @property
+    def block_tile(self) -> int:
+        return self.tile or self.block
 
 
 TWINS: dict[str, Twin] = {t.name: t for t in (
@@ -65,6 +73,8 @@ TWINS: dict[str, Twin] = {t.name: t for t in (
          "004", "mnk", 16, multiple_of=16),
     Twin("s004_tiled32", "seed 004 mm_tiled<32>", "seed004.cu", "s004_tiled<32>", "tiled32",
          "004", "mnk", 32, multiple_of=32),
+    Twin("s004_regs4", "seed 004 register kernel (64x64 block, 4x4 patch, BK 16)",
+         "seed004.cu", "s004_regs4", "patch4", "004", "mnk", 16, multiple_of=64, tile=64),
 )}
 
 #: Mangled-name fragment of each template instantiation (for picking its SASS).
@@ -131,7 +141,8 @@ def launch(name: str, A, B, C) -> None:
     dims = ((np.int32(m), np.int32(k), np.int32(n)) if t.seed == "003"
             else (np.int32(m), np.int32(n), np.int32(k)))
     along_x, along_y = (m, n) if t.rows_on_x else (n, m)
-    grid = ((along_x + t.block - 1) // t.block, (along_y + t.block - 1) // t.block)
+    tile = t.block_tile
+    grid = ((along_x + tile - 1) // tile, (along_y + tile - 1) // tile)
     _function(name)(grid, (t.block, t.block), (a, b, c, *dims))
 
 
