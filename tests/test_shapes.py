@@ -101,7 +101,8 @@ def test_path_of():
 
 @pytest.mark.skipif(device.GPU, reason="the dry run replaces cuBLAS; on a GPU run the real one")
 def test_dry_run(monkeypatch):
-    """run() end to end at tiny sizes: cuBLAS → NumPy model, timing → one call, tc → tiled16."""
+    """run() end to end at tiny sizes: cuBLAS -> NumPy model, timing -> one call,
+    tc_fp16 -> tiled16."""
     from numba import cuda
 
     def fake_launch(kind, A, B, C):
@@ -139,6 +140,7 @@ def test_dry_run(monkeypatch):
     monkeypatch.setattr(bench, "time_gpu", fake_time)
     monkeypatch.setattr(bench, "require_gpu", lambda what="": None)
     monkeypatch.setattr(bench, "buffer_sets", lambda nbytes, rotate, l2=None: 2 if rotate else 1)
+    monkeypatch.setattr(shapes, "_l2_bytes", lambda: 60 * 2**20)
     monkeypatch.setattr(shapes, "BURST_IDLE_S", 0.0)
     # tiny shapes; tc_fp16 (inline PTX) replaced by tiled16, warptile_tuned by tiled8
     swap = {"tc_fp16": "tiled16", "warptile_tuned": "tiled8"}

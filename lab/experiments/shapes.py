@@ -36,6 +36,7 @@ call). Big sizes use 10 repeats, the rest 20.
 """
 from __future__ import annotations
 
+import functools
 import time as _time
 
 import numpy as np
@@ -180,6 +181,14 @@ def _time_hot(part: str, impl, m: int, n: int, k: int, inputs: _Inputs,
     return _row(part, impl, m, n, k, t)
 
 
+@functools.lru_cache(maxsize=1)
+def _l2_bytes() -> int:
+    """The L2 size, read once (``device.provenance`` asks nvidia-smi on every call)."""
+    from numba import cuda
+
+    return int(cuda.get_current_device().L2_CACHE_SIZE) or 60 * 2**20
+
+
 def _time_rotated(part: str, impl, m: int, n: int, k: int, repeats: int = 20) -> dict:
     """Cycle through enough buffer sets (same values, distinct buffers) to exceed 2 × L2."""
     from numba import cuda
@@ -188,7 +197,7 @@ def _time_rotated(part: str, impl, m: int, n: int, k: int, repeats: int = 20) ->
     a, b = bench.random_inputs(m, n, k, in_dt)
     per_set = in_dt.itemsize * (m * k + k * n) + out_dt.itemsize * m * n
     sets = [(cuda.to_device(a), cuda.to_device(b), cuda.device_array((m, n), dtype=out_dt))
-            for _ in range(bench.buffer_sets(per_set, True))]
+            for _ in range(bench.buffer_sets(per_set, True, _l2_bytes()))]
     launch = _launcher(impl)
     t = bench.time_gpu(lambda i: launch(*sets[i % len(sets)]), repeats=repeats, rotated=True)
     row = _row(part, impl, m, n, k, t)
