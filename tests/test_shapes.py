@@ -141,6 +141,30 @@ def test_dry_run(monkeypatch):
     monkeypatch.setattr(bench, "require_gpu", lambda what="": None)
     monkeypatch.setattr(bench, "buffer_sets", lambda nbytes, rotate, l2=None: 2 if rotate else 1)
     monkeypatch.setattr(shapes, "_l2_bytes", lambda: 60 * 2**20)
+
+    class FakeSpinner:                 # the simulator would run the busy loop in Python
+        ms_per_iteration = 1e-6
+
+        def launch(self, ms):
+            pass
+
+    class FakeEvent:                   # the simulator's events take no timing flag
+        def __init__(self, timing=True):
+            pass
+
+        def record(self):
+            pass
+
+        def synchronize(self):
+            pass
+
+    monkeypatch.setattr(shapes, "Spinner", FakeSpinner)
+    monkeypatch.setattr(shapes.cuda, "event", FakeEvent)
+    monkeypatch.setattr(shapes.cuda, "event_elapsed_time", lambda a, b: 5.0, raising=False)
+    monkeypatch.setattr(shapes, "QUEUED_SIZES", (16,))
+    monkeypatch.setattr(shapes, "QUEUE_BATCHES", 1)
+    monkeypatch.setattr(shapes, "QUEUE_BATCH", 1)
+    monkeypatch.setattr(shapes, "QUEUE_WARMUP", 0)
     monkeypatch.setattr(shapes, "BURST_IDLE_S", 0.0)
     # tiny shapes; tc_fp16 (inline PTX) replaced by tiled16, warptile_tuned by tiled8
     swap = {"tc_fp16": "tiled16", "warptile_tuned": "tiled8"}
@@ -159,7 +183,11 @@ def test_dry_run(monkeypatch):
     out = shapes.run(lambda it, **kw: it)
     rows = out["rows"]
     parts = {r["part"] for r in rows}
-    assert parts == {"check", "size", "alignment", "shuffled", "skinny", "layout", "burst"}
+    assert parts == {"check", "size", "alignment", "shuffled", "skinny", "layout", "burst",
+                     "size_queued", "skinny_queued"}
+    queued = [r for r in rows if r["part"].endswith("_queued")]
+    assert all(r["timing"] == "queued" and 0.0 <= r["spin_covered"] <= 1.0 for r in queued)
+    assert len([r for r in queued if r["part"] == "skinny_queued"]) == 2 * 2 * 2
     assert all(r["passed"] for r in rows if r["part"] == "check")
     assert {r["kernel"] for r in rows if r["part"] == "check"} >= {
         "cublas_fp32", "cublas_fp16", "tiled16", "tiled8", "tiled32", "cublas_fp16_TT"}

@@ -81,16 +81,31 @@ def twin_regs(name: str) -> dict:
     (``regs_gpu``, ``shared_gpu``; cuFuncGetAttribute), the occupancy they allow, and offline
     ``nvcc -O3`` registers (``regs_nvcc``); None where a fact cannot be had."""
     out = {"regs_gpu": None, "shared_gpu": None, "regs_nvcc": None}
+    errors = []
     try:
         from cupy.cuda import driver
 
         fn = twins._function(name)
         out["regs_gpu"] = int(driver.funcGetAttribute(4, fn.ptr))      # NUM_REGS
         out["shared_gpu"] = int(driver.funcGetAttribute(1, fn.ptr))    # SHARED_SIZE_BYTES
-        threads = twins.get_twin(name).block ** 2
-        out.update(occupancy(out["regs_gpu"], out["shared_gpu"], threads))
-    except Exception:  # noqa: BLE001
-        pass
+    except Exception as exc:  # noqa: BLE001
+        errors.append(f"funcGetAttribute: {type(exc).__name__}: {exc}"[:200])
+    if out["regs_gpu"] is None:   # a RawKernel of the same source reports its attributes
+        try:
+            import cupy
+
+            t = twins.get_twin(name)
+            kern = cupy.RawKernel((twins.HERE / t.source).read_text(), t.function,
+                                  options=("-std=c++17",))
+            out["regs_gpu"] = int(kern.num_regs)
+            out["shared_gpu"] = int(kern.shared_size_bytes)
+        except Exception as exc:  # noqa: BLE001
+            errors.append(f"RawKernel: {type(exc).__name__}: {exc}"[:200])
+    if out["regs_gpu"] is not None:
+        out.update(occupancy(out["regs_gpu"], out["shared_gpu"],
+                             twins.get_twin(name).block ** 2))
+    if errors:
+        out["regs_gpu_errors"] = errors
     try:
         out["regs_nvcc"] = twins.compile_report(name).registers
     except Exception:  # noqa: BLE001

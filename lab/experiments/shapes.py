@@ -17,6 +17,12 @@ cuBLAS (through :mod:`lab.baselines`) and our best kernels, one process run, row
 * ``skinny`` — (M × 4096)·(4096 × 4096) FP16 for M in :data:`SKINNY_M` through cuBLAS and
   ``tc_fp16``, both cache-hot and rotated through enough buffer sets to exceed the L2 (the
   weight read then comes from HBM); ``weight_gbps`` = weight bytes / median time.
+* ``size_queued``, ``skinny_queued`` — the short calls again (squares up to
+  :data:`QUEUED_SIZES`, every skinny shape) timed by :func:`time_queued`: a batch of calls
+  queued behind a busy kernel, so the host's launch path (tens of µs through CuPy or Numba,
+  which per-call events would include whenever the kernel is shorter) is hidden and the row
+  is the GPU's own time per call. Extra fields: timing="queued", batch, spin_covered (share
+  of batches whose busy kernel outlasted the host's enqueueing; 1.0 expected).
 * ``layout`` — cuBLAS FP16 4096³ with A and/or B stored transposed (``NN``, ``TN``, ``NT``,
   ``TT``: first letter A, second B, ``T`` = stored transposed), called through ``gemmEx``'s op
   flags (:func:`launch_layout`); steady state (3 warm-up calls, 20 timed).
@@ -42,6 +48,7 @@ import time as _time
 import numpy as np
 
 from lab import baselines, bench, model
+from numba import cuda, float32, int32  # noqa: E402  (after lab: simulator decided first)
 
 SIZES = (128, 256, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192)
 ALIGN_SIZES = (2048, 2049, 4088, 4092, 4096, 4097, 4100, 4104)
@@ -52,6 +59,13 @@ LAYOUT_SIZE = 4096
 ROUNDS = 3
 SHUFFLE_SEED = 2026
 BURST_IDLE_S = 0.5
+
+#: Queued timing (:func:`time_queued`): square sizes and batch shape.
+QUEUED_SIZES = (128, 256, 512, 768, 1024, 1536, 2048)
+QUEUE_BATCH = 20
+QUEUE_BATCHES = 10
+QUEUE_WARMUP = 3
+SPIN_MIN_MS = 1.0
 
 #: What each part times: ("cublas", kind) or ("numba", registered kernel name).
 SIZE_IMPLS = (("cublas", "fp32"), ("cublas", "fp16"), ("numba", "warptile_tuned"),
@@ -137,8 +151,6 @@ class _Inputs:
     def operands(self, m: int, n: int, k: int, dtype):
         key = (m, n, k, np.dtype(dtype).str)
         if key not in self.ops:
-            from numba import cuda
-
             a, b = bench.random_inputs(m, n, k, dtype, self.rng)
             self.ops[key] = (cuda.to_device(a), cuda.to_device(b))
         return self.ops[key]
@@ -146,8 +158,6 @@ class _Inputs:
     def output(self, m: int, n: int, dtype):
         key = (m, n, np.dtype(dtype).str)
         if key not in self.outs:
-            from numba import cuda
-
             self.outs[key] = cuda.device_array((m, n), dtype=dtype)
         return self.outs[key]
 
@@ -170,39 +180,123 @@ def _row(part: str, impl, m: int, n: int, k: int, timing) -> dict:
             "path": path_of(label(impl), m, n, k)}
 
 
+def _timer(queued):
+    """Per-call event timing (``queued=None``) or :func:`time_queued` with this spinner."""
+    if queued is None:
+        return lambda call, repeats, rotated: (bench.time_gpu(call, repeats=repeats,
+                                                              rotated=rotated), {})
+
+    def timer(call, repeats, rotated):
+        t, covered = time_queued(call, spinner=queued, rotated=rotated)
+        return t, {"timing": "queued", "batch": QUEUE_BATCH, "spin_covered": covered}
+    return timer
+
+
 def _time_hot(part: str, impl, m: int, n: int, k: int, inputs: _Inputs,
-              repeats: int | None = None) -> dict:
+              repeats: int | None = None, queued=None) -> dict:
     in_dt, out_dt, _ = _dtypes(impl)
     d_a, d_b = inputs.operands(m, n, k, in_dt)
     d_c = inputs.output(m, n, out_dt)
     launch = _launcher(impl)
-    t = bench.time_gpu(lambda i: launch(d_a, d_b, d_c),
-                       repeats=repeats or _repeats(m, n, k))
-    return _row(part, impl, m, n, k, t)
+    t, extra = _timer(queued)(lambda i: launch(d_a, d_b, d_c), repeats or _repeats(m, n, k),
+                              False)
+    return {**_row(part, impl, m, n, k, t), **extra}
 
 
 @functools.lru_cache(maxsize=1)
 def _l2_bytes() -> int:
     """The L2 size, read once (``device.provenance`` asks nvidia-smi on every call)."""
-    from numba import cuda
-
     return int(cuda.get_current_device().L2_CACHE_SIZE) or 60 * 2**20
 
 
-def _time_rotated(part: str, impl, m: int, n: int, k: int, repeats: int = 20) -> dict:
+def _time_rotated(part: str, impl, m: int, n: int, k: int, repeats: int = 20,
+                  queued=None) -> dict:
     """Cycle through enough buffer sets (same values, distinct buffers) to exceed 2 × L2."""
-    from numba import cuda
-
     in_dt, out_dt, _ = _dtypes(impl)
     a, b = bench.random_inputs(m, n, k, in_dt)
     per_set = in_dt.itemsize * (m * k + k * n) + out_dt.itemsize * m * n
     sets = [(cuda.to_device(a), cuda.to_device(b), cuda.device_array((m, n), dtype=out_dt))
             for _ in range(bench.buffer_sets(per_set, True, _l2_bytes()))]
     launch = _launcher(impl)
-    t = bench.time_gpu(lambda i: launch(*sets[i % len(sets)]), repeats=repeats, rotated=True)
-    row = _row(part, impl, m, n, k, t)
-    row["buffer_sets"] = len(sets)
-    return row
+    t, extra = _timer(queued)(lambda i: launch(*sets[i % len(sets)]), repeats, True)
+    return {**_row(part, impl, m, n, k, t), **extra, "buffer_sets": len(sets)}
+
+
+# ----------------------------------------------------------------------------- queued timing
+# A call shorter than the host's launch path (tens of µs through CuPy or Numba) cannot be
+# timed call by call: the GPU idles between the start event and the kernel while the host is
+# still launching it, so the event pair measures the host. Queued timing first gives the GPU a
+# busy kernel to chew on (a single thread running a dependent FMA chain for ≥ 1 ms), and
+# records the start event, the batch of calls and the stop event while it runs: the calls then
+# sit in the queue and execute back to back, and (stop − start) / batch is the GPU's own time
+# per call, the small gaps between kernels included.
+
+@cuda.jit
+def busy_kernel(iterations, out):
+    """One thread, one dependent FMA chain: keeps the GPU occupied for a known time."""
+    x = out[0]
+    i = int32(0)
+    while i < iterations:
+        x = x * float32(0.9999999) + float32(1e-7)
+        i += int32(1)
+    out[0] = x
+
+
+class Spinner:
+    """Launches :func:`busy_kernel` for a requested number of milliseconds (calibrated once)."""
+
+    CALIBRATION_ITERATIONS = 1 << 18
+
+    def __init__(self):
+        self.out = cuda.to_device(np.ones(1, dtype=np.float32))
+        t = bench.time_gpu(lambda i: self.launch_iterations(self.CALIBRATION_ITERATIONS),
+                           warmup=1, repeats=10)
+        self.ms_per_iteration = t.median_ms / self.CALIBRATION_ITERATIONS
+
+    def launch_iterations(self, iterations: int) -> None:
+        busy_kernel[1, 1](np.int32(min(iterations, 2**31 - 1)), self.out)
+
+    def launch(self, ms: float) -> None:
+        self.launch_iterations(int(ms / self.ms_per_iteration) + 1)
+
+
+def time_queued(call, *, spinner: Spinner, batch: int | None = None,
+                batches: int | None = None, warmup: int | None = None,
+                rotated: bool = False) -> tuple[bench.Timing, float]:
+    """GPU time per call of ``call(i)`` with the launch path hidden: a :class:`Spinner` kernel
+    runs while ``batch`` calls are queued between two events; ``batches`` such measurements,
+    each divided by ``batch``, give median/min/max. Also returns the share of batches whose
+    spin outlasted the host's enqueueing (1.0 = every batch ran back to back on the GPU)."""
+    import time as clock
+
+    batch = batch or QUEUE_BATCH
+    batches = batches or QUEUE_BATCHES
+    warmup = QUEUE_WARMUP if warmup is None else warmup
+    for i in range(warmup):
+        call(i)
+    cuda.synchronize()
+    t0 = clock.perf_counter()
+    for i in range(batch):
+        call(i)
+    cuda.synchronize()
+    spin_ms = max(SPIN_MIN_MS, 3e3 * (clock.perf_counter() - t0))
+    per_call, covered = [], 0
+    for b in range(batches):
+        e_spin, e_start, e_stop = (cuda.event(timing=True) for _ in range(3))
+        h0 = clock.perf_counter()
+        e_spin.record()
+        spinner.launch(spin_ms)
+        e_start.record()
+        for i in range(batch):
+            call(b * batch + i)
+        e_stop.record()
+        host_ms = 1e3 * (clock.perf_counter() - h0)
+        e_stop.synchronize()
+        covered += cuda.event_elapsed_time(e_spin, e_start) > host_ms
+        per_call.append(cuda.event_elapsed_time(e_start, e_stop) / batch)
+    t = bench.Timing(float(np.median(per_call)), float(min(per_call)), float(max(per_call)),
+                     batches, warmup, rotated, per_call)
+    return t, covered / batches
 
 
 # ----------------------------------------------------------------------------- layouts
@@ -264,8 +358,6 @@ def _layout_operands(layout: str, a: np.ndarray, b: np.ndarray):
 
 def check_layout(layout: str, m: int, n: int, k: int, kind: str = "fp16"):
     """One call of :func:`launch_layout` on fresh inputs against float64 (CheckResult)."""
-    from numba import cuda
-
     spec = baselines.get_kind(kind)
     a, b = bench.random_inputs(m, n, k, spec.in_dtype)
     ref = bench.to_float64(a) @ bench.to_float64(b)
@@ -313,8 +405,6 @@ def _checks(progress) -> list[dict]:
 
 
 def run(progress) -> dict:
-    from numba import cuda
-
     bench.require_gpu("the shapes experiment")
     have = set(baselines.available())
     for kind in ("fp32", "fp16"):
@@ -355,6 +445,22 @@ def run(progress) -> dict:
                 rows.append(row)
         inputs.clear()
 
+    # ---- (a', c') the short calls again, queued behind a busy kernel: the GPU's own time
+    spinner = Spinner()
+    for n in progress(QUEUED_SIZES, desc="size, queued"):
+        for impl in SIZE_IMPLS:
+            rows.append(_time_hot("size_queued", impl, n, n, n, inputs, queued=spinner))
+        inputs.clear()
+    for m in progress(SKINNY_M, desc="skinny, queued"):
+        for impl in SKINNY_IMPLS:
+            for rotated in (False, True):
+                row = (_time_rotated("skinny_queued", impl, m, kn, kn, queued=spinner)
+                       if rotated else
+                       _time_hot("skinny_queued", impl, m, kn, kn, inputs, queued=spinner))
+                row["weight_gbps"] = 2.0 * kn * kn / (row["median_ms"] * 1e-3) / 1e9
+                rows.append(row)
+        inputs.clear()
+
     # ---- (d) layouts, steady state; then short bursts after idling
     n = LAYOUT_SIZE
     spec = baselines.get_kind("fp16")
@@ -388,6 +494,9 @@ def run(progress) -> dict:
                            "layouts": list(LAYOUTS), "layout_size": LAYOUT_SIZE,
                            "rounds": ROUNDS, "shuffle_seed": SHUFFLE_SEED,
                            "burst_idle_s": BURST_IDLE_S,
+                           "queued_sizes": list(QUEUED_SIZES), "queue_batch": QUEUE_BATCH,
+                           "queue_batches": QUEUE_BATCHES, "spin_min_ms": SPIN_MIN_MS,
+                           "spinner_ms_per_iteration": spinner.ms_per_iteration,
                            "size_impls": [label(i) for i in SIZE_IMPLS],
                            "align_impls": [label(i) for i in ALIGN_IMPLS],
                            "skinny_impls": [label(i) for i in SKINNY_IMPLS],
