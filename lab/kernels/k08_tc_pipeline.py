@@ -164,6 +164,21 @@ def build(cfg: TileConfig):
     B_REGS = NT * 2
     mma = ptx.mma_f16 if cfg.kind == "f16" else ptx.mma_bf16
 
+    @cuda.jit(device=True, inline="always")
+    def copy_stage(stage, a_row, a_chunk, b_row, b_chunk, a_src, b_src, a_src_step,
+                   b_src_step):
+        """This thread's cp.async copies of one k-slice of A and B into the stage at shared
+        address ``stage`` (16-byte chunks, swizzled when the config says so)."""
+        for i in range(int32(A_COPIES)):
+            r = a_row + i * A_STEP
+            dst = r * A_ROW_BYTES + ((a_chunk ^ ((r // A_LINE_ROWS) & A_MASK)) << 4)
+            ptx.cp_async_16(stage + uint32(dst), a_src + i * a_src_step)
+        for i in range(int32(B_COPIES)):
+            r = b_row + i * B_STEP
+            dst = (A_STAGE_BYTES + r * B_ROW_BYTES
+                   + ((b_chunk ^ ((r // B_LINE_ROWS) & B_MASK)) << 4))
+            ptx.cp_async_16(stage + uint32(dst), b_src + i * b_src_step)
+
     @cuda.jit
     def tc_kernel(A, B, C):
         smem = cuda.shared.array(0, dtype=uint8, alignment=128)
@@ -220,15 +235,8 @@ def build(cfg: TileConfig):
         for s in range(int32(STAGES - 1)):
             if s < k_tiles:
                 stage = shared + uint32(s * STAGE_BYTES)
-                for i in range(int32(A_COPIES)):
-                    r = a_row + i * A_STEP
-                    dst = r * A_ROW_BYTES + ((a_chunk ^ ((r // A_LINE_ROWS) & A_MASK)) << 4)
-                    ptx.cp_async_16(stage + uint32(dst), a_src + i * a_src_step)
-                for i in range(int32(B_COPIES)):
-                    r = b_row + i * B_STEP
-                    dst = (A_STAGE_BYTES + r * B_ROW_BYTES
-                           + ((b_chunk ^ ((r // B_LINE_ROWS) & B_MASK)) << 4))
-                    ptx.cp_async_16(stage + uint32(dst), b_src + i * b_src_step)
+                copy_stage(stage, a_row, a_chunk, b_row, b_chunk, a_src, b_src,
+                           a_src_step, b_src_step)
                 a_src += 2 * BK
                 b_src += b_src_tile
             ptx.cp_async_commit()
@@ -237,15 +245,8 @@ def build(cfg: TileConfig):
         write_stage = int32(STAGES - 1)
         for kt in range(k_tiles):
             if not PIPELINED:               # one stage: load it, wait, compute
-                for i in range(int32(A_COPIES)):
-                    r = a_row + i * A_STEP
-                    dst = r * A_ROW_BYTES + ((a_chunk ^ ((r // A_LINE_ROWS) & A_MASK)) << 4)
-                    ptx.cp_async_16(shared + uint32(dst), a_src + i * a_src_step)
-                for i in range(int32(B_COPIES)):
-                    r = b_row + i * B_STEP
-                    dst = (A_STAGE_BYTES + r * B_ROW_BYTES
-                           + ((b_chunk ^ ((r // B_LINE_ROWS) & B_MASK)) << 4))
-                    ptx.cp_async_16(shared + uint32(dst), b_src + i * b_src_step)
+                copy_stage(shared, a_row, a_chunk, b_row, b_chunk, a_src, b_src,
+                           a_src_step, b_src_step)
                 a_src += 2 * BK
                 b_src += b_src_tile
                 ptx.cp_async_commit()
@@ -254,15 +255,8 @@ def build(cfg: TileConfig):
             if PIPELINED:
                 if kt + (STAGES - 1) < k_tiles:
                     stage = shared + uint32(write_stage * STAGE_BYTES)
-                    for i in range(int32(A_COPIES)):
-                        r = a_row + i * A_STEP
-                        dst = r * A_ROW_BYTES + ((a_chunk ^ ((r // A_LINE_ROWS) & A_MASK)) << 4)
-                        ptx.cp_async_16(stage + uint32(dst), a_src + i * a_src_step)
-                    for i in range(int32(B_COPIES)):
-                        r = b_row + i * B_STEP
-                        dst = (A_STAGE_BYTES + r * B_ROW_BYTES
-                               + ((b_chunk ^ ((r // B_LINE_ROWS) & B_MASK)) << 4))
-                        ptx.cp_async_16(stage + uint32(dst), b_src + i * b_src_step)
+                    copy_stage(stage, a_row, a_chunk, b_row, b_chunk, a_src, b_src,
+                               a_src_step, b_src_step)
                     a_src += 2 * BK
                     b_src += b_src_tile
                 ptx.cp_async_commit()
