@@ -61,6 +61,12 @@ else:
         vptr = builder.bitcast(ptr, _F32X4.as_pointer())
         return builder.addrspacecast(vptr, ir.PointerType(_F32X4, space))
 
+    def _as_int64(builder, index, signed):
+        """Widen an index to 64 bits (sign- or zero-extended, as its Numba type says)."""
+        if index.type.width == 64:
+            return index
+        return (builder.sext if signed else builder.zext)(index, ir.IntType(64))
+
     def _check(arr, index):
         if not (isinstance(arr, types.Array) and arr.dtype == types.float32
                 and arr.layout == "C"):
@@ -74,10 +80,7 @@ else:
             sig = types.UniTuple(types.float32, 4)(arr, index)
 
             def codegen(context, builder, sig, args):
-                index = args[1]
-                if index.type.width != 64:
-                    index = builder.sext(index, ir.IntType(64)) if sig.args[1].signed else \
-                        builder.zext(index, ir.IntType(64))
+                index = _as_int64(builder, args[1], sig.args[1].signed)
                 vptr = _vector_pointer(context, builder, sig.args[0], args[0], index, space)
                 vec = builder.load(vptr, align=16)
                 vals = [builder.extract_element(vec, ir.Constant(ir.IntType(32), j))
@@ -93,10 +96,7 @@ else:
                              types.float32)
 
             def codegen(context, builder, sig, args):
-                index = args[1]
-                if index.type.width != 64:
-                    index = builder.sext(index, ir.IntType(64)) if sig.args[1].signed else \
-                        builder.zext(index, ir.IntType(64))
+                index = _as_int64(builder, args[1], sig.args[1].signed)
                 vptr = _vector_pointer(context, builder, sig.args[0], args[0], index, space)
                 vec = ir.Constant(_F32X4, ir.Undefined)
                 for j, (v, t) in enumerate(zip(args[2:], sig.args[2:])):
@@ -113,10 +113,7 @@ else:
             sig = types.void(arr, index, types.float32)
 
             def codegen(context, builder, sig, args):
-                index = args[1]
-                if index.type.width != 64:
-                    index = builder.sext(index, ir.IntType(64)) if sig.args[1].signed else \
-                        builder.zext(index, ir.IntType(64))
+                index = _as_int64(builder, args[1], sig.args[1].signed)
                 ary = context.make_array(sig.args[0])(context, builder, args[0])
                 ptr = builder.addrspacecast(builder.gep(ary.data, [index]),
                                             ir.PointerType(ir.FloatType(), space))
