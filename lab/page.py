@@ -1,0 +1,246 @@
+"""What a chapter puts on the page: tables, kernel source, figures — each in two forms.
+
+Every helper here displays one output carrying two representations of the same thing:
+
+* a **rich** one the book shows (an HTML table, highlighted source, a PNG figure), and
+* a **plain-text** one that nbval compares (the fixed-width table, the source, a digest of every
+  number a figure plots).
+
+nbval compares ``text/plain`` and ``text/html`` and skips ``image/png``, so a table, a kernel or a
+figure whose data changes makes its ``# NBVAL_CHECK_OUTPUT`` cell fail, while the reader sees the
+rendered form. The book picks the richest representation (HTML, then PNG, then Markdown).
+
+Kernel source comes from *named regions* of the kernel modules, marked in the code as::
+
+    # region: tile_loads
+    ...
+    # endregion: tile_loads
+
+so a chapter never cuts source out of a module with string slices.
+"""
+from __future__ import annotations
+
+import hashlib
+import html
+import inspect
+import io
+import math
+import re
+import textwrap
+from pathlib import Path
+from typing import Sequence
+
+from lab import tables
+
+
+class _Output:
+    """An object IPython displays through its mime bundle (``_repr_mimebundle_``)."""
+
+    def __init__(self, bundle: dict):
+        self._bundle = bundle
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        return self._bundle
+
+    def __repr__(self) -> str:  # what a terminal (or print) shows
+        return self._bundle.get("text/plain", "")
+
+
+# ----------------------------------------------------------------------------- tables
+
+def _cell_html(value, digits: int) -> tuple[str, bool]:
+    text = tables.fmt(value, digits)
+    numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return html.escape(text), numeric or tables._numeric(text)
+
+
+def table(rows: Sequence[dict], columns: Sequence[str] | None = None,
+          headers: dict | None = None, *, digits: int = 3, source: str | None = None,
+          title: str | None = None) -> _Output:
+    """A table of ``rows`` (dicts): HTML for the book, fixed-width text for nbval.
+
+    ``columns`` picks and orders the fields, ``headers`` renames them (put units in the header:
+    ``{"median_ms": "median (ms)"}``), ``source`` is a citation line printed under the table
+    (e.g. :func:`lab.results.source_line`), ``title`` a line above it.
+    """
+    rows = list(rows)
+    text = tables.render(rows, columns, headers, digits)
+    if title:
+        text = f"{title}\n{text}"
+    if source:
+        text = f"{text}\n{source}"
+    if not rows:
+        return _Output({"text/plain": text, "text/html": "<p><em>(no rows)</em></p>"})
+    columns = list(columns or rows[0].keys())
+    headers = headers or {}
+    out = ['<div class="lab-table-wrap"><table class="lab-table">']
+    if title:
+        out.append(f"<caption>{html.escape(title)}</caption>")
+    heads = []
+    first = [_cell_html(rows[0].get(c), digits) for c in columns]
+    for c, (_, numeric) in zip(columns, first):
+        cls = ' class="num"' if numeric else ""
+        heads.append(f"<th{cls}>{html.escape(str(headers.get(c, c)))}</th>")
+    out.append("<thead><tr>" + "".join(heads) + "</tr></thead><tbody>")
+    for r in rows:
+        tds = []
+        for c in columns:
+            cell, numeric = _cell_html(r.get(c), digits)
+            tds.append(f'<td class="num">{cell}</td>' if numeric else f"<td>{cell}</td>")
+        out.append("<tr>" + "".join(tds) + "</tr>")
+    out.append("</tbody></table>")
+    if source:
+        out.append(f'<p class="lab-source">{html.escape(source)}</p>')
+    out.append("</div>")
+    return _Output({"text/plain": text, "text/html": "".join(out)})
+
+
+# ----------------------------------------------------------------------------- source
+
+_REGION = re.compile(r"^\s*# region: (?P<name>[\w.-]+)\s*$")
+_END = re.compile(r"^\s*# endregion: (?P<name>[\w.-]+)\s*$")
+
+
+def regions(module) -> dict[str, str]:
+    """Every named region of ``module`` (a module object or a path): name -> dedented source.
+
+    Region markers are comment lines ``# region: NAME`` and ``# endregion: NAME``; regions may
+    nest, the marker lines themselves are left out. A region opened and never closed (or closed
+    and never opened) raises ValueError naming it.
+    """
+    path = Path(module) if isinstance(module, (str, Path)) else Path(inspect.getsourcefile(module))
+    lines = path.read_text().splitlines()
+    open_at: dict[str, int] = {}
+    found: dict[str, str] = {}
+    for i, line in enumerate(lines):
+        if m := _REGION.match(line):
+            if m["name"] in open_at or m["name"] in found:
+                raise ValueError(f"{path.name}: region {m['name']!r} opened twice")
+            open_at[m["name"]] = i
+        elif m := _END.match(line):
+            if m["name"] not in open_at:
+                raise ValueError(f"{path.name}: region {m['name']!r} closed but never opened")
+            start = open_at.pop(m["name"])
+            body = [ln for ln in lines[start + 1:i]
+                    if not (_REGION.match(ln) or _END.match(ln))]
+            found[m["name"]] = textwrap.dedent("\n".join(body)).strip("\n")
+    if open_at:
+        raise ValueError(f"{path.name}: region(s) never closed: {', '.join(open_at)}")
+    return found
+
+
+def source_of(module, region: str | None = None) -> str:
+    """The source of a named region of ``module`` (or of a function/kernel object)."""
+    if region is None:
+        obj = getattr(module, "py_func", module)
+        return textwrap.dedent(inspect.getsource(obj)).strip("\n")
+    found = regions(module)
+    try:
+        return found[region]
+    except KeyError:
+        name = getattr(module, "__name__", str(module))
+        raise ValueError(f"{name} has no region {region!r}; regions: "
+                         f"{', '.join(found) or '(none)'}") from None
+
+
+def source(module, region: str | None = None, *, language: str = "python") -> _Output:
+    """Show a kernel (or any region of a ``lab`` module) highlighted in the book.
+
+    The book renders the Markdown code fence with syntax highlighting; nbval compares the plain
+    source, so an edit to the shown code is seen.
+    """
+    code = source_of(module, region)
+    fence = "````" if "```" in code else "```"
+    return _Output({"text/plain": code,
+                    "text/markdown": f"{fence}{language}\n{code}\n{fence}"})
+
+
+# ----------------------------------------------------------------------------- figures
+
+def _rounded(values, digits: int = 4) -> list:
+    out = []
+    for v in values:
+        try:
+            f = float(v)
+        except (TypeError, ValueError):
+            out.append(str(v))
+            continue
+        if not math.isfinite(f) or f == 0:
+            out.append(repr(f))
+        else:
+            out.append(f"{f:.{digits}g}")
+    return out
+
+
+def figure_data(fig) -> list[str]:
+    """Every number and label a matplotlib figure draws, rounded, as lines of text.
+
+    Lines (x/y data), bars and other patches (position and size), scatter points, text
+    annotations, axis labels and limits' scales: what a reader reads off the figure.
+    """
+    import matplotlib.patches as mpatches
+
+    lines = []
+    for a, ax in enumerate(fig.axes):
+        lines.append(f"axes {a}: {ax.get_title()!r} x={ax.get_xlabel()!r} "
+                     f"({ax.get_xscale()}) y={ax.get_ylabel()!r} ({ax.get_yscale()})")
+        for ln in ax.get_lines():
+            xy = ln.get_xydata()
+            lines.append(f"  line {ln.get_label()!r}: x={_rounded(xy[:, 0])} "
+                         f"y={_rounded(xy[:, 1])}")
+        for p in ax.patches:
+            if isinstance(p, mpatches.Rectangle):
+                lines.append(f"  bar {p.get_label()!r}: "
+                             f"{_rounded([p.get_x(), p.get_y(), p.get_width(), p.get_height()])}")
+        for c in ax.collections:
+            offs = c.get_offsets()
+            if len(offs):
+                lines.append(f"  points {c.get_label()!r}: {_rounded(list(offs.ravel()))}")
+        for t in ax.texts:
+            lines.append(f"  text {t.get_text()!r} at {_rounded(t.get_position())}")
+    return lines
+
+
+def figure(fig, *, dpi: int = 110) -> _Output:
+    """Show a matplotlib figure as a PNG; nbval compares a digest of the data it plots.
+
+    The plain-text form names how many series and points the figure has and a hash of every
+    rounded value and label (:func:`figure_data`), so a changed number that appears only in a
+    figure fails the cell's check. The figure is closed after rendering.
+    """
+    import base64
+
+    import matplotlib.pyplot as plt
+
+    data = figure_data(fig)
+    digest = hashlib.sha256("\n".join(data).encode()).hexdigest()[:16]
+    series = sum(1 for ln in data if not ln.startswith("axes"))
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    plt.close(fig)
+    text = f"[figure: {len(fig.axes)} axes, {series} series/labels, data sha256 {digest}]"
+    return _Output({"text/plain": text,
+                    "image/png": base64.b64encode(buf.getvalue()).decode()})
+
+
+# ----------------------------------------------------------------------------- prose values
+
+def glue_values(values: dict, digits: int | None = None) -> None:
+    """Glue each ``name: value`` for ``{glue:text}`name``` in the prose (nothing displayed).
+
+    Floats are formatted with :func:`lab.tables.fmt` (``digits`` significant digits, default 3)
+    unless already strings.
+    """
+    from myst_nb import glue
+
+    for name, value in values.items():
+        if not isinstance(value, str):
+            value = tables.fmt(value, digits or 3)
+        glue(name, value, display=False)
+
+
+def values_text(values: dict) -> _Output:
+    """The glued values as one checked text block (so nbval sees every number the prose uses)."""
+    text = "\n".join(f"{k} = {v if isinstance(v, str) else tables.fmt(v)}"
+                     for k, v in values.items())
+    return _Output({"text/plain": text})
