@@ -47,8 +47,20 @@ def point(ax, intensity: float, tflops: float, label: str, *, seed: bool = False
                 fontsize=8)
 
 
-def finish(fig, ax, *, legend: bool = True, loc: str = "best"):
+def finish(fig, ax, *, legend: bool = True, loc: str = "outside"):
+    """Lay the figure out; the legend goes outside the axes (right) so it never covers data.
+
+    ``loc="below"`` puts it under the axes instead; any matplotlib location string puts it
+    inside (only where the chapter has checked that corner is empty).
+    """
     if legend:
-        ax.legend(fontsize=8, loc=loc)
+        if loc == "outside":
+            ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                      borderaxespad=0.0, frameon=False)
+        elif loc == "below":
+            ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.18),
+                      ncol=3, frameon=False)
+        else:
+            ax.legend(fontsize=8, loc=loc)
     fig.tight_layout()
     return fig
