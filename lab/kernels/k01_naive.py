@@ -41,6 +41,7 @@ BLOCK = 16
 SIGNATURE = "void(float32[:, ::1], float32[:, ::1], float32[:, ::1])"
 
 
+# region: naive_literal
 @cuda.jit
 def naive_literal_kernel(A, B, C):
     m, k_total = A.shape
@@ -52,8 +53,10 @@ def naive_literal_kernel(A, B, C):
         for k in range(k_total):
             acc += A[row, k] * B[k, col]
         C[row, col] = acc
+# endregion: naive_literal
 
 
+# region: naive
 @cuda.jit
 def naive_kernel(A, B, C):
     m = int32(C.shape[0])
@@ -74,6 +77,7 @@ def naive_kernel(A, B, C):
             acc += A[row, k] * B[k, col]
             k += int32(1)
         C[row, col] = acc
+# endregion: naive
 
 
 @cuda.jit
@@ -81,8 +85,10 @@ def naive_swapped_kernel(A, B, C):
     m = int32(C.shape[0])
     n = int32(C.shape[1])
     k_total = int32(A.shape[1])
+    # region: swapped_mapping
     row = int32(cuda.blockIdx.x) * int32(cuda.blockDim.x) + int32(cuda.threadIdx.x)  # lanes: rows
     col = int32(cuda.blockIdx.y) * int32(cuda.blockDim.y) + int32(cuda.threadIdx.y)
+    # endregion: swapped_mapping
     if row < m and col < n:
         acc = float32(0.0)
         k = int32(0)
@@ -108,16 +114,20 @@ def launch_naive_literal(A, B, C) -> None:
     naive_literal_kernel[(_blocks(n), _blocks(m)), (BLOCK, BLOCK)](A, B, C)
 
 
+# region: launch_naive
 def launch_naive(A, B, C) -> None:
     """Grid of ⌈N/16⌉ × ⌈M/16⌉ blocks of 16 × 16 threads; x runs along N."""
     m, n = C.shape
     naive_kernel[(_blocks(n), _blocks(m)), (BLOCK, BLOCK)](A, B, C)
+# endregion: launch_naive
 
 
+# region: launch_swapped
 def launch_naive_swapped(A, B, C) -> None:
     """Grid of ⌈M/16⌉ × ⌈N/16⌉ blocks of 16 × 16 threads; x runs along M."""
     m, n = C.shape
     naive_swapped_kernel[(_blocks(m), _blocks(n)), (BLOCK, BLOCK)](A, B, C)
+# endregion: launch_swapped
 
 
 SPECS = [

@@ -37,6 +37,7 @@ SIGNATURE = "void(float32[:, ::1], float32[:, ::1], float32[:, ::1])"
 def make_tiled(tile: int):
     """The tiled kernel for tiles of ``tile``×``tile`` elements (block of tile×tile threads)."""
 
+    # region: tiled_kernel
     @cuda.jit
     def tiled_kernel(A, B, C):
         a_tile = cuda.shared.array((tile, tile), float32)
@@ -68,6 +69,7 @@ def make_tiled(tile: int):
             k0 += uint32(tile)
         if row < m and col < n:
             C[row, col] = acc
+    # endregion: tiled_kernel
 
     tiled_kernel.__name__ = f"tiled{tile}_kernel"
     return tiled_kernel
@@ -79,10 +81,12 @@ KERNELS = {tile: make_tiled(tile) for tile in TILES}
 def make_launch(tile: int):
     kernel = KERNELS[tile]
 
+    # region: launch
     def launch(A, B, C) -> None:
         m, n = C.shape
         grid = ((n + tile - 1) // tile, (m + tile - 1) // tile)
         kernel[grid, (tile, tile)](A, B, C)
+    # endregion: launch
 
     launch.__doc__ = (f"Grid of ⌈N/{tile}⌉ × ⌈M/{tile}⌉ blocks of {tile} × {tile} threads; "
                       "x runs along N.")
