@@ -88,6 +88,7 @@ def pad_inputs(A, B, tile_m: int, tile_n: int, tile_k: int):
 def make_naive_kernel(mma):
     """The rung-1 kernel for one ``mma`` intrinsic (``ptx.mma_f16`` or ``ptx.mma_bf16``)."""
 
+    # region: tc_naive_kernel
     @cuda.jit
     def tc_naive_kernel(A, B, C):
         # A: Mp×Kp, B: Kp×Np, both padded to multiples of 16; C: M×N float32.
@@ -132,6 +133,7 @@ def make_naive_kernel(mma):
                     C[row1, c] = acc[2]
                 if c + 1 < n:
                     C[row1, c + 1] = acc[3]
+    # endregion: tc_naive_kernel
 
     return tc_naive_kernel
 

@@ -116,6 +116,7 @@ class TileConfig:
         return self
 
 
+# region: swizzle
 def swizzle_term(row: int, chunks_per_row: int) -> int:
     """The XOR applied to the 16-byte chunk index of ``row`` (host-side twin of the kernel's).
 
@@ -130,6 +131,7 @@ def swizzle_term(row: int, chunks_per_row: int) -> int:
 def swizzle(row: int, chunk: int, chunks_per_row: int) -> int:
     """Physical chunk where logical chunk ``chunk`` of ``row`` is stored."""
     return chunk ^ swizzle_term(row, chunks_per_row)
+# endregion: swizzle
 
 
 def build(cfg: TileConfig):
@@ -191,6 +193,7 @@ def build(cfg: TileConfig):
         n_padded = int32(B.shape[1])
         k_tiles = k_padded // BK
 
+        # region: block_order
         # Block order: GROUP_M block-rows at a time, column by column inside a group.
         blocks_m = int32(A.shape[0]) // BM
         blocks_n = n_padded // BN
@@ -201,6 +204,7 @@ def build(cfg: TileConfig):
         in_group = pid - pid // per_group * per_group
         block_m = first_m + in_group % rows_here
         block_n = in_group // rows_here
+        # endregion: block_order
 
         # This thread's cp.async copies: chunk a_chunk of rows a_row, a_row + A_STEP, …
         shared = ptx.shared_address(smem)
@@ -241,6 +245,7 @@ def build(cfg: TileConfig):
                 b_src += b_src_tile
             ptx.cp_async_commit()
 
+        # region: main_loop
         read_stage = int32(0)
         write_stage = int32(STAGES - 1)
         for kt in range(k_tiles):
@@ -263,6 +268,7 @@ def build(cfg: TileConfig):
                 write_stage = int32(write_stage + 1) if write_stage < STAGES - 1 else int32(0)
 
             stage = shared + uint32(read_stage * STAGE_BYTES)
+            # region: fragments_and_mma
             for ks in range(int32(KS)):
                 a_at = stage + a_frag + uint32(((2 * ks + frag_half) ^ a_swz) << 4)
                 for mi in range(int32(MT)):
@@ -289,10 +295,12 @@ def build(cfg: TileConfig):
                         acc[c + 1] = d[1]
                         acc[c + 2] = d[2]
                         acc[c + 3] = d[3]
+            # endregion: fragments_and_mma
             read_stage = int32(read_stage + 1) if read_stage < STAGES - 1 else int32(0)
             if not PIPELINED:
                 cuda.syncthreads()           # everyone done with the stage before reloading
         ptx.cp_async_wait(0)
+        # endregion: main_loop
 
         # Epilogue: accumulator register r of fragment (mi, nj) is row group + 8·(r // 2),
         # column 2·pair + r % 2 of that 16×8 piece.
@@ -367,6 +375,7 @@ def make_config(**changes) -> TileConfig:
     return TileConfig(**changes).validate()
 
 
+# region: rung_configs
 #: The registered rungs: each switches on one more idea. ``tc_fp16`` is the tuned kernel.
 RUNG_CONFIGS = {
     "tc_smem": TileConfig(bm=64, bn=64, bk=32, wm=32, wn=32, stages=1, swizzle=False,
@@ -384,6 +393,7 @@ RUNG_CONFIGS = {
     "tc_bf16": TileConfig(bm=128, bn=128, bk=64, wm=64, wn=64, stages=3, swizzle=True,
                           group_m=8, kind="bf16"),
 }
+# endregion: rung_configs
 
 TITLES = {
     "tc_smem": "tensor cores: 64×64 block tiles via cp.async, 32×32 warp tiles, ldmatrix",
