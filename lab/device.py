@@ -65,6 +65,9 @@ def _decide() -> str:
 
 #: "gpu", "simulator" or "compile" (offline compilation only, no launches).
 MODE: str = _decide()
+# Small checks launch fewer blocks than the GPU has SMs on purpose; Numba's low-occupancy
+# warning would only repeat that on stderr (where a notebook test counts it as a failure).
+os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")
 SIMULATOR: bool = MODE == "simulator"
 GPU: bool = MODE == "gpu"
 
