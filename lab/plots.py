@@ -64,3 +64,13 @@ def finish(fig, ax, *, legend: bool = True, loc: str = "outside"):
             ax.legend(fontsize=8, loc=loc)
     fig.tight_layout()
     return fig
+
+
+def finish_below(fig, ax, *, ncol: int = 2, handles=None):
+    """Lay the figure out with the legend under the axes in ``ncol`` columns: for legends whose
+    labels are long enough that a legend at the right would squeeze the axes."""
+    kwargs = {"handles": handles} if handles is not None else {}
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=ncol,
+              frameon=False, **kwargs)
+    fig.tight_layout()
+    return fig

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from numba import cuda, float32, int32
 
+from lab import results
+
 #: Independent FMA chains per thread and FMA steps per loop trip.
 CHAINS = 16
 UNROLL = 8
@@ -43,9 +45,10 @@ def fma_kernel(xy, out, trips):
     a13 = a0 + float32(13)
     a14 = a0 + float32(14)
     a15 = a0 + float32(15)
+    # region: fma_loop
     trip = int32(0)
-    while trip < trips:               # int32 counters: 64-bit ones cost ~20 instructions/trip
-        for _ in range(int32(UNROLL)):  # constant int32 trip count: fully unrolled
+    while trip < trips:
+        for _ in range(int32(UNROLL)):  # a constant trip count: fully unrolled
             a0 = a0 * x + y
             a1 = a1 * x + y
             a2 = a2 * x + y
@@ -63,6 +66,7 @@ def fma_kernel(xy, out, trips):
             a14 = a14 * x + y
             a15 = a15 * x + y
         trip += int32(1)
+    # endregion: fma_loop
     out[i] = (((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7))) + \
         (((a8 + a9) + (a10 + a11)) + ((a12 + a13) + (a14 + a15)))
 
@@ -78,6 +82,7 @@ def read_kernel(x, out):
     n = x.shape[0]
     acc = float32(0)
     j = i
+    # region: read_loop
     while j + (LOADS - 1) * stride < n:
         v0 = x[j]
         v1 = x[j + stride]
@@ -89,6 +94,7 @@ def read_kernel(x, out):
         v7 = x[j + 7 * stride]
         acc += ((v0 + v1) + (v2 + v3)) + ((v4 + v5) + (v6 + v7))
         j += LOADS * stride
+    # endregion: read_loop
     while j < n:
         acc += x[j]
         j += stride
@@ -114,6 +120,37 @@ def copy_kernel(x, y):
     while j < n:
         y[j] = x[j]
         j += stride
+
+
+#: FP32 lanes per SM by compute capability (each retires one FFMA, two FLOPs, per clock).
+FP32_LANES_PER_SM = {"9.0": 128}
+
+#: Datasheet peaks by the GPU name a results file records: FP32 TFLOP/s on the CUDA cores and
+#: HBM bandwidth in TB/s. A GPU not listed is shown against its measured roofs only.
+DATASHEETS = {
+    "NVIDIA H200": {"fp32_tflops": 67.0, "hbm_tbps": 4.8, "source": "NVIDIA H200 SXM datasheet"},
+}
+
+
+def measured(gpu: str | None = None) -> dict:
+    """The roofs of one GPU's ``roofline`` results file (the selected GPU by default).
+
+    Keys: ``fma_tflops`` (FP32 FMA chains), ``read_gbps`` (streaming read), ``copy_gbps`` (read +
+    write), ``memcpy_gbps`` (the driver's device-to-device copy), ``ridge`` (FLOP/byte where
+    the FMA roof meets the read roof), ``gpu`` (the name recorded), ``sm_count``, ``l2_bytes``,
+    ``max_clock_mhz``, ``cc``, ``rows`` (the rows by kernel) and ``data`` (the whole file).
+    """
+    data = results.load("roofline", gpu) if gpu else results.load("roofline")
+    by = {r["kernel"]: r for r in data["rows"]}
+    prov = data["provenance"]
+    fma = by["fma_chains"]["tflops"]
+    read = by["stream_read"]["gbps"]
+    clock = prov.get("max_sm_clock_mhz") or prov.get("sm_clock_mhz")
+    return {"fma_tflops": fma, "read_gbps": read, "copy_gbps": by["copy"]["gbps"],
+            "memcpy_gbps": by["memcpy_d2d"]["gbps"], "ridge": fma * 1e12 / (read * 1e9),
+            "gpu": prov["gpu"], "sm_count": prov["sm_count"], "l2_bytes": prov.get("l2_bytes"),
+            "max_clock_mhz": float(clock) if clock else None,
+            "cc": prov["compute_capability"], "rows": by, "data": data}
 
 
 SIGNATURES = {

@@ -25,6 +25,9 @@ MACHINES = [
     {"machine": "H100 SXM (FP32)", "tflops": 67.0, "gbps": 3350, "source": "seed 000"},
     {"machine": "H100 SXM (BF16 tensor)", "tflops": 989.0, "gbps": 3350, "source": "seed 000"},
 ]
+#: Seed 004's second memory number for the same T4: a kernel that reads and writes (GB/s),
+#: against the 265 GB/s of a pure read above.
+READ_WRITE_T4_GBPS = 230
 
 
 # ----------------------------------------------------------------------------- chapter 5

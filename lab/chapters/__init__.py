@@ -1,0 +1,1 @@
+"""One module per chapter: the rows, tables, figures and glued values its notebook shows."""
