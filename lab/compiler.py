@@ -14,7 +14,6 @@ import functools
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -57,7 +56,12 @@ class CompileReport:
 
 
 def tool(name: str) -> str:
-    """Path of ``ptxas``/``nvdisasm``: the pip wheels first, then PATH."""
+    """Path of ``ptxas``/``nvdisasm`` from the pinned pip wheels (requirements.txt).
+
+    Only the wheels are used, never a CUDA toolkit on PATH: register counts and instruction mixes
+    change between ptxas versions, and the book's checked compiler facts must be the same on
+    every machine.
+    """
     try:
         import nvidia
         for base in nvidia.__path__:
@@ -67,11 +71,8 @@ def tool(name: str) -> str:
                     return str(cand)
     except ImportError:
         pass
-    found = shutil.which(name)
-    if not found:
-        raise FileNotFoundError(f"{name} not found: install the nvidia-cuda-nvcc and "
-                                "nvidia-cuda-nvdisasm wheels (requirements.txt)")
-    return found
+    raise FileNotFoundError(f"{name} from the pinned nvidia-cuda-nvcc / nvidia-cuda-nvdisasm "
+                            "wheels was not found: pip install -r requirements.txt")
 
 
 _PTXAS_RE = {
