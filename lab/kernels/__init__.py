@@ -41,7 +41,7 @@ class KernelSpec:
 
 #: Rung modules in ladder order.
 RUNGS = ("k01_naive", "k02_tiled", "k03_registers", "k04_vectorized", "k05_pipelined",
-         "k06_warptile", "k07_tensor_core", "k08_tc_pipeline")
+         "k06_warptile", "k07_tensor_core", "k08_tc_pipeline", "k09_hopper")
 
 
 def _collect() -> dict[str, KernelSpec]:

@@ -1,0 +1,511 @@
+"""Hopper (sm_90a) from Numba: ``wgmma``, TMA, mbarriers, ``setmaxnreg`` — and the host side.
+
+Numba has no API for any of Hopper's new machinery, but the route of :mod:`lab.ptx` still works:
+an ``@intrinsic`` emits one PTX instruction through llvmlite's ``InlineAsm``. On a device of
+compute capability 9.0 numba-cuda compiles for ``sm_90a``, the target that has ``wgmma`` and
+``setmaxnreg``. Device side:
+
+* **wgmma** — :func:`wgmma_fence`, :func:`wgmma_commit`, :func:`wgmma_wait` and
+  ``wgmma_m64n{N}k16_{f16,bf16}(acc, first, desc_a, desc_b, scale_d)``: one *warpgroup* (4
+  consecutive warps, 128 threads) multiplies a 64×16 A tile by a 16×N B tile, both read from
+  shared memory through 64-bit *matrix descriptors* (:func:`smem_desc`), and adds into N/2
+  float32 accumulators per thread, ``acc[first] … acc[first + N/2 − 1]`` of a local array that
+  the compiler keeps in registers (``first`` must be a constant once loops are unrolled). The instruction is asynchronous: ``wgmma_commit`` closes a
+  group, ``wgmma_wait(n)`` waits until at most ``n`` groups are in flight. ``scale_d = 0``
+  ignores the old accumulator (``d = a·b``), ``1`` adds to it. A is K-major (rows of A are
+  contiguous in k); B is MN-major (rows of B, contiguous in n: the ``imm-trans-b = 1`` form).
+* **mbarriers** — :func:`mbar_init`, :func:`mbar_arrive`, :func:`mbar_expect_tx` (arrive and
+  announce how many bytes the copy engine will deliver), :func:`mbar_try_wait` (one poll of a
+  phase's parity) and :func:`mbar_wait` (poll until it completes).
+* **TMA** — :func:`tma_load_2d`: ``cp.async.bulk.tensor.2d`` copies one box of a 2-D tensor
+  from global to shared memory, swizzled as the tensor map says, zero-filling what lies outside
+  the tensor, and signals an mbarrier with the bytes delivered. :func:`prefetch_tensormap`.
+* **Ordering and registers** — :func:`fence_proxy_async` (generic-proxy writes, e.g. from
+  ``cp.async``, made visible to the async proxy that ``wgmma`` reads with),
+  :func:`setmaxnreg_inc` / :func:`setmaxnreg_dec` (move registers between warpgroups).
+
+Host side: :func:`tensor_map_2d` encodes a tensor map with the driver's
+``cuTensorMapEncodeTiled`` and copies its 128 bytes into device memory (Numba cannot pass a
+128-byte, 64-byte-aligned ``__grid_constant__`` parameter; a kernel gets the map's global
+address instead, as a ``uint64[16]`` array argument). :func:`allow_dynamic_shared` lifts a
+kernel's dynamic shared memory limit above 48 KB. :func:`compile_sm90a` builds PTX for
+``sm_90a`` offline and returns ptxas's resource report and the SASS (no GPU needed).
+
+NumPy twins of the layouts (:func:`swizzle_128b`, :func:`desc_fields`, :func:`k_major_offset`,
+:func:`mn_major_offset`) let the tests check, without a GPU, that what TMA writes is what a
+descriptor tells ``wgmma`` to read. Under the simulator every intrinsic is a stub that raises.
+"""
+from __future__ import annotations
+
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from lab import device
+
+SIMULATOR = device.SIMULATOR
+
+#: 128-byte swizzle: a tile row is 128 bytes (64 16-bit values); 8 rows form a 1024-byte atom.
+SWIZZLE_BYTES = 128
+ATOM_BYTES = 1024
+#: wgmma N sizes this module provides (m64nNk16).
+WGMMA_N = (64, 128, 256)
+
+# ----------------------------------------------------------------------------- NumPy twins
+
+
+def swizzle_128b(offset):
+    """Byte offset inside a 1024-byte-aligned tile → where the 128-byte swizzle stores it.
+
+    The 16-byte chunk index (bits 4–6) is XOR-ed with the 128-byte row index mod 8 (bits 7–9):
+    the layout TMA writes with ``CU_TENSOR_MAP_SWIZZLE_128B`` and wgmma reads with swizzle
+    mode 1. Works on ints and NumPy arrays.
+    """
+    return offset ^ (((offset >> 7) & 7) << 4)
+
+
+def desc_value(address: int, lbo: int, sbo: int, swizzle: int = 1) -> int:
+    """Host twin of :func:`smem_desc`: the 64-bit wgmma shared-memory matrix descriptor."""
+    return (((address & 0x3FFFF) >> 4) | ((lbo >> 4) & 0x3FFF) << 16
+            | ((sbo >> 4) & 0x3FFF) << 32 | (swizzle & 3) << 62)
+
+
+def desc_fields(desc: int) -> dict:
+    """Decode a descriptor into byte quantities (start address, LBO, SBO, swizzle mode)."""
+    return {"address": (desc & 0x3FFF) << 4, "lbo": ((desc >> 16) & 0x3FFF) << 4,
+            "sbo": ((desc >> 32) & 0x3FFF) << 4, "base_offset": (desc >> 49) & 7,
+            "swizzle": (desc >> 62) & 3}
+
+
+def k_major_offset(row, k, sbo: int = ATOM_BYTES, elem: int = 2):
+    """Where a K-major 128B-swizzled descriptor says element (row, k) lives (bytes from the
+    descriptor's start, before the swizzle): 8 rows of 128 bytes per atom, atoms ``sbo``
+    apart; k runs along the 128-byte row (so k < 64 for 16-bit values)."""
+    return (row % 8) * SWIZZLE_BYTES + (row // 8) * sbo + k * elem
+
+
+def mn_major_offset(n, k, lbo: int, sbo: int = ATOM_BYTES, elem: int = 2):
+    """Where an MN-major 128B-swizzled descriptor says element (n, k) lives: 64 consecutive n
+    along a 128-byte row, blocks of 64 n ``lbo`` apart; 8 k-rows per atom, atoms ``sbo``
+    apart."""
+    per_row = SWIZZLE_BYTES // elem
+    return (n % per_row) * elem + (n // per_row) * lbo + (k % 8) * SWIZZLE_BYTES + (k // 8) * sbo
+
+
+def tma_box_offset(row, col, box_cols: int = 64, elem: int = 2):
+    """Where TMA puts element (row, col) of one box with 128-byte rows (before the swizzle)."""
+    return row * box_cols * elem + col * elem
+
+
+def accumulator_position(thread, index):
+    """(row, column) inside the 64×N tile of accumulator ``index`` of ``thread`` (0–127) for
+    ``wgmma.m64nNk16`` with f32 accumulators: warp w owns rows 16w…16w+15; register i is in
+    8-column block i // 4, row +8 when (i // 2) is odd, column +1 when i is odd."""
+    thread = np.asarray(thread)
+    index = np.asarray(index)
+    warp, lane = thread // 32, thread % 32
+    row = 16 * warp + lane // 4 + 8 * ((index // 2) % 2)
+    col = 8 * (index // 4) + 2 * (lane % 4) + index % 2
+    return row, col
+
+
+# ----------------------------------------------------------------------------- device side
+
+__all__ = ["wgmma_fence", "wgmma_commit", "wgmma_wait", "smem_desc", "mbar_init", "mbar_arrive",
+           "mbar_expect_tx", "mbar_try_wait", "mbar_wait", "tma_load_2d", "prefetch_tensormap",
+           "fence_proxy_async", "fence_barrier_init", "setmaxnreg_inc", "setmaxnreg_dec",
+           "wgmma", "shared_address", "global_address"]
+__all__ += [f"wgmma_m64n{n}k16_{kind}" for n in WGMMA_N for kind in ("f16", "bf16")]
+
+if SIMULATOR:
+    def _stub(name):
+        def stub(*args):
+            raise NotImplementedError(f"lab.hopper.{name}: Hopper instructions need a GPU of "
+                                      "compute capability 9.0; the CUDA simulator cannot run "
+                                      "them")
+        stub.__name__ = name
+        return stub
+
+    for _name in __all__:
+        globals()[_name] = _stub(_name)
+
+    def wgmma(kind, n):  # noqa: F811
+        return globals()[f"wgmma_m64n{n}k16_{kind}"]
+
+else:
+    from llvmlite import ir
+    from numba import cuda, types, uint32, uint64
+    from numba.core.errors import RequireLiteralValue
+    from numba.cuda.extending import intrinsic
+
+    from lab.ptx import global_address, shared_address  # noqa: F401  (re-exported)
+
+    _I32 = ir.IntType(32)
+    _I64 = ir.IntType(64)
+    _F32 = ir.FloatType()
+
+    def _asm(builder, ret, args, text, constraints, side_effect=True):
+        fnty = ir.FunctionType(ret, [a.type for a in args])
+        return builder.call(ir.InlineAsm(fnty, text, constraints, side_effect=side_effect),
+                            args)
+
+    def _u32(context, builder, ty, value):
+        return context.cast(builder, value, ty, types.uint32)
+
+    def _literal(value, what):
+        if not isinstance(value, types.IntegerLiteral):
+            raise RequireLiteralValue(f"{what} must be a compile-time constant")
+        return int(value.literal_value)
+
+    def _simple(name, text, doc):
+        """An intrinsic with no operands that emits ``text``."""
+        def impl(typingctx):
+            def codegen(context, builder, sig, args):
+                _asm(builder, ir.VoidType(), [], text, "~{memory}")
+                return context.get_dummy_value()
+            return types.void(), codegen
+        impl.__name__ = name
+        impl.__doc__ = doc
+        return intrinsic(impl)
+
+    # ------------------------------------------------------------------ wgmma sync
+
+    wgmma_fence = _simple("wgmma_fence", "wgmma.fence.sync.aligned;",
+                          "``wgmma.fence.sync.aligned`` — order earlier register and shared "
+                          "memory accesses before the wgmma that follow (once before the first "
+                          "wgmma of a batch, and whenever the accumulators were touched).")
+    wgmma_commit = _simple("wgmma_commit", "wgmma.commit_group.sync.aligned;",
+                           "``wgmma.commit_group.sync.aligned`` — close the group of wgmma "
+                           "issued so far by this warpgroup.")
+    fence_proxy_async = _simple("fence_proxy_async", "fence.proxy.async.shared::cta;",
+                                "``fence.proxy.async.shared::cta`` — make this thread's "
+                                "generic-proxy shared-memory writes (ordinary stores, "
+                                "``cp.async``, ``mbarrier.init``) visible to the async proxy "
+                                "(TMA, wgmma); a barrier must follow for other threads.")
+    fence_barrier_init = _simple("fence_barrier_init", "fence.mbarrier_init.release.cluster;",
+                                 "``fence.mbarrier_init.release.cluster`` — publish "
+                                 "``mbarrier.init`` to the copy engine.")
+
+    @intrinsic
+    def wgmma_wait(typingctx, pending):
+        """``wgmma.wait_group.sync.aligned N`` — wait until at most ``N`` (a constant) wgmma
+        groups of this warpgroup are still in flight; their accumulators are then final."""
+        n = _literal(pending, "wgmma_wait's group count")
+
+        def codegen(context, builder, sig, args):
+            _asm(builder, ir.VoidType(), [], f"wgmma.wait_group.sync.aligned {n};", "~{memory}")
+            return context.get_dummy_value()
+
+        return types.void(pending), codegen
+
+    # ------------------------------------------------------------------ wgmma.mma_async
+
+    def _wgmma(kind: str, n: int):
+        regs = n // 2                       # f32 accumulators per thread for m64nN
+        outs = ", ".join(f"${i}" for i in range(regs))
+        a, b, s = 2 * regs, 2 * regs + 1, 2 * regs + 2
+        text = ("{\n.reg .pred p;\n"
+                f"setp.ne.b32 p, ${s}, 0;\n"
+                f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{kind}.{kind} "
+                f"{{{outs}}}, ${a}, ${b}, p, 1, 1, 0, 1;\n}}")
+        constraints = ",".join(["=f"] * regs + [str(i) for i in range(regs)] + ["l", "l", "r"])
+        constraints += ",~{memory}"
+
+        def impl(typingctx, acc, first, desc_a, desc_b, scale_d):
+            if not (isinstance(acc, types.Array) and acc.dtype == types.float32
+                    and isinstance(first, types.Integer) and isinstance(desc_a, types.Integer)
+                    and isinstance(desc_b, types.Integer) and isinstance(scale_d, types.Integer)):
+                return None
+
+            def codegen(context, builder, sig, args):
+                arr = context.make_array(sig.args[0])(context, builder, value=args[0])
+                base = context.cast(builder, args[1], sig.args[1], types.int64)
+                ptrs = [builder.gep(arr.data, [builder.add(base, ir.Constant(_I64, i))])
+                        for i in range(regs)]
+                old = [builder.load(p) for p in ptrs]
+                da = context.cast(builder, args[2], sig.args[2], types.uint64)
+                db = context.cast(builder, args[3], sig.args[3], types.uint64)
+                sd = context.cast(builder, args[4], sig.args[4], types.uint32)
+                res = _asm(builder, ir.LiteralStructType([_F32] * regs), old + [da, db, sd],
+                           text, constraints)
+                for i, p in enumerate(ptrs):
+                    builder.store(builder.extract_value(res, i), p)
+                return context.get_dummy_value()
+
+            return types.void(acc, first, desc_a, desc_b, scale_d), codegen
+
+        impl.__name__ = f"wgmma_m64n{n}k16_{kind}"
+        impl.__doc__ = (f"``wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{kind}.{kind}``: "
+                        f"acc[first:first+{regs}] (+)= A(64×16, K-major, desc_a) · "
+                        f"B(16×{n}, MN-major, desc_b) for one warpgroup; ``first`` must be "
+                        "constant after unrolling (else acc leaves registers), ``scale_d`` 0 (overwrite) or 1 (accumulate). Asynchronous: "
+                        "read the accumulators only after :func:`wgmma_wait`.")
+        return intrinsic(impl)
+
+    for _n in WGMMA_N:
+        for _kind in ("f16", "bf16"):
+            globals()[f"wgmma_m64n{_n}k16_{_kind}"] = _wgmma(_kind, _n)
+
+    def wgmma(kind: str, n: int):
+        """The ``wgmma_m64n{n}k16_{kind}`` intrinsic."""
+        if n not in WGMMA_N or kind not in ("f16", "bf16"):
+            raise ValueError(f"no wgmma intrinsic for kind {kind!r}, N={n}; "
+                             f"N must be one of {WGMMA_N}")
+        return globals()[f"wgmma_m64n{n}k16_{kind}"]
+
+    @cuda.jit(device=True, inline="always")
+    def smem_desc(address, lbo, sbo):
+        """64-bit wgmma matrix descriptor for a 128B-swizzled operand at shared ``address``
+        (1024-byte-aligned atoms; +32 bytes per 16-deep k-step inside a K-major row): start
+        address, leading and stride byte offsets (each stored >> 4), swizzle mode 1."""
+        return (uint64((address & uint32(0x3FFFF)) >> uint32(4))
+                | (uint64((lbo >> 4) & 0x3FFF) << uint64(16))
+                | (uint64((sbo >> 4) & 0x3FFF) << uint64(32))
+                | (uint64(1) << uint64(62)))
+
+    # ------------------------------------------------------------------ mbarrier
+
+    @intrinsic
+    def mbar_init(typingctx, bar, count):
+        """``mbarrier.init.shared::cta.b64 [bar], count`` — one thread, before any use."""
+        def codegen(context, builder, sig, args):
+            _asm(builder, ir.VoidType(), [_u32(context, builder, sig.args[0], args[0]),
+                                          _u32(context, builder, sig.args[1], args[1])],
+                 "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,~{memory}")
+            return context.get_dummy_value()
+        return types.void(bar, count), codegen
+
+    @intrinsic
+    def mbar_arrive(typingctx, bar):
+        """``mbarrier.arrive.shared::cta.b64`` — count this thread's arrival."""
+        def codegen(context, builder, sig, args):
+            _asm(builder, ir.VoidType(), [_u32(context, builder, sig.args[0], args[0])],
+                 "{\n.reg .b64 state;\nmbarrier.arrive.shared::cta.b64 state, [$0];\n}",
+                 "r,~{memory}")
+            return context.get_dummy_value()
+        return types.void(bar), codegen
+
+    @intrinsic
+    def mbar_expect_tx(typingctx, bar, nbytes):
+        """``mbarrier.arrive.expect_tx.shared::cta.b64`` — arrive, and make the current phase
+        also wait for ``nbytes`` bytes of asynchronous copies (TMA) to land."""
+        def codegen(context, builder, sig, args):
+            _asm(builder, ir.VoidType(), [_u32(context, builder, sig.args[0], args[0]),
+                                          _u32(context, builder, sig.args[1], args[1])],
+                 "{\n.reg .b64 state;\n"
+                 "mbarrier.arrive.expect_tx.shared::cta.b64 state, [$0], $1;\n}",
+                 "r,r,~{memory}")
+            return context.get_dummy_value()
+        return types.void(bar, nbytes), codegen
+
+    @intrinsic
+    def mbar_try_wait(typingctx, bar, parity):
+        """``mbarrier.try_wait.parity.shared::cta.b64`` — 1 once the phase of the given
+        parity (0 or 1) has completed, else 0 (after a bounded, hardware-chosen wait)."""
+        def codegen(context, builder, sig, args):
+            return _asm(builder, _I32, [_u32(context, builder, sig.args[0], args[0]),
+                                        _u32(context, builder, sig.args[1], args[1])],
+                        "{\n.reg .pred p;\n"
+                        "mbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2;\n"
+                        "selp.u32 $0, 1, 0, p;\n}", "=r,r,r,~{memory}")
+        return types.uint32(bar, parity), codegen
+
+    @cuda.jit(device=True, inline="always")
+    def mbar_wait(bar, parity):
+        """Poll ``bar`` until the phase of ``parity`` has completed."""
+        while mbar_try_wait(bar, parity) == 0:
+            pass
+
+    # ------------------------------------------------------------------ TMA
+
+    @intrinsic
+    def tma_load_2d(typingctx, dst, tensor_map, col, row, bar):
+        """``cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes``:
+        the box whose first element is (``row``, ``col``) of the tensor described by the map at
+        global address ``tensor_map`` into shared ``dst`` (1024-byte aligned for the 128B
+        swizzle); ``bar`` receives the bytes. Out-of-bounds elements arrive as zeros."""
+        def codegen(context, builder, sig, args):
+            ops = [_u32(context, builder, sig.args[0], args[0]),
+                   context.cast(builder, args[1], sig.args[1], types.uint64),
+                   context.cast(builder, args[2], sig.args[2], types.int32),
+                   context.cast(builder, args[3], sig.args[3], types.int32),
+                   _u32(context, builder, sig.args[4], args[4])]
+            _asm(builder, ir.VoidType(), ops,
+                 "cp.async.bulk.tensor.2d.shared::cluster.global.tile"
+                 ".mbarrier::complete_tx::bytes [$0], [$1, {$2, $3}], [$4];",
+                 "r,l,r,r,r,~{memory}")
+            return context.get_dummy_value()
+        return types.void(dst, tensor_map, col, row, bar), codegen
+
+    @intrinsic
+    def prefetch_tensormap(typingctx, tensor_map):
+        """``prefetch.tensormap [addr]`` — bring a tensor map into the cache ahead of use."""
+        def codegen(context, builder, sig, args):
+            _asm(builder, ir.VoidType(),
+                 [context.cast(builder, args[0], sig.args[0], types.uint64)],
+                 "prefetch.tensormap [$0];", "l,~{memory}")
+            return context.get_dummy_value()
+        return types.void(tensor_map), codegen
+
+    # ------------------------------------------------------------------ registers
+
+    def _setmaxnreg(direction: str):
+        def impl(typingctx, count):
+            n = _literal(count, "setmaxnreg's register count")
+            if n % 8 or not 24 <= n <= 256:
+                raise ValueError(f"setmaxnreg needs a multiple of 8 in 24…256, got {n}")
+
+            def codegen(context, builder, sig, args):
+                _asm(builder, ir.VoidType(), [],
+                     f"setmaxnreg.{direction}.sync.aligned.u32 {n};", "~{memory}")
+                return context.get_dummy_value()
+            return types.void(count), codegen
+        impl.__name__ = f"setmaxnreg_{direction}"
+        impl.__doc__ = (f"``setmaxnreg.{direction}.sync.aligned.u32 N`` — every thread of the "
+                        f"warpgroup {'raises' if direction == 'inc' else 'lowers'} its register "
+                        "limit to N (a constant multiple of 8). Needs a register cap at entry "
+                        "(launch bounds with one block per SM).")
+        return intrinsic(impl)
+
+    setmaxnreg_inc = _setmaxnreg("inc")
+    setmaxnreg_dec = _setmaxnreg("dec")
+
+
+# ----------------------------------------------------------------------------- host side
+
+#: Dtypes a tensor map here can describe (bfloat16 travels as uint16 bits).
+_TMA_DTYPES = {"float16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16",
+               "bfloat16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16",
+               "float32": "CU_TENSOR_MAP_DATA_TYPE_FLOAT32"}
+
+
+def tensor_map_params(shape, itemsize: int, box_rows: int, box_cols: int) -> dict:
+    """Validate and return the arguments of ``cuTensorMapEncodeTiled`` for a row-major 2-D
+    tensor of ``shape`` read in boxes of ``box_rows × box_cols`` with the 128-byte swizzle.
+
+    Raises ValueError with the rule broken: the row pitch must be a multiple of 16 bytes, a
+    box row must be exactly 128 bytes for this swizzle, a box edge at most 256.
+    """
+    rows, cols = (int(s) for s in shape)
+    if rows < 1 or cols < 1:
+        raise ValueError(f"tensor map: empty tensor {shape}")
+    if (cols * itemsize) % 16:
+        raise ValueError(f"tensor map: the row pitch ({cols} × {itemsize} bytes) must be a "
+                         "multiple of 16 bytes; pad the columns to a multiple of "
+                         f"{16 // itemsize}")
+    if box_cols * itemsize != SWIZZLE_BYTES:
+        raise ValueError(f"tensor map: a box row must be {SWIZZLE_BYTES} bytes for the 128B "
+                         f"swizzle, got {box_cols} × {itemsize}")
+    if not 1 <= box_rows <= 256:
+        raise ValueError(f"tensor map: box rows must be 1…256, got {box_rows}")
+    return {"dims": (cols, rows), "strides": (cols * itemsize,), "box": (box_cols, box_rows)}
+
+
+_MAPS: dict = {}
+_MAPS_KEPT = 64
+
+
+def tensor_map_2d(array, box_rows: int, box_cols: int = 64, *, dtype_name: str | None = None):
+    """Encode a tensor map for the C-contiguous device ``array`` (rows × cols) and return it
+    as a device ``uint64[16]`` array (64-byte aligned: Numba's allocations are 256-aligned).
+
+    Boxes are ``box_rows × box_cols`` elements (one 128-byte row each), 128B-swizzled,
+    out-of-bounds elements filled with zeros. ``dtype_name`` overrides the array's dtype name
+    (``"bfloat16"`` for uint16 bits).
+
+    A map holds nothing but the address, shape, pitch, box and element type, so maps are kept
+    by exactly those (and the context): a timed loop over the same buffers encodes and copies
+    its maps once, not once per launch.
+    """
+    from cuda.bindings import driver as cu
+    from numba import cuda
+
+    name = dtype_name or np.dtype(array.dtype).name
+    if name not in _TMA_DTYPES:
+        raise ValueError(f"tensor map: unsupported dtype {name!r}")
+    if len(array.shape) != 2 or not array.is_c_contiguous():
+        raise ValueError("tensor map: the array must be 2-D and C-contiguous")
+    itemsize = np.dtype(array.dtype).itemsize
+    p = tensor_map_params(array.shape, itemsize, box_rows, box_cols)
+    ptr = int(array.__cuda_array_interface__["data"][0])
+    if ptr % 16:
+        raise ValueError("tensor map: the array's address must be 16-byte aligned")
+    key = (id(cuda.current_context()), ptr, tuple(array.shape), name, box_rows, box_cols)
+    if key in _MAPS:
+        return _MAPS[key]
+    err, tmap = cu.cuTensorMapEncodeTiled(
+        getattr(cu.CUtensorMapDataType, _TMA_DTYPES[name]), 2, ptr,
+        [cu.cuuint64_t(d) for d in p["dims"]], [cu.cuuint64_t(s) for s in p["strides"]],
+        [cu.cuuint32_t(b) for b in p["box"]], [cu.cuuint32_t(1), cu.cuuint32_t(1)],
+        cu.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+        cu.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
+        cu.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        cu.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
+    if err != cu.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(f"cuTensorMapEncodeTiled failed: {err} (shape {array.shape}, "
+                           f"box {box_rows}×{box_cols})")
+    words = np.array([int(w) for w in tmap.opaque], dtype=np.uint64)
+    if words.size != 16:
+        raise RuntimeError(f"a CUtensorMap should be 128 bytes, got {8 * words.size}")
+    if len(_MAPS) >= _MAPS_KEPT:
+        _MAPS.pop(next(iter(_MAPS)))
+    _MAPS[key] = cuda.to_device(words)
+    return _MAPS[key]
+
+
+_DYNAMIC_READY: set = set()
+
+
+def allow_dynamic_shared(kernel, signature: str, nbytes: int) -> None:
+    """Compile ``kernel`` for ``signature`` in this context and let it use ``nbytes`` of
+    dynamic shared memory (``CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES``; needed above
+    48 KB, at most 227 KB on sm_90)."""
+    from numba import cuda
+    from numba.cuda.cudadrv.driver import binding, driver
+
+    key = (id(kernel), signature, nbytes, id(cuda.current_context()))
+    if key in _DYNAMIC_READY:
+        return
+    if nbytes > 227 * 1024:
+        raise ValueError(f"{nbytes} bytes of shared memory: sm_90 allows at most 227 KB")
+    cufunc = kernel.compile(signature)._codelibrary.get_cufunc()
+    attr = binding.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    driver.cuKernelSetAttribute(attr, nbytes, cufunc.handle, cufunc.device.id)
+    cufunc.set_shared_memory_carveout(100)
+    _DYNAMIC_READY.add(key)
+
+
+def compile_sm90a(kernel, signature: str) -> dict:
+    """Offline: PTX for ``sm_90a`` (real numba-cuda, no GPU), ``ptxas -v`` and ``nvdisasm``.
+
+    ``kernel`` is a ``@cuda.jit`` dispatcher (its launch bounds are kept) or a plain Python
+    function. Returns ``{"ptx", "sass", "registers", "spill_stores", "spill_loads",
+    "stack_bytes", "shared_bytes", "mix", "warnings"}``; ``warnings`` holds ptxas's warnings
+    and performance notes (e.g. C7508, a ``setmaxnreg`` it ignored). Raises RuntimeError with
+    ptxas's message when the PTX does not assemble.
+    """
+    from numba import cuda
+
+    from lab import compiler
+
+    py_func = getattr(kernel, "py_func", kernel)
+    bounds = getattr(kernel, "targetoptions", {}).get("launch_bounds")
+    ptx, _ = cuda.compile_ptx(py_func, signature, cc=(9, 0, "a"), lineinfo=False,
+                              launch_bounds=bounds)
+    with tempfile.TemporaryDirectory() as tmp:
+        src, cubin = Path(tmp) / "k.ptx", Path(tmp) / "k.cubin"
+        src.write_text(ptx)
+        run = subprocess.run([compiler.tool("ptxas"), "-arch=sm_90a", "-v", str(src), "-o",
+                              str(cubin)], capture_output=True, text=True)
+        if run.returncode:
+            raise RuntimeError(f"ptxas (sm_90a) failed: {run.stderr.strip()}")
+        facts = compiler.parse_ptxas(run.stderr + run.stdout)
+        sass = subprocess.run([compiler.tool("nvdisasm"), "-c", str(cubin)],
+                              capture_output=True, text=True, check=True).stdout
+    instrs, _labels = compiler.parse_sass(sass)
+    warnings = [ln for ln in (run.stderr + run.stdout).splitlines()
+                if "warning" in ln.lower() or "performance" in ln.lower()]
+    return {"ptx": ptx, "sass": sass, **facts, "mix": compiler.mix_of(instrs),
+            "warnings": warnings}

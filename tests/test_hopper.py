@@ -1,0 +1,395 @@
+"""Hopper: the intrinsics of lab.hopper and the kernels of lab.kernels.k09_hopper.
+
+* Any machine, no GPU (run in a subprocess with ``LAB_DEVICE=compile``: real numba-cuda): each
+  intrinsic, in a small probe kernel, assembles for ``sm_90a`` and its SASS holds the instruction
+  it should (HGMMA, UTMALDG, SYNCS, SETMAXREG, …); every Hopper rung assembles, holds HGMMA, and
+  spills nothing; ``setmaxnreg`` is not ignored by ptxas.
+* Any machine: NumPy models of the layouts — what cp.async and TMA write is what the wgmma
+  descriptors read; descriptor encoding; the accumulator layout covers the tile once; bad
+  configurations, tensor maps and inputs raise clear errors before anything is launched.
+* On a Hopper GPU: one wgmma (each N, FP16 and BF16) against float64; a TMA box (swizzled,
+  zero-filled past the edges) against the NumPy model; every rung on odd and round shapes.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import lab  # noqa: F401  (device decided first)
+from lab import bench, device, hopper
+from lab.kernels import k09_hopper as K
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _is_hopper() -> bool:
+    if not device.GPU:
+        return False
+    from numba import cuda
+    return cuda.get_current_device().compute_capability[0] == 9
+
+
+hopper_gpu = pytest.mark.skipif(not _is_hopper(), reason="needs a Hopper GPU (sm_90a)")
+
+# ----------------------------------------------------------------------------- probes
+# Defined on every machine; compiled offline by the worker below, run on a Hopper GPU.
+
+from numba import cuda, float32, int32, uint8, uint16, uint32, uint64  # noqa: E402
+
+
+def wgmma_probe(kind: str, n: int):
+    """One warpgroup: A (64×64, K-major) and B (64×n, MN-major) stored by ordinary stores in
+    the 128B-swizzled layouts, then 4 wgmma k-steps; raw accumulators out (128 × n/2)."""
+    regs = n // 2
+    b_base = 64 * hopper.SWIZZLE_BYTES          # A takes 8 KB
+    mma = hopper.wgmma(kind, n)
+
+    @cuda.jit
+    def probe(a_words, b_words, out, b_lbo, b_sbo):
+        smem = cuda.shared.array(0, dtype=uint8, alignment=1024)
+        half = cuda.shared.array(0, dtype=uint16, alignment=1024)
+        tid = cuda.threadIdx.x
+        for i in range(tid, a_words.shape[0], 128):     # pre-swizzled on the host
+            half[i] = a_words[i]
+        for i in range(tid, b_words.shape[0], 128):
+            half[b_base // 2 + i] = b_words[i]
+        hopper.fence_proxy_async()
+        cuda.syncthreads()
+        base = hopper.shared_address(smem)
+        acc = cuda.local.array(regs, float32)
+        hopper.wgmma_fence()
+        for ks in range(4):
+            da = hopper.smem_desc(base + uint32(32 * ks), 16, 1024)
+            db = hopper.smem_desc(base + uint32(b_base + ks * 16 * hopper.SWIZZLE_BYTES),
+                                  b_lbo, b_sbo)
+            mma(acc, 0, da, db, int32(ks > 0))
+        hopper.wgmma_commit()
+        hopper.wgmma_wait(0)
+        for i in range(regs):
+            out[tid, i] = acc[i]
+    return probe
+
+
+@cuda.jit
+def tma_probe(tensor_map, out, col, row):
+    """One TMA box (64 rows × 64 16-bit columns) at (row, col) into shared memory, copied out
+    as the raw 8 KB the copy engine wrote."""
+    smem = cuda.shared.array(0, dtype=uint8, alignment=1024)
+    half = cuda.shared.array(0, dtype=uint16, alignment=1024)
+    bar = cuda.shared.array(1, dtype=uint64)
+    tid = cuda.threadIdx.x
+    b = hopper.shared_address(bar)
+    if tid == 0:
+        hopper.mbar_init(b, 1)
+        hopper.fence_barrier_init()
+    cuda.syncthreads()
+    if tid == 0:
+        hopper.prefetch_tensormap(hopper.global_address(tensor_map))
+        hopper.mbar_expect_tx(b, 8192)
+        hopper.tma_load_2d(hopper.shared_address(smem), hopper.global_address(tensor_map),
+                           col, row, b)
+    hopper.mbar_wait(b, 0)
+    for i in range(tid, 4096, cuda.blockDim.x):
+        out[i] = half[i]
+
+
+def _setmaxnreg_kernel():
+    @cuda.jit(**({} if hopper.SIMULATOR else {"launch_bounds": (256, 1)}))
+    def probe(out):
+        if cuda.threadIdx.x < 128:
+            hopper.setmaxnreg_dec(40)
+        else:
+            hopper.setmaxnreg_inc(232)
+            out[cuda.threadIdx.x] = 1.0
+    return probe
+
+
+@cuda.jit
+def arrive_probe(out):
+    bar = cuda.shared.array(1, dtype=uint64)
+    b = hopper.shared_address(bar)
+    if cuda.threadIdx.x == 0:
+        hopper.mbar_init(b, 32)
+    cuda.syncthreads()
+    hopper.mbar_arrive(b)
+    hopper.mbar_wait(b, 0)
+    out[cuda.threadIdx.x] = 1.0
+
+
+def _offline_worker() -> dict:
+    """Compile the probes and every FP16 rung for sm_90a; SASS facts as a dict."""
+    facts = {}
+    probes = {
+        "wgmma_f16_n64": (wgmma_probe("f16", 64),
+                          "void(uint16[::1], uint16[::1], float32[:, ::1], int32, int32)"),
+        "wgmma_bf16_n256": (wgmma_probe("bf16", 256),
+                            "void(uint16[::1], uint16[::1], float32[:, ::1], int32, int32)"),
+        "tma": (tma_probe, "void(uint64[::1], uint16[::1], int32, int32)"),
+        "setmaxnreg": (_setmaxnreg_kernel(), "void(float32[::1])"),
+        "arrive": (arrive_probe, "void(float32[::1])"),
+    }
+    for rung, cfg in K.RUNG_CONFIGS.items():
+        probes[rung] = (K.kernel_for(cfg), K.signature(cfg))
+    for name, (kernel, sig) in probes.items():
+        r = hopper.compile_sm90a(kernel, sig)
+        sass_ops = r["sass"]
+        facts[name] = {"mix": r["mix"], "registers": r["registers"],
+                       "spills": r["spill_stores"] + r["spill_loads"], "stack": r["stack_bytes"],
+                       "warnings": r["warnings"], "target": ".target sm_90a" in r["ptx"],
+                       "hgmma": [ln.split("HGMMA.")[1].split()[0] for ln in sass_ops.splitlines()
+                                 if "HGMMA." in ln][:1],
+                       "tnspB": "tnspB" in sass_ops}
+    return facts
+
+
+@pytest.fixture(scope="module")
+def offline():
+    if device.MODE in ("gpu", "compile"):
+        return _offline_worker()
+    env = dict(os.environ, LAB_DEVICE="compile")
+    env.pop("NUMBA_ENABLE_CUDASIM", None)
+    run = subprocess.run([sys.executable, str(Path(__file__)), "--worker"], capture_output=True,
+                         text=True, env=env, cwd=ROOT)
+    if run.returncode:
+        pytest.fail(f"offline compile worker failed:\n{run.stderr[-3000:]}")
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+# ----------------------------------------------------------------------------- offline SASS
+
+def test_wgmma_assembles_for_sm90a(offline):
+    for name, shape in (("wgmma_f16_n64", "64x64x16"), ("wgmma_bf16_n256", "64x256x16")):
+        f = offline[name]
+        assert f["target"], f"{name}: PTX not for sm_90a"
+        assert f["mix"].get("HGMMA") == 4, f"{name}: expected 4 HGMMA, got {f['mix']}"
+        assert f["hgmma"][0].startswith(shape), f["hgmma"]
+        assert f["tnspB"], f"{name}: B should be read transposed (MN-major)"
+        assert f["mix"].get("WARPGROUP", 0) >= 2      # wgmma.fence (ARRIVE) and wait (DEPBAR)
+        assert f["spills"] == 0 and f["stack"] == 0
+
+
+def test_tma_and_mbarrier_assemble(offline):
+    mix = offline["tma"]["mix"]
+    assert mix.get("UTMALDG") == 1, mix
+    assert mix.get("SYNCS", 0) >= 3, mix          # init, arrive.expect_tx, try_wait
+    assert mix.get("UTMACCTL") == 1, mix      # prefetch.tensormap
+    assert offline["arrive"]["mix"].get("SYNCS", 0) >= 2
+
+
+def test_setmaxnreg_is_applied(offline):
+    f = offline["setmaxnreg"]
+    assert f["mix"].get("USETMAXREG", 0) + f["mix"].get("SETMAXREG", 0) == 2, f["mix"]
+    assert not any("C7508" in w for w in f["warnings"]), f["warnings"]
+
+
+@pytest.mark.parametrize("rung", list(K.RUNG_CONFIGS))
+def test_rung_sass(offline, rung):
+    cfg = K.RUNG_CONFIGS[rung]
+    f = offline[rung]
+    assert f["target"]
+    assert f["spills"] == 0 and f["stack"] == 0, f"{rung} spills or uses a stack frame"
+    per_stage = (cfg.bm // 64) * (K.BK // 16) // cfg.consumers
+    assert f["mix"].get("HGMMA") == per_stage, f"{rung}: HGMMA {f['mix'].get('HGMMA')}"
+    assert f["hgmma"][0].startswith(f"64x{cfg.bn}x16"), f["hgmma"]
+    if cfg.loader == "cpasync":
+        assert f["mix"].get("LDGSTS.128", 0) > 0 and "UTMALDG" not in f["mix"]
+    else:
+        assert f["mix"].get("UTMALDG", 0) >= 1 + cfg.bn // 64
+        assert "LDGSTS.128" not in f["mix"]
+    if cfg.regs:
+        assert f["mix"].get("USETMAXREG", 0) + f["mix"].get("SETMAXREG", 0) == 2
+        assert not any("C7508" in w for w in f["warnings"]), f["warnings"]
+
+
+# ----------------------------------------------------------------------------- layouts (NumPy)
+
+def _a_tile_words(a: np.ndarray) -> np.ndarray:
+    """A (rows × 64 16-bit values) as the 128B-swizzled words TMA or cp.async store."""
+    rows = a.shape[0]
+    out = np.zeros(rows * 64, dtype=a.dtype)
+    r, k = np.meshgrid(np.arange(rows), np.arange(64), indexing="ij")
+    out[hopper.swizzle_128b(hopper.tma_box_offset(r, k)) // 2] = a[r, k]
+    return out
+
+
+def _b_tile_words(b: np.ndarray) -> np.ndarray:
+    """B (64 k × n) as n/64 TMA boxes of 64 k-rows × 64 columns, each 128B-swizzled."""
+    kk, n = b.shape
+    out = np.zeros(kk * n, dtype=b.dtype)
+    k, c = np.meshgrid(np.arange(kk), np.arange(n), indexing="ij")
+    box = hopper.tma_box_offset(k, c % 64) + (c // 64) * kk * 128
+    out[hopper.swizzle_128b(box) // 2] = b[k, c]
+    return out
+
+
+def test_k_major_descriptor_reads_what_tma_writes():
+    # element (row, k) of a 128×64 A tile; the descriptor of k-step ks starts 32·ks bytes in
+    for ks in range(4):
+        r, kk = np.meshgrid(np.arange(128), np.arange(16), indexing="ij")
+        read = hopper.swizzle_128b(32 * ks + hopper.k_major_offset(r, kk))
+        written = hopper.swizzle_128b(hopper.tma_box_offset(r, 16 * ks + kk))
+        assert np.array_equal(read, written)
+
+
+def test_mn_major_descriptor_reads_what_tma_writes():
+    lbo = K.BK * K.ROW                                     # one 64-column box of B
+    for ks in range(4):
+        kk, nn = np.meshgrid(np.arange(16), np.arange(256), indexing="ij")
+        read = hopper.swizzle_128b(ks * 16 * K.ROW + hopper.mn_major_offset(nn, kk, lbo))
+        written = hopper.swizzle_128b(hopper.tma_box_offset(16 * ks + kk, nn % 64)
+                                      + (nn // 64) * lbo)
+        assert np.array_equal(read, written)
+        assert len(np.unique(read)) == read.size        # no two elements share a slot
+
+
+def test_cpasync_copy_matches_the_tma_layout():
+    """The rung-1 copy (chunk c of row r at (c ^ r % 8)·16) is the layout TMA writes."""
+    r, c = np.meshgrid(np.arange(128), np.arange(8), indexing="ij")
+    cp = r * 128 + ((c ^ (r % 8)) << 4)
+    tma = hopper.swizzle_128b(hopper.tma_box_offset(r, 8 * c))
+    assert np.array_equal(cp, tma)
+    k, bc = np.meshgrid(np.arange(64), np.arange(32), indexing="ij")     # B, 256 columns
+    cp_b = (bc // 8) * 8192 + k * 128 + (((bc % 8) ^ (k % 8)) << 4)
+    tma_b = hopper.swizzle_128b(hopper.tma_box_offset(k, 8 * (bc % 8)) + (bc // 8) * 8192)
+    assert np.array_equal(cp_b, tma_b)
+
+
+def test_descriptor_encoding_round_trip():
+    d = hopper.desc_value(0x1A400, 8192, 1024)
+    assert hopper.desc_fields(d) == {"address": 0x1A400, "lbo": 8192, "sbo": 1024,
+                                     "base_offset": 0, "swizzle": 1}
+    assert hopper.desc_value(0x1A400 + 0x40000, 16, 1024) == hopper.desc_value(0x1A400, 16, 1024)
+
+
+@pytest.mark.parametrize("n", hopper.WGMMA_N)
+def test_accumulator_layout_covers_the_tile_once(n):
+    t, i = np.meshgrid(np.arange(128), np.arange(n // 2), indexing="ij")
+    rows, cols = hopper.accumulator_position(t, i)
+    flat = rows * n + cols
+    assert rows.max() == 63 and cols.max() == n - 1
+    assert len(np.unique(flat)) == 64 * n
+
+
+def test_swizzle_is_a_permutation_of_each_atom():
+    offs = np.arange(0, 1024, 16)
+    assert sorted(hopper.swizzle_128b(offs)) == list(offs)
+    assert hopper.swizzle_128b(128 + 16) == 128     # row 1: chunk 1 ^ 1 = 0
+
+
+# ----------------------------------------------------------------------------- errors
+
+def test_tensor_map_rules():
+    assert hopper.tensor_map_params((100, 72), 2, 64, 64) == {
+        "dims": (72, 100), "strides": (144,), "box": (64, 64)}
+    with pytest.raises(ValueError, match="multiple of 16 bytes"):
+        hopper.tensor_map_params((100, 70), 2, 64, 64)
+    with pytest.raises(ValueError, match="128 bytes"):
+        hopper.tensor_map_params((100, 72), 2, 64, 32)
+    with pytest.raises(ValueError, match="box rows"):
+        hopper.tensor_map_params((100, 72), 2, 300, 64)
+
+
+def test_config_validation():
+    with pytest.raises(ValueError, match="bn must be"):
+        K.make_config(bn=96)
+    with pytest.raises(ValueError, match="accumulators"):
+        K.make_config(bm=256, bn=256, consumers=1)
+    with pytest.raises(ValueError, match="shared memory"):
+        K.make_config(bm=256, bn=256, consumers=2, stages=8)
+    with pytest.raises(ValueError, match="register file"):
+        K.make_config(bm=128, bn=256, consumers=2, producer=True, regs=256)
+    with pytest.raises(ValueError, match="specialized"):
+        K.make_config(persistent=True)
+    cfg = K.RUNG_CONFIGS["wgmma_ws"]
+    assert cfg.threads == 384 and cfg.mt == 1 and cfg.stage_bytes == 48 * 1024
+
+
+def test_registered_and_bad_input_rejected_before_launch():
+    from lab.api import matmul
+    names = [n for n in lab.REGISTRY if n.startswith("wgmma_")]
+    assert len(names) == 2 * len(K.RUNG_CONFIGS)
+    for name in names:
+        spec = lab.get_spec(name)
+        assert spec.chapter == 7 and not spec.simulator
+    a = np.ones((4, 3), np.float16)
+    with pytest.raises(ValueError, match="inner dimensions"):
+        matmul(a, np.ones((4, 4), np.float16), kernel="wgmma_ws_fp16")
+    with pytest.raises(ValueError, match="bfloat16"):
+        matmul(a, np.ones((3, 4), np.float16), kernel="wgmma_ws_bf16")
+    with pytest.raises(ValueError, match="float16"):
+        matmul(a.astype(np.float32), np.ones((3, 4), np.float32), kernel="wgmma_tma_fp16")
+    with pytest.raises(ValueError, match="empty"):
+        matmul(np.ones((0, 3), np.float16), np.ones((3, 4), np.float16),
+               kernel="wgmma_tma_fp16")
+
+
+@pytest.mark.skipif(not device.SIMULATOR, reason="simulator only")
+def test_simulator_stubs_raise():
+    with pytest.raises(NotImplementedError, match="simulator"):
+        hopper.wgmma_fence()
+    with pytest.raises(NotImplementedError, match="simulator"):
+        hopper.wgmma("f16", 256)(None, 0, 0, 0, 1)
+
+
+# ----------------------------------------------------------------------------- on the GPU
+
+@hopper_gpu
+@pytest.mark.parametrize("kind", ["f16", "bf16"])
+@pytest.mark.parametrize("n", hopper.WGMMA_N)
+def test_wgmma_against_float64(kind, n, rng):
+    dtype = np.float16 if kind == "f16" else np.uint16
+    a, b = bench.random_inputs(64, n, 64, dtype, rng)
+    aw = _a_tile_words(a.view(np.uint16))
+    bw = _b_tile_words(b.view(np.uint16))
+    out = cuda.to_device(np.full((128, n // 2), np.nan, np.float32))
+    kernel = wgmma_probe(kind, n)
+    kernel[1, 128, 0, 2 * (aw.size + bw.size)](cuda.to_device(aw), cuda.to_device(bw), out,
+                                                np.int32(64 * 128), np.int32(1024))
+    raw = out.copy_to_host()
+    t, i = np.meshgrid(np.arange(128), np.arange(n // 2), indexing="ij")
+    rows, cols = hopper.accumulator_position(t, i)
+    got = np.full((64, n), np.nan)
+    got[rows, cols] = raw[t, i]
+    verdict = bench.compare(got, bench.to_float64(a) @ bench.to_float64(b),
+                            dtype_name="bfloat16" if kind == "bf16" else "float16",
+                            kernel=f"wgmma m64n{n}k16 {kind}")
+    assert verdict.passed, verdict.line()
+
+
+@hopper_gpu
+@pytest.mark.parametrize("row, col", [(0, 0), (50, 64), (-3, 40)])
+def test_tma_box_swizzled_and_zero_filled(row, col, rng):
+    x = rng.integers(1, 60000, size=(100, 136), dtype=np.uint16)
+    d_x = cuda.to_device(x)
+    tmap = hopper.tensor_map_2d(d_x, 64, 64, dtype_name="float16")
+    out = cuda.to_device(np.zeros(4096, np.uint16))
+    tma_probe[1, 128, 0, 8192](tmap, out, np.int32(col), np.int32(row))
+    got = out.copy_to_host()
+    r, c = np.meshgrid(np.arange(64), np.arange(64), indexing="ij")
+    gr, gc = r + row, c + col
+    inside = (gr >= 0) & (gr < 100) & (gc >= 0) & (gc < 136)
+    want = np.zeros((64, 64), np.uint16)
+    want[inside] = x[gr[inside], gc[inside]]
+    assert np.array_equal(got[hopper.swizzle_128b(hopper.tma_box_offset(r, c)) // 2], want)
+
+
+GPU_SHAPES = [(1, 1, 1), (17, 33, 5), (65, 1, 130), (31, 47, 70), (257, 129, 67),
+              (1000, 1030, 999), (128, 256, 64), (512, 512, 512), (640, 1280, 320)]
+
+
+@hopper_gpu
+@pytest.mark.parametrize("name", [n for n in lab.REGISTRY if n.startswith("wgmma_")])
+def test_rungs_against_float64(name):
+    for m, n, k in GPU_SHAPES:
+        verdict = bench.check(name, m, n, k)
+        assert verdict.passed, verdict.line()
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["--worker"]:
+    print(json.dumps(_offline_worker()))
