@@ -1,16 +1,30 @@
-"""Command line: ``python -m lab list|check|compile|measure``.
+"""Command line: ``python -m lab list|check|compile|measure|notebooks``.
 
-* ``list`` — the registered kernels and the experiments.
-* ``check`` — every registered kernel on this device (simulator: small shapes, the kernels that
-  run there), odd and round shapes, fresh random inputs; exit status 1 on any failure.
-* ``compile [NAME ...]`` — registers, spills, stack, shared memory, inner-loop mix (sm_90).
-* ``measure EXPERIMENT [--out DIR]`` — GPU only; writes ``<DIR>/<gpu>/<experiment>.json``.
+* ``list`` — the registered kernels and the experiments (chapter, tools needed, time estimate).
+* ``check [KERNEL ...]`` — every registered kernel (or those named) against float64 on this
+  device, odd and round shapes, fresh random inputs. A kernel this device cannot run (the
+  simulator and inline PTX; a GPU of too low a compute capability) is skipped with one line
+  saying why. Exit status 1 on any failure, and when nothing at all was checked.
+* ``compile [KERNEL ...]`` — registers, spills, stack, shared memory, inner-loop mix (sm_90).
+* ``measure EXPERIMENT [EXPERIMENT ...] [--out DIR] [--quick]`` — GPU only. ``all`` is every
+  experiment the book reads, in chapter order. Writes ``<DIR>/<gpu>/<experiment>.json`` as each
+  one finishes (DIR defaults to ``lab/results``); an experiment that needs a tool this machine
+  lacks (CuPy, ncu, compute-sanitizer) or a newer GPU is skipped with one line; a summary ends
+  the run. ``--quick`` shrinks the two tuning sweeps. Exit status 1 if one failed or none ran.
+* ``notebooks [NOTEBOOK ...] [--out DIR]`` — runs every chapter (or those named) through nbval
+  and records cells passed/failed and seconds per notebook in ``<DIR>/<gpu>/notebooks.json``.
+  On a GPU DIR defaults to ``lab/results``; without one (the simulator) the run is recorded only
+  when ``--out`` says where. Exit status 1 if a notebook failed.
+
+Then ``LAB_GPU=<gpu> jupyter-book build .`` builds the book from that GPU's results.
 """
 from __future__ import annotations
 
 import argparse
 import shlex
 import sys
+import time
+import traceback
 from pathlib import Path
 
 import lab
@@ -22,41 +36,136 @@ GPU_SHAPES = SIM_SHAPES + [(257, 129, 67), (1000, 1030, 999), (512, 512, 512),
                            (1024, 1024, 1024)]
 
 
-def _progress(iterable, **kw):
-    try:
-        from tqdm.auto import tqdm
-        return tqdm(iterable, **kw)
-    except ImportError:
-        return iterable
+class StageBar:
+    """One tqdm bar for one task: each ``progress(iterable, desc=...)`` call the task makes is a
+    stage of the same bar, named in its description. Redrawn rarely when output is not a
+    terminal (a log file gets a handful of lines, not thousands)."""
 
+    def __init__(self, name: str):
+        self.name = name
+        self.bar = None
+
+    def __call__(self, iterable, desc: str | None = None, total: int | None = None, **_):
+        from tqdm import tqdm
+
+        if total is None and hasattr(iterable, "__len__"):
+            total = len(iterable)
+        label = f"{self.name}: {desc}" if desc else self.name
+        if self.bar is None:
+            tty = sys.stderr.isatty()
+            self.bar = tqdm(total=total, desc=label, file=sys.stderr, dynamic_ncols=tty,
+                            mininterval=0.5 if tty else 30.0, maxinterval=30.0 if tty else 300.0)
+        else:
+            self.bar.reset(total=total)
+            self.bar.set_description(label, refresh=False)
+        return self._stage(iterable)
+
+    def _stage(self, iterable):
+        for item in iterable:
+            yield item
+            self.bar.update()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+def _command(argv) -> str:
+    return "python -m lab " + " ".join(shlex.quote(a) for a in argv)
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.1f} min" if seconds >= 90 else f"{seconds:.0f} s"
+
+
+# ----------------------------------------------------------------------------- list
 
 def cmd_list(_args) -> int:
     for name, spec in lab.REGISTRY.items():
         where = "GPU+simulator" if spec.simulator else "GPU only"
         print(f"{name:<24} ch{spec.chapter}  {spec.dtype_name:<9} {where:<14} {spec.title}")
-    print("\nexperiments:", ", ".join(experiments.names()))
+    print("\nexperiments (`python -m lab measure NAME` or `all`; seconds are H200 estimates):")
+    for name in experiments.book_order():
+        exp = experiments.info(name)
+        needs = ", ".join(exp.needs) or "-"
+        cc = f"CC >= {exp.min_cc[0]}.{exp.min_cc[1]}" if exp.min_cc else ""
+        est = f"~{exp.h200_seconds:.0f} s" if exp.h200_seconds else "no estimate"
+        chapter = exp.chapter if exp.chapter != experiments.NO_CHAPTER else "?"
+        print(f"  {name:<16} ch{chapter:<3} {est:>11}  needs: {needs:<24} {cc}".rstrip())
+    if experiments.HISTORICAL:
+        print(f"kept as measured once, not in `all`: {', '.join(experiments.HISTORICAL)}")
     return 0
 
 
+# ----------------------------------------------------------------------------- check
+
+def _compute_capability() -> str | None:
+    return device.provenance()["compute_capability"] if device.GPU else None
+
+
+def skip_reason(spec, compute_capability: str | None) -> str | None:
+    """Why this device cannot run the kernel ``spec`` (None when it can): the simulator
+    cannot execute inline PTX; a GPU below the kernel's minimum compute capability."""
+    runnable = getattr(lab.kernels, "runnable", None)
+    if runnable is not None:
+        ok, reason = runnable(spec, compute_capability)
+        return None if ok else reason
+    if device.SIMULATOR and not spec.simulator:
+        return "needs a GPU: the simulator cannot run its inline PTX"
+    min_cc = getattr(spec, "min_cc", None)
+    if min_cc and compute_capability:
+        if tuple(int(x) for x in compute_capability.split(".")) < tuple(min_cc):
+            return (f"needs compute capability {min_cc[0]}.{min_cc[1]}; this GPU has "
+                    f"{compute_capability}")
+    return None
+
+
+def _check_shapes(spec) -> list[tuple[int, int, int]]:
+    shapes_for = getattr(bench, "shapes_for", None)
+    if shapes_for is not None:
+        return list(shapes_for(spec, gpu=device.GPU))
+    return GPU_SHAPES if device.GPU else SIM_SHAPES
+
+
 def cmd_check(args) -> int:
+    if not (device.GPU or device.SIMULATOR):
+        raise RuntimeError(f"check launches kernels: it needs a GPU or the simulator; this "
+                           f"session runs in mode {device.MODE!r} (unset LAB_DEVICE)")
+    specs = [lab.get_spec(name) for name in (args.kernels or lab.REGISTRY)]
     print(device.describe())
-    shapes = GPU_SHAPES if device.GPU else SIM_SHAPES
-    names = args.kernels or list(lab.REGISTRY)
-    failures = 0
-    for name in names:
-        spec = lab.get_spec(name)
-        if device.SIMULATOR and not spec.simulator:
-            print(f"{name:<22} skipped: needs a GPU (inline PTX the simulator cannot run)")
+    cc = _compute_capability()
+    checked, skipped, failures = [], [], 0
+    for spec in specs:
+        reason = skip_reason(spec, cc)
+        if reason:
+            print(f"{spec.name:<22} skipped: {reason}")
+            skipped.append(spec.name)
             continue
+        shapes = _check_shapes(spec)
+        bad = 0
         for m, n, k in shapes:
-            verdict = bench.check(name, m, n, k)
-            failures += not verdict.passed
+            verdict = bench.check(spec.name, m, n, k)
+            bad += not verdict.passed
             if not verdict.passed or args.verbose:
                 print(verdict.line())
-        print(f"{name:<22} {len(shapes)} shapes checked")
-    print("all kernels passed" if not failures else f"{failures} check(s) FAILED")
-    return 1 if failures else 0
+        failures += bad
+        checked.append(spec.name)
+        print(f"{spec.name:<22} {len(shapes)} shapes checked"
+              + (f", {bad} FAILED" if bad else ""))
+    if not checked:
+        print(f"nothing checked: all {len(skipped)} requested kernel(s) were skipped (see "
+              "above); checking nothing is not a pass", file=sys.stderr)
+        return 1
+    tail = f"{len(checked)} checked" + (f", {len(skipped)} skipped above" if skipped else "")
+    if failures:
+        print(f"{failures} check(s) FAILED ({tail})")
+        return 1
+    print(f"all kernels passed ({tail})")
+    return 0
 
+
+# ----------------------------------------------------------------------------- compile
 
 def cmd_compile(args) -> int:
     from lab import compiler, tables
@@ -66,22 +175,187 @@ def cmd_compile(args) -> int:
     return 0
 
 
+# ----------------------------------------------------------------------------- measure
+
+def experiment_names(requested: list[str]) -> list[str]:
+    """The experiments ``requested`` names, ``all`` expanded to every experiment in chapter
+    order, duplicates dropped; ValueError naming an unknown one (checked before anything
+    else, so a typo is never reported as a missing GPU)."""
+    known = experiments.names()
+    out: list[str] = []
+    for name in requested:
+        chosen = experiments.book_order() if name == "all" else [name]
+        for n in chosen:
+            if n not in known:
+                raise ValueError(f"unknown experiment {n!r}; known: all, {', '.join(known)}")
+            if n not in out:
+                out.append(n)
+    return out
+
+
+def save_experiment(name: str, out: dict, *, command: str, root: Path | None,
+                    seconds: float | None = None) -> Path:
+    """Save what an experiment's ``run`` returned as ``<root>/<gpu>/<name>.json`` with this
+    device's provenance (and the run's wall time, ``wall_seconds``); returns the path."""
+    prov = device.provenance()
+    if seconds is not None:
+        prov["wall_seconds"] = round(seconds, 1)
+    return results.save(name, out["rows"], parameters=out["parameters"], command=command,
+                        provenance=prov, row_fields=out.get("row_fields"),
+                        notes=out.get("notes"), root=root)
+
+
+def _plan(names: list[str], cc: str | None, quick: bool) -> list[dict]:
+    plan = []
+    for name in names:
+        exp = experiments.info(name)
+        plan.append({"experiment": name, "quick": quick and exp.quick,
+                     "estimate_s": exp.estimate(quick),
+                     "skip": experiments.skip_reason(name, cc)})
+    return plan
+
+
 def cmd_measure(args) -> int:
+    from lab import tables
+
+    names = experiment_names(args.experiments)
     bench.require_gpu("measure")
-    module = experiments.get(args.experiment)
-    out = module.run(_progress)
-    command = "python -m lab " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-    path = results.save(args.experiment, out["rows"], parameters=out["parameters"],
-                        command=command, row_fields=out.get("row_fields"),
-                        notes=out.get("notes"), root=Path(args.out) if args.out else None)
-    print(f"wrote {path}")
+    prov = device.provenance()
+    slug = device.gpu_slug(prov["gpu"])
+    root = Path(args.out) if args.out else None
+    where = results.path_for(names[0], slug, root).parent
+    plan = _plan(names, prov["compute_capability"], args.quick)
+    print(device.describe())
+    print(f"results go to {where}/<experiment>.json, each as soon as it is measured")
+    runnable = [p for p in plan if not p["skip"]]
+    known = [p["estimate_s"] for p in runnable if p["estimate_s"]]
+    unknown = [p["experiment"] for p in runnable if not p["estimate_s"]]
+    quicker = sum(experiments.info(p["experiment"]).estimate(True) or 0 for p in runnable)
+    hint = (f" (with --quick: {_minutes(quicker)})"
+            if not args.quick and quicker < sum(known) else "")
+    print(f"{len(runnable)} of {len(plan)} experiment(s) to run; estimated "
+          f"{_minutes(sum(known))} on an H200{hint}"
+          + (f" plus {', '.join(unknown)} (no estimate)" if unknown else "")
+          + " — slower GPUs take longer", flush=True)
+    command = _command(args.argv)
+    summary = []
+    started = time.perf_counter()
+    for i, step in enumerate(plan, 1):
+        name = step["experiment"]
+        head = f"[{i}/{len(plan)}] {name}"
+        row = {"experiment": name, "status": "", "seconds": None,
+               "estimate_s": step["estimate_s"], "note": ""}
+        summary.append(row)
+        if step["skip"]:
+            row.update(status="skipped", note=step["skip"])
+            print(f"{head}: skipped — {step['skip']}", flush=True)
+            continue
+        est = f" (~{step['estimate_s']:.0f} s on an H200)" if step["estimate_s"] else ""
+        print(f"{head}: running{est}", flush=True)
+        bar = StageBar(name)
+        t0 = time.perf_counter()
+        try:
+            run = experiments.get(name).run
+            out = run(bar, quick=True) if step["quick"] else run(bar)
+            bar.close()
+            seconds = time.perf_counter() - t0
+            path = save_experiment(name, out, command=command, root=root, seconds=seconds)
+        except Exception as exc:  # noqa: BLE001 - report it, go on with the next experiment
+            bar.close()
+            traceback.print_exc()
+            row.update(status="FAILED", seconds=round(time.perf_counter() - t0),
+                       note=f"{type(exc).__name__}: {exc}".splitlines()[0][:160])
+            print(f"{head}: FAILED after {row['seconds']:.0f} s — {row['note']}", flush=True)
+            continue
+        row.update(status="wrote", seconds=round(seconds), note=str(path))
+        print(f"{head}: done in {seconds:.0f} s, wrote {path}", flush=True)
+    print()
+    print(tables.render(summary, ["experiment", "status", "seconds", "estimate_s", "note"],
+                        {"seconds": "took s", "estimate_s": "H200 est. s"}))
+    wrote = [r for r in summary if r["status"] == "wrote"]
+    failed = [r for r in summary if r["status"] == "FAILED"]
+    skipped = [r for r in summary if r["status"] == "skipped"]
+    print(f"\n{len(wrote)} written, {len(skipped)} skipped, {len(failed)} failed, in "
+          f"{_minutes(time.perf_counter() - started)}")
+    if wrote:
+        env = f"LAB_GPU={slug}"
+        if root is not None:
+            env = f"LAB_RESULTS_DIR={shlex.quote(str(root))} " + env
+        print(f"build the book from these results: {env} jupyter-book build .")
+    if not wrote and not failed:
+        print("nothing was measured: every experiment asked for was skipped", file=sys.stderr)
+    return 0 if wrote and not failed else 1
+
+
+def tune(name: str, argv: list[str]) -> int:
+    """``tools/tune_fp32.py`` and ``tools/tune_tc.py``: run the tuning experiment ``name``
+    (all its configurations, or a few with ``--quick``), print its table, and save it only when
+    ``--out DIR`` says where (as ``measure`` does)."""
+    from lab import tables
+
+    module = experiments.get(name)
+    p = argparse.ArgumentParser(prog=f"tools/tune_{name.removesuffix('_tune')}.py",
+                                description=module.__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="a few configurations only")
+    p.add_argument("--out", metavar="DIR", help=f"also save DIR/<gpu>/{name}.json")
+    args = p.parse_args(argv)
+    try:
+        bench.require_gpu(name)
+    except RuntimeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(device.describe(), flush=True)
+    bar = StageBar(name)
+    out = module.run(bar, quick=args.quick)
+    bar.close()
+    print(tables.render(out["rows"], module.COLUMNS))
+    print(out["notes"])
+    if args.out:
+        command = f"python tools/tune_{name.removesuffix('_tune')}.py " + " ".join(
+            shlex.quote(a) for a in argv)
+        print(f"wrote {save_experiment(name, out, command=command, root=Path(args.out))}")
     return 0
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lab", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="command", required=True)
+# ----------------------------------------------------------------------------- notebooks
+
+def cmd_notebooks(args) -> int:
+    from lab import notebooks
+
+    paths = notebooks.find(args.notebooks)
+    if not device.GPU and not args.out:
+        raise RuntimeError(
+            f"notebooks records a GPU run in lab/results/<gpu>/; this session runs in mode "
+            f"{device.MODE!r}, so no GPU run can be recorded there. Pass --out DIR to record "
+            f"this run under DIR/{device.gpu_slug(device.provenance()['gpu'])}/ (or use "
+            "`pytest --nbval-lax book/` to just test the notebooks)")
+    print(device.describe())
+    print(f"{len(paths)} notebook(s), each in its own pytest --nbval-lax process", flush=True)
+    bar = StageBar("notebooks")
+    rows = notebooks.run(paths, progress=lambda items: bar(items, desc="executing"),
+                         report=lambda row: print(notebooks.line(row), flush=True),
+                         timeout=args.timeout, cell_timeout=args.cell_timeout)
+    bar.close()
+    path = notebooks.save(rows, command=_command(args.argv),
+                          root=Path(args.out) if args.out else None,
+                          parameters={"notebook_timeout_s": args.timeout,
+                                      "cell_timeout_s": args.cell_timeout})
+    bad = [r for r in rows if not notebooks.ok(r)]
+    print(f"wrote {path}")
+    print(f"{len(rows) - len(bad)} of {len(rows)} notebook(s) ran clean"
+          + (f"; not clean: {', '.join(r['notebook'] for r in bad)}" if bad else ""))
+    return 1 if bad else 0
+
+
+# ----------------------------------------------------------------------------- main
+
+def parser() -> argparse.ArgumentParser:
+    """The command line's argument parser (its help is this module's docstring)."""
+    from lab import notebooks
+
+    top = argparse.ArgumentParser(prog="python -m lab", description=__doc__,
+                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = top.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="registered kernels and experiments").set_defaults(func=cmd_list)
     p = sub.add_parser("check", help="check every kernel against float64")
     p.add_argument("kernels", nargs="*")
@@ -90,11 +364,37 @@ def main(argv=None) -> int:
     p = sub.add_parser("compile", help="registers/spills/SASS mix for sm_90 (no GPU needed)")
     p.add_argument("kernels", nargs="*")
     p.set_defaults(func=cmd_compile)
-    p = sub.add_parser("measure", help="run an experiment on the GPU and save its results")
-    p.add_argument("experiment")
-    p.add_argument("--out", help="results root (default: lab/results)")
+    p = sub.add_parser("measure", help="run experiments on the GPU and save their results",
+                       description="Run experiments on the GPU; write <DIR>/<gpu>/<name>.json "
+                                   "as each finishes. `all`: every experiment, chapter order.")
+    p.add_argument("experiments", nargs="+", metavar="EXPERIMENT",
+                   help="a name from `python -m lab list`, or all")
+    p.add_argument("--out", metavar="DIR", help="results root (default: lab/results)")
+    p.add_argument("--quick", action="store_true",
+                   help="the tuning sweeps (fp32_tune, tc_tune) time fewer configurations; "
+                        "every other experiment is unchanged")
     p.set_defaults(func=cmd_measure)
-    args = parser.parse_args(argv)
+    p = sub.add_parser("notebooks", help="run the chapters through nbval and record the run",
+                       description="Run book/*.ipynb through pytest --nbval-lax, one process "
+                                   "each; write <DIR>/<gpu>/notebooks.json. Without a GPU, "
+                                   "--out is required (the simulator's run is not recorded "
+                                   "in lab/results).")
+    p.add_argument("notebooks", nargs="*", metavar="NOTEBOOK",
+                   help="e.g. 01_naive (default: every chapter)")
+    p.add_argument("--out", metavar="DIR", help="results root (default on a GPU: lab/results)")
+    p.add_argument("--timeout", type=float, default=notebooks.NOTEBOOK_TIMEOUT_S,
+                   help="seconds per notebook (default %(default)s)")
+    p.add_argument("--cell-timeout", type=float, default=notebooks.CELL_TIMEOUT_S,
+                   help="seconds per cell (default %(default)s)")
+    p.set_defaults(func=cmd_notebooks)
+    return top
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line ``argv`` (default: ``sys.argv[1:]``); returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parser().parse_args(argv)
+    args.argv = argv
     try:
         return args.func(args)
     except (RuntimeError, ValueError) as exc:

@@ -3,18 +3,125 @@
 Each experiment module has ``run(progress) -> dict`` returning ``rows`` and ``parameters``
 (and optionally ``row_fields`` and ``notes``); :mod:`lab.__main__` adds provenance and the
 command, then saves through :mod:`lab.results`. ``progress`` wraps an iterable in a tqdm bar.
+
+A module also declares what it needs and what it costs, read by :func:`info`:
+
+* ``CHAPTER`` — the chapter whose tables it feeds (``measure all`` runs in chapter order);
+* ``NEEDS`` — tools it cannot do without, names from :data:`TOOLS` (``"cupy"``, ``"ncu"``,
+  ``"compute-sanitizer"``); on a machine that lacks one it is skipped, not failed (``nvcc`` and
+  ``ptxas`` come with requirements.txt);
+* ``MIN_CC`` — the lowest compute capability its kernels run on (``(8, 0)``: ``mma.sync``
+  m16n8k16 and ``cp.async``), if any;
+* ``H200_SECONDS`` — an estimate of its wall time on the H200: compiles, checks and timing;
+  ``H200_SECONDS_QUICK`` the same for ``run(progress, quick=True)``, when ``run`` takes
+  ``quick`` (the tuning sweeps: fewer configurations, the same method).
 """
 from __future__ import annotations
 
 import importlib
+import inspect
 import pkgutil
+from dataclasses import dataclass
+from types import ModuleType
+
+#: Results files the chapters read that no experiment re-measures: kept as measured once.
+#: ``patch_sweep_int32`` is ``patch_sweep`` before the chapter 3 kernels used uint32 indices.
+HISTORICAL = ("patch_sweep_int32",)
+
+#: Chapter given to an experiment module that declares none (runs last in ``measure all``).
+NO_CHAPTER = 99
+
+
+def _cupy() -> str | None:
+    from lab import baselines
+
+    if baselines.available():
+        return None
+    return "needs CuPy for cuBLAS and the CUDA C twins (pip install -r requirements-gpu.txt)"
+
+
+def _ncu() -> str | None:
+    from lab.experiments.ncu_dram import ncu_path
+
+    return (None if ncu_path() else
+            "needs Nsight Compute (ncu): not on PATH nor in /usr/local/cuda")
+
+
+def _sanitizer() -> str | None:
+    from lab.experiments.sanitizer import sanitizer_path
+
+    return (None if sanitizer_path() else
+            "needs compute-sanitizer (CUDA toolkit): not on PATH nor in /usr/local/cuda")
+
+
+#: Tool name -> a function returning None when the tool is here, else why it is missing.
+TOOLS = {"cupy": _cupy, "ncu": _ncu, "compute-sanitizer": _sanitizer}
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """What :func:`info` reads from an experiment module's metadata lines."""
+    name: str
+    chapter: int
+    needs: tuple[str, ...]
+    min_cc: tuple[int, int] | None
+    h200_seconds: float | None
+    h200_seconds_quick: float | None
+    quick: bool               # whether ``run`` takes ``quick``
+    module: ModuleType
+
+    def estimate(self, quick: bool = False) -> float | None:
+        """Estimated H200 seconds of ``run`` (with ``quick`` where it takes it)."""
+        return self.h200_seconds_quick if quick and self.quick else self.h200_seconds
 
 
 def names() -> list[str]:
+    """Every experiment module, alphabetically (modules starting with ``_`` are helpers)."""
     return sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))
 
 
-def get(name: str):
+def get(name: str) -> ModuleType:
+    """The experiment module ``name``; ValueError naming the known experiments otherwise."""
     if name not in names():
         raise ValueError(f"unknown experiment {name!r}; known: {', '.join(names())}")
     return importlib.import_module(f"{__name__}.{name}")
+
+
+def info(name: str) -> Experiment:
+    """The metadata of experiment ``name`` (see the module docstring); ValueError when the
+    module declares a tool that is not in :data:`TOOLS` or a malformed ``MIN_CC``."""
+    module = get(name)
+    needs = tuple(getattr(module, "NEEDS", ()))
+    unknown = [t for t in needs if t not in TOOLS]
+    if unknown:
+        raise ValueError(f"experiment {name!r} needs unknown tool(s) {unknown}; "
+                         f"known: {', '.join(TOOLS)}")
+    min_cc = getattr(module, "MIN_CC", None)
+    if min_cc is not None and (len(min_cc) != 2 or not all(isinstance(x, int) for x in min_cc)):
+        raise ValueError(f"experiment {name!r}: MIN_CC must be (major, minor), got {min_cc!r}")
+    seconds = getattr(module, "H200_SECONDS", None)
+    return Experiment(name, int(getattr(module, "CHAPTER", NO_CHAPTER)), needs,
+                      tuple(min_cc) if min_cc else None, seconds,
+                      getattr(module, "H200_SECONDS_QUICK", seconds),
+                      "quick" in inspect.signature(module.run).parameters, module)
+
+
+def book_order() -> list[str]:
+    """Every experiment, in the order ``measure all`` runs them: by chapter, then by name."""
+    return sorted(names(), key=lambda n: (info(n).chapter, n))
+
+
+def skip_reason(name: str, compute_capability: str | None) -> str | None:
+    """Why experiment ``name`` cannot run here (a missing tool, too low a compute capability
+    ``"major.minor"``), or None when it can."""
+    exp = info(name)
+    if exp.min_cc and compute_capability:
+        have = tuple(int(x) for x in compute_capability.split("."))
+        if have < exp.min_cc:
+            return (f"needs compute capability {exp.min_cc[0]}.{exp.min_cc[1]} or newer; "
+                    f"this GPU has {compute_capability}")
+    for tool in exp.needs:
+        reason = TOOLS[tool]()
+        if reason:
+            return reason
+    return None

@@ -15,6 +15,10 @@ import sys
 
 from lab.experiments.ncu_dram import ncu_path
 
+CHAPTER = 6
+NEEDS = ("cupy", "ncu")
+H200_SECONDS = 30  # estimate: six ncu child processes
+
 CASES = (("fp16", 4096), ("fp16", 4097), ("bf16", 4096), ("fp32", 4096), ("fp32", 4097),
          ("tf32", 4096))
 

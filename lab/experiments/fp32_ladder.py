@@ -26,6 +26,10 @@ import numpy as np
 
 from lab import bench
 
+CHAPTER = 4
+NEEDS = ("cupy",)
+H200_SECONDS = 100  # estimate: compiles ≈ 1 min
+
 #: Rungs of the FP32 ladder, in order (names missing from the registry are skipped).
 RUNGS = ("naive", "tiled32", "patch4", "patch8", "block128", "vectorized",
          "vectorized_spread", "pipelined", "warptile", "warptile_128x64", "warptile_bk16",

@@ -13,6 +13,11 @@ import numpy as np
 
 from lab import bench
 
+CHAPTER = 7
+NEEDS = ("cupy",)
+MIN_CC = (9, 0)  # wgmma, TMA, mbarriers, setmaxnreg (sm_90a)
+H200_SECONDS = 90  # estimate: 12 kernels compiled and checked, timed at 4096³ and 8192³
+
 SIZES = (4096, 8192)
 CHECK_SIZE = 4096
 RUNGS = ("wgmma_cpasync", "wgmma_tma", "wgmma_2wg", "wgmma_ws", "wgmma_persistent")

@@ -17,6 +17,10 @@ from __future__ import annotations
 
 from lab import baselines, bench, twins
 
+CHAPTER = 1
+NEEDS = ("cupy",)
+H200_SECONDS = 90  # estimate: ≈ 36 s of kernels (8192³ swapped), compiles, checks
+
 KERNELS = ("naive", "naive_swapped", "naive_literal", "tiled8", "tiled16", "tiled32")
 SIZES = (256, 512, 1024, 2048, 4096)
 SWEEP = (512, 768, 1024, 1536, 2048, 2560, 3072, 4096, 6144, 8192)

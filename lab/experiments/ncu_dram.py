@@ -18,6 +18,10 @@ import sys
 
 from lab import model
 
+CHAPTER = 1
+NEEDS = ("ncu",)
+H200_SECONDS = 45  # estimate: six ncu child processes
+
 KERNELS = ("naive", "naive_swapped", "naive_literal", "tiled8", "tiled16", "tiled32")
 N = 1024
 METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum",

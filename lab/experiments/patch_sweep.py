@@ -27,6 +27,10 @@ import numpy as np
 
 from lab import bench, model, twins
 
+CHAPTER = 3
+NEEDS = ("cupy",)
+H200_SECONDS = 20  # estimate
+
 KERNELS = ("patch1", "patch2", "patch4", "patch8", "block128")
 PATCH = {"patch1": 1, "patch2": 2, "patch4": 4, "patch8": 8, "block128": 8}
 SIZE = 4096

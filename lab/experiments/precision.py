@@ -19,6 +19,11 @@ import numpy as np
 
 from lab import bench, model
 
+CHAPTER = 5
+NEEDS = ("cupy",)
+MIN_CC = (8, 0)  # mma.sync m16n8k16 and cp.async
+H200_SECONDS = 15  # estimate
+
 SIZE = 2048
 REPEATS = 20
 FP32_KERNEL = "warptile_tuned"

@@ -18,6 +18,10 @@ import sys
 
 from lab import twins
 
+CHAPTER = 2
+NEEDS = ("compute-sanitizer",)
+H200_SECONDS = 150  # estimate: 48 child processes, 8 at a time
+
 KERNELS = ("naive", "naive_swapped", "naive_literal", "tiled8", "tiled16", "tiled32")
 SHAPE = (37, 45, 29)
 #: Kernels with barriers, double buffers or cp.async stages, and the shapes they run at.

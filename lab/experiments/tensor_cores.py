@@ -19,6 +19,11 @@ import numpy as np
 
 from lab import bench, model
 
+CHAPTER = 5
+NEEDS = ("cupy",)
+MIN_CC = (8, 0)  # mma.sync m16n8k16 and cp.async
+H200_SECONDS = 90  # estimate: float64 references at 4096³, compiles
+
 SIZE = 4096
 CHECK_SIZE = 4096
 LADDER = ("tc_naive_fp16", "tc_smem", "tc_warp64", "tc_pipeline", "tc_swizzle", "tc_fp16",

@@ -1,0 +1,250 @@
+"""The command line (``python -m lab``): names checked first, nothing-checked is not a pass,
+``measure all`` covers every results file the chapters read, and the recorded notebook run
+writes a valid results file. Fast: no kernel runs here except where a test says so."""
+import json
+import re
+import types
+from pathlib import Path
+
+import pytest
+
+import lab
+from lab import device, experiments, notebooks, results
+from lab.__main__ import main
+
+ROOT = Path(__file__).resolve().parent.parent
+needs_no_gpu = pytest.mark.skipif(device.GPU, reason="a GPU is present")
+
+
+# ----------------------------------------------------------------------------- names first
+
+@pytest.mark.parametrize("argv", [["measure", "nope"], ["measure", "all", "nope"]])
+def test_measure_unknown_experiment_is_named_before_anything_else(argv, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "unknown experiment 'nope'" in err and "roofline" in err
+    assert "needs a GPU" not in err
+
+
+@needs_no_gpu
+def test_measure_all_without_a_gpu_refuses_clearly(capsys):
+    assert main(["measure", "all"]) == 2
+    err = capsys.readouterr().err
+    assert "measure needs a GPU" in err and device.MODE in err
+
+
+def test_check_unknown_kernel_is_an_error(capsys):
+    assert main(["check", "no_such_kernel"]) == 2
+    assert "unknown kernel 'no_such_kernel'" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------- check
+
+@needs_no_gpu
+def test_check_of_only_simulator_incapable_kernels_fails(capsys):
+    gpu_only = [n for n, s in lab.REGISTRY.items() if not s.simulator][:2]
+    assert gpu_only, "expected kernels the simulator cannot run (inline PTX)"
+    assert main(["check", *gpu_only]) == 1
+    out = capsys.readouterr()
+    for name in gpu_only:
+        assert re.search(rf"^{name}\s+skipped: .*simulator", out.out, re.M)
+    assert "nothing checked" in out.err
+    assert "all kernels passed" not in out.out
+
+
+# ----------------------------------------------------------------------------- measure all
+
+def _names_read_by_the_chapters() -> set[str]:
+    """Experiment names passed to lab.results by the notebooks and the lab modules."""
+    call = re.compile(r"results\.\w+\(\s*[\"']([a-z0-9_]+)[\"']")
+    member = re.compile(r"[\"']([a-z0-9_]+)[\"']\s+in\s+results\.available")
+    texts = []
+    for nb in sorted((ROOT / "book").glob("*.ipynb")):
+        cells = json.loads(nb.read_text())["cells"]
+        texts += ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
+    texts += [p.read_text() for p in (ROOT / "lab").rglob("*.py")]
+    return {m for text in texts for rx in (call, member) for m in rx.findall(text)}
+
+
+def test_measure_all_covers_every_results_file_the_book_reads():
+    everything = set(experiments.book_order())
+    read = _names_read_by_the_chapters()
+    assert {"roofline", "naive_tiled", "tensor_cores", "shapes"} <= read   # the grep works
+    missing = read - everything - set(experiments.HISTORICAL)
+    assert not missing, f"chapters read results no experiment makes: {sorted(missing)}"
+    committed = {p.stem for p in (results.RESULTS_DIR / results.REFERENCE_GPU).glob("*.json")}
+    assert committed, "no committed reference results"
+    missing = committed - everything - set(experiments.HISTORICAL) - {notebooks.EXPERIMENT}
+    assert not missing, f"reference results no experiment re-makes: {sorted(missing)}"
+    for name in experiments.HISTORICAL:
+        assert name not in everything
+
+
+def test_every_experiment_declares_its_needs_and_an_estimate():
+    for name in experiments.book_order():
+        exp = experiments.info(name)
+        module = exp.module
+        for attr in ("CHAPTER", "NEEDS", "H200_SECONDS"):
+            assert hasattr(module, attr), f"experiment {name} does not declare {attr}"
+        assert 0 < exp.h200_seconds <= 600, name
+        assert set(exp.needs) <= set(experiments.TOOLS), name
+    chapters = [experiments.info(n).chapter for n in experiments.book_order()]
+    assert chapters == sorted(chapters)
+
+
+def _fake_experiment(chapter, run, needs=(), min_cc=None, seconds=5, **extra):
+    return types.SimpleNamespace(CHAPTER=chapter, NEEDS=needs, MIN_CC=min_cc,
+                                 H200_SECONDS=seconds, run=run, **extra)
+
+
+def _one_row(**parameters):
+    return {"rows": [{"kernel": "k", "median_ms": 1.0, "min_ms": 0.9, "max_ms": 1.1}],
+            "parameters": parameters}
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    """A fake GPU of compute capability 7.5 without ncu; ``install(fakes)`` makes ``fakes``
+    (name -> module) the only experiments."""
+    prov = {**device.provenance(), "gpu": "NVIDIA Fake GPU", "compute_capability": "7.5",
+            "sm_count": 40}
+    monkeypatch.setattr(device, "GPU", True)
+    monkeypatch.setattr(device, "provenance", lambda: dict(prov))
+    monkeypatch.setitem(experiments.TOOLS, "ncu", lambda: "needs Nsight Compute (ncu)")
+
+    def install(fakes):
+        monkeypatch.setattr(experiments, "names", lambda: sorted(fakes))
+        monkeypatch.setattr(experiments, "get", lambda name: fakes[name])
+    return install
+
+
+def test_measure_all_skips_runs_saves_as_it_goes_and_summarises(fake_gpu, tmp_path, capsys):
+    """One experiment runs, one lacks a tool, one needs a newer GPU, one raises; the first
+    file exists before the later experiments run."""
+    written_before_boom = []
+
+    def ok_run(progress):
+        assert list(progress([1, 2, 3], desc="stage")) == [1, 2, 3]
+        return _one_row(size=3)
+
+    def boom_run(progress):
+        written_before_boom.append((tmp_path / "fake-gpu" / "fake_ok.json").exists())
+        raise AssertionError("check failed before timing")
+
+    fake_gpu({"fake_ok": _fake_experiment(0, ok_run),
+              "fake_tool": _fake_experiment(1, ok_run, needs=("ncu",)),
+              "fake_cc": _fake_experiment(2, ok_run, min_cc=(8, 0)),
+              "fake_boom": _fake_experiment(3, boom_run)})
+    assert main(["measure", "all", "--out", str(tmp_path)]) == 1     # one failed
+    out = capsys.readouterr().out
+    assert written_before_boom == [True]
+    saved = results.load_path(tmp_path / "fake-gpu" / "fake_ok.json")
+    assert saved["rows"][0]["kernel"] == "k" and saved["provenance"]["wall_seconds"] >= 0
+    assert saved["command"].startswith("python -m lab measure all")
+    assert sorted(p.name for p in (tmp_path / "fake-gpu").iterdir()) == ["fake_ok.json"]
+    assert re.search(r"fake_tool: skipped — needs Nsight Compute", out)
+    assert re.search(r"fake_cc: skipped — needs compute capability 8\.0.*has 7\.5", out)
+    assert "fake_boom: FAILED" in out and "check failed before timing" in out
+    assert "estimated 10 s on an H200" in out            # the two that run, 5 s each
+    assert "1 written, 2 skipped, 1 failed" in out
+    assert "LAB_GPU=fake-gpu jupyter-book build ." in out
+
+
+def test_measure_quick_reaches_only_the_experiments_that_take_it(fake_gpu, tmp_path, capsys):
+    seen = {}
+
+    def tune_run(progress, quick=False):
+        seen["tune"] = quick
+        return _one_row(quick=quick)
+
+    def plain_run(progress):
+        seen["plain"] = True
+        return _one_row()
+
+    fake_gpu({"fake_plain": _fake_experiment(0, plain_run, seconds=20),
+              "fake_tune": _fake_experiment(1, tune_run, seconds=100, H200_SECONDS_QUICK=10)})
+    assert main(["measure", "all", "--out", str(tmp_path)]) == 0
+    assert seen == {"tune": False, "plain": True}
+    assert "estimated 2.0 min on an H200 (with --quick: 30 s)" in capsys.readouterr().out
+    assert main(["measure", "all", "--quick", "--out", str(tmp_path)]) == 0
+    assert seen == {"tune": True, "plain": True}
+    assert "estimated 30 s on an H200 —" in capsys.readouterr().out
+    assert results.load_path(tmp_path / "fake-gpu" / "fake_tune.json")["parameters"]["quick"]
+
+
+def test_measure_with_everything_skipped_does_not_pass(fake_gpu, tmp_path, capsys):
+    fake_gpu({"fake_tool": _fake_experiment(0, lambda progress: _one_row(), needs=("ncu",))})
+    assert main(["measure", "fake_tool", "--out", str(tmp_path)]) == 1
+    assert "nothing was measured" in capsys.readouterr().err
+    assert not (tmp_path / "fake-gpu").exists()
+
+
+# ----------------------------------------------------------------------------- notebooks
+
+#: The JUnit report nbval wrote for a four-cell notebook (ANSI colours as pytest escapes them):
+#: cell 0 passes, cell 1's output differs, cell 2 is NBVAL_SKIP, cell 3 raises.
+JUNIT = """<?xml version="1.0" encoding="utf-8"?><testsuites name="pytest tests"><testsuite
+name="pytest" errors="0" failures="2" skipped="1" tests="4" time="0.953"><testcase
+classname="t.ipynb" name="Cell 0" time="0.595" /><testcase classname="t.ipynb" name="Cell 1"
+time="0.006"><failure message="#x1B[91mNotebook cell execution failed#x1B[0m&#10;#x1B[94mCell 1:
+Cell outputs differ&#10;&#10;Input:&#10;#x1B[0mprint(2)&#10;">details</failure></testcase>
+<testcase classname="t.ipynb" name="Cell 2" time="0.000"><skipped type="pytest.skip"
+message="Skipped">Skipped</skipped></testcase><testcase classname="t.ipynb" name="Cell 3"
+time="0.302"><failure message="#x1B[91mNotebook cell execution failed#x1B[0m&#10;#x1B[94mCell 3:
+Cell execution caused an exception&#10;&#10;#x1B[94mTraceback:#x1B[0m&#10;
+#x1B[31mValueError#x1B[39m: boom&#10;">details</failure></testcase></testsuite></testsuites>"""
+
+
+def test_parse_junit_counts_cells_and_names_the_first_failure():
+    row = notebooks.parse_junit(JUNIT, "t.ipynb", 12.34, 1)
+    assert (row["cells"], row["passed"], row["failed"], row["skipped"]) == (4, 1, 2, 1)
+    assert row["seconds"] == 12.3 and row["returncode"] == 1 and row["error"] is None
+    assert row["first_failure"] == "Cell 1: Cell outputs differ"
+    assert not notebooks.ok(row)
+    only_cell_3 = re.sub(r'<testcase classname="t.ipynb" name="Cell 1".*?</testcase>', "",
+                         JUNIT, flags=re.S)
+    assert notebooks.parse_junit(only_cell_3, "t.ipynb", 1.0, 1)["first_failure"] == (
+        "Cell 3: Cell execution caused an exception: ValueError: boom")
+    clean = notebooks.parse_junit(
+        '<testsuites><testsuite><testcase name="Cell 0"/><testcase name="Cell 1"/>'
+        "</testsuite></testsuites>", "c.ipynb", 1.0, 0)
+    assert (clean["cells"], clean["passed"], clean["failed"]) == (2, 2, 0)
+    assert notebooks.ok(clean)
+
+
+@pytest.mark.parametrize("text,problem", [("not xml <", "not XML"),
+                                          ("<html></html>", "root is <html>")])
+def test_parse_junit_rejects_what_is_not_a_report(text, problem):
+    with pytest.raises(ValueError, match=problem):
+        notebooks.parse_junit(text, "t.ipynb", 1.0, 0)
+
+
+def test_notebooks_file_is_a_valid_results_file_and_merges_split_runs(tmp_path):
+    prov = {**device.provenance(), "gpu": "NVIDIA Fake GPU"}
+    first = [notebooks.parse_junit(JUNIT, "00_a.ipynb", 3.0, 1),
+             notebooks.parse_junit(JUNIT, "01_b.ipynb", 4.0, 1)]
+    path = notebooks.save(first, command="python -m lab notebooks", root=tmp_path,
+                          provenance=prov, parameters={"notebook_timeout_s": 60})
+    assert path == tmp_path / "fake-gpu" / "notebooks.json"
+    data = results.load_path(path)
+    assert data["row_fields"] == list(notebooks.ROW_FIELDS)
+    assert [r["notebook"] for r in data["rows"]] == ["00_a.ipynb", "01_b.ipynb"]
+    # a second call re-runs one notebook: the other's row is kept, the re-run one replaced
+    again = [dict(first[1], failed=0, passed=3, first_failure=None, seconds=9.0)]
+    notebooks.save(again, command="python -m lab notebooks 01_b", root=tmp_path,
+                   provenance=prov, parameters={})
+    rows = {r["notebook"]: r for r in results.load_path(path)["rows"]}
+    assert set(rows) == {"00_a.ipynb", "01_b.ipynb"} and rows["01_b.ipynb"]["seconds"] == 9.0
+    # another GPU's earlier file is not merged into this one
+    assert notebooks.merge(again, data, "NVIDIA Other GPU") == again
+
+
+def test_notebooks_refuses_without_gpu_unless_told_where(capsys):
+    if device.GPU:
+        pytest.skip("a GPU is present")
+    assert main(["notebooks"]) == 2
+    assert "--out DIR" in capsys.readouterr().err
+    assert main(["notebooks", "no_such_chapter", "--out", "x"]) == 2
+    assert "unknown notebook 'no_such_chapter'" in capsys.readouterr().err
+    assert [p.name for p in notebooks.find(["01_naive", "book/00_machine.ipynb"])] == [
+        "01_naive.ipynb", "00_machine.ipynb"]
