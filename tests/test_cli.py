@@ -92,6 +92,20 @@ def test_every_experiment_declares_its_needs_and_an_estimate():
     assert chapters == sorted(chapters)
 
 
+def test_the_gpu_page_lists_every_experiment_with_its_estimate():
+    """book/gpu.md states each experiment's H200 estimate and the totals; they are the code's."""
+    page = (ROOT / "book" / "gpu.md").read_text()
+    row = re.compile(r"^\| `(\w+)` \|.*\| (\d+) s \|$", re.M)
+    stated = {name: int(seconds) for name, seconds in row.findall(page)}
+    order = experiments.book_order()
+    assert list(stated) == order
+    for name in order:
+        assert stated[name] == experiments.info(name).h200_seconds, name
+    total, quick = (round(sum(experiments.info(n).estimate(q) for n in order) / 60)
+                    for q in (False, True))
+    assert f"about {total} minutes, or about {quick} with `--quick`" in page
+
+
 def _fake_experiment(chapter, run, needs=(), min_cc=None, seconds=5, **extra):
     return types.SimpleNamespace(CHAPTER=chapter, NEEDS=needs, MIN_CC=min_cc,
                                  H200_SECONDS=seconds, run=run, **extra)
