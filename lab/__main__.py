@@ -39,18 +39,22 @@ GPU_SHAPES = SIM_SHAPES + [(257, 129, 67), (1000, 1030, 999), (512, 512, 512),
 class StageBar:
     """One tqdm bar for one task: each ``progress(iterable, desc=...)`` call the task makes is a
     stage of the same bar, named in its description. Redrawn rarely when output is not a
-    terminal (a log file gets a handful of lines, not thousands)."""
+    terminal (a log file gets a handful of lines, not thousands); one printed line per stage
+    where tqdm is not installed."""
 
     def __init__(self, name: str):
         self.name = name
         self.bar = None
 
     def __call__(self, iterable, desc: str | None = None, total: int | None = None, **_):
-        from tqdm import tqdm
-
         if total is None and hasattr(iterable, "__len__"):
             total = len(iterable)
         label = f"{self.name}: {desc}" if desc else self.name
+        try:
+            from tqdm import tqdm
+        except ImportError:
+            print(f"  {label} ({total if total is not None else '?'} steps)", flush=True)
+            return iter(iterable)
         if self.bar is None:
             tty = sys.stderr.isatty()
             self.bar = tqdm(total=total, desc=label, file=sys.stderr, dynamic_ncols=tty,
@@ -323,6 +327,7 @@ def cmd_notebooks(args) -> int:
     from lab import notebooks
 
     paths = notebooks.find(args.notebooks)
+    notebooks.require_tools()
     if not device.GPU and not args.out:
         raise RuntimeError(
             f"notebooks records a GPU run in lab/results/<gpu>/; this session runs in mode "

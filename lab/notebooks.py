@@ -104,7 +104,10 @@ def run_one(path: Path, *, timeout: float = NOTEBOOK_TIMEOUT_S,
         cmd = [sys.executable, "-m", "pytest", str(path), "-o", "addopts=", "--nbval-lax",
                "-p", "no:cacheprovider", "-q", f"--junitxml={report}",
                f"--nbval-cell-timeout={int(cell_timeout)}"]
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        # The notebook's kernel starts in book/: it finds ``lab`` through PYTHONPATH, installed
+        # or not.
+        path_var = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+        env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=path_var)
         t0 = time.perf_counter()
         try:
             run = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True,
@@ -119,6 +122,16 @@ def run_one(path: Path, *, timeout: float = NOTEBOOK_TIMEOUT_S,
             "seconds": round(seconds, 1), "returncode": returncode, "first_failure": None,
             "error": tail if returncode is None else
             f"pytest exited with status {returncode} and wrote no report: {tail}"}
+
+
+def require_tools() -> None:
+    """RuntimeError naming what is missing when pytest, nbval or ipykernel cannot be imported."""
+    import importlib.util
+
+    missing = [m for m in ("pytest", "nbval", "ipykernel") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise RuntimeError(f"the notebook run needs {', '.join(missing)}: "
+                           "pip install -r requirements.txt")
 
 
 def run(paths: Iterable[Path], progress: Callable = iter,

@@ -3,6 +3,7 @@
 writes a valid results file. Fast: no kernel runs here except where a test says so."""
 import json
 import re
+import sys
 import types
 from pathlib import Path
 
@@ -184,6 +185,19 @@ def test_measure_quick_reaches_only_the_experiments_that_take_it(fake_gpu, tmp_p
     assert seen == {"tune": True, "plain": True}
     assert "estimated 30 s on an H200 —" in capsys.readouterr().out
     assert results.load_path(tmp_path / "fake-gpu" / "fake_tune.json")["parameters"]["quick"]
+
+
+def test_progress_bar_passes_every_item_through_with_or_without_tqdm(monkeypatch, capsys):
+    from lab.__main__ import StageBar
+
+    bar = StageBar("exp")
+    assert list(bar(range(3), desc="one")) == [0, 1, 2]
+    assert list(bar(iter("ab"), desc="two", total=2)) == ["a", "b"]
+    assert bar.bar.n == 2 and "exp: two" in bar.bar.desc
+    bar.close()
+    monkeypatch.setitem(sys.modules, "tqdm", None)          # tqdm not installed
+    assert list(StageBar("exp")(range(4), desc="plain")) == [0, 1, 2, 3]
+    assert "exp: plain (4 steps)" in capsys.readouterr().out
 
 
 def test_measure_with_everything_skipped_does_not_pass(fake_gpu, tmp_path, capsys):
