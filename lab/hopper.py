@@ -202,6 +202,7 @@ else:
 
     # ------------------------------------------------------------------ wgmma.mma_async
 
+    # region: wgmma_intrinsic
     def _wgmma(kind: str, n: int):
         regs = n // 2                       # f32 accumulators per thread for m64nN
         outs = ", ".join(f"${i}" for i in range(regs))
@@ -243,6 +244,7 @@ else:
                         "constant after unrolling (else acc leaves registers), ``scale_d`` 0 (overwrite) or 1 (accumulate). Asynchronous: "
                         "read the accumulators only after :func:`wgmma_wait`.")
         return intrinsic(impl)
+    # endregion: wgmma_intrinsic
 
     for _n in WGMMA_N:
         for _kind in ("f16", "bf16"):
@@ -255,6 +257,7 @@ else:
                              f"N must be one of {WGMMA_N}")
         return globals()[f"wgmma_m64n{n}k16_{kind}"]
 
+    # region: smem_desc
     @cuda.jit(device=True, inline="always")
     def smem_desc(address, lbo, sbo):
         """64-bit wgmma matrix descriptor for a 128B-swizzled operand at shared ``address``
@@ -264,6 +267,7 @@ else:
                 | (uint64((lbo >> 4) & 0x3FFF) << uint64(16))
                 | (uint64((sbo >> 4) & 0x3FFF) << uint64(32))
                 | (uint64(1) << uint64(62)))
+    # endregion: smem_desc
 
     # ------------------------------------------------------------------ mbarrier
 
