@@ -365,17 +365,45 @@ def ladder_figure():
     return plots.finish(fig, ax)
 
 
+#: The centre of tools/tune_tc.py's sweep; each other row changes one thing from it.
+TUNE_CENTRE = {"bm": 128, "bn": 128, "bk": 32, "wm": 64, "wn": 64, "stages": 4, "swizzle": True,
+               "group_m": 8}
+
+
+def tune_change(row: dict) -> str:
+    """What a tc_tune row changes from :data:`TUNE_CENTRE`, in a few words."""
+    c = TUNE_CENTRE
+    parts = []
+    if (row["bm"], row["bn"]) != (c["bm"], c["bn"]):
+        parts.append(f"block {row['bm']}×{row['bn']}")
+    if (row["wm"], row["wn"]) != (c["wm"], c["wn"]):
+        parts.append(f"warp {row['wm']}×{row['wn']}")
+    if row["bk"] != c["bk"]:
+        parts.append(f"k-slice {row['bk']}")
+    if row["stages"] != c["stages"]:
+        parts.append(f"{row['stages']} stages")
+    if row["swizzle"] != c["swizzle"]:
+        parts.append("swizzle " + ("on" if row["swizzle"] else "off"))
+    if row["group_m"] != c["group_m"]:
+        parts.append(f"groups of {row['group_m']}")
+    return ", ".join(parts) or "none (the centre)"
+
+
 def tune_table():
-    """tools/tune_tc.py's sweep: one change at a time around the 128×128 tiles."""
+    """tools/tune_tc.py's sweep: one change at a time around :data:`TUNE_CENTRE`."""
     rows = sorted(results.rows("tc_tune"), key=lambda r: (r["varies"] != "reference",
                                                           r["varies"], -r["tflops"]))
     for r in rows:
         r["pct"] = 100 * r["vs_cublas"]
-        if r["varies"] == "reference":
-            r["config"] = "cuBLAS FP16"
-    return page.table(rows, ["varies", "config", "regs", "blocks_per_sm", "tflops", "pct"],
-                      {"varies": "what varies", "regs": "registers", "blocks_per_sm": "blocks/SM",
-                       "tflops": "TFLOP/s", "pct": "% cuBLAS FP16"},
+        r["change"] = "cuBLAS FP16" if r["varies"] == "reference" else tune_change(r)
+    c = TUNE_CENTRE
+    return page.table(rows, ["varies", "change", "regs", "blocks_per_sm", "tflops", "pct"],
+                      {"varies": "what varies", "change": "change from the centre",
+                       "regs": "registers", "blocks_per_sm": "blocks/SM", "tflops": "TFLOP/s",
+                       "pct": "% cuBLAS FP16"},
+                      title=(f"centre: {c['bm']}×{c['bn']}×{c['bk']} block tiles, "
+                             f"{c['wm']}×{c['wn']} warp tiles, {c['stages']} stages, swizzle on, "
+                             f"groups of {c['group_m']} block-rows"),
                       source=results.source_line("tc_tune"))
 
 
@@ -392,7 +420,7 @@ def size_table():
              "pct": 100 * by["tc_fp16"]["tflops"] / by["cublas_fp16"]["tflops"]}
             for n, by in sorted(_sizes().items())]
     return page.table(rows, ["n", "ours", "cublas", "pct"],
-                      {"n": "n (M = N = K)", "ours": "tc_fp16 (TFLOP/s)",
+                      {"n": "n", "ours": "tc_fp16 (TFLOP/s)",
                        "cublas": "cuBLAS FP16 (TFLOP/s)", "pct": "% cuBLAS FP16"},
                       source=results.source_line("tensor_cores"))
 
@@ -632,6 +660,8 @@ def values() -> dict:
         "tune_order_low": f"{min(order):.0f}", "tune_order_high": f"{max(order):.0f}",
         "tune_noswz": f"{no_swz['tflops']:.0f}",
         "size_pct_low": f"{min(ratios):.0%}", "size_pct_high": f"{max(ratios):.0%}",
+        "size_checked_max": str(max(n for n, by in sizes.items()
+                                    if by["tc_fp16"].get("rel_frobenius") is not None)),
         "pad_ms": f"{copy['median_ms'] * 1e3:.0f}",
         "pad_share": f"{copy['median_ms'] / whole['median_ms']:.0%}",
         "pad_vs_cublas": f"{theirs['median_ms'] / whole['median_ms']:.1f}",

@@ -1,0 +1,981 @@
+"""Chapter 6, shapes: how much reuse a shape allows, how a grid of tiles meets the SMs (waves,
+tails, split-K, Stream-K), what the order of a reduction does to the bits, TF32, and the
+measurements — size, alignment, the decode-time skinny product, transposed operands — then the
+whole ladder of the course in one table, and a shape list for a real layer.
+
+Everything comes from the selected GPU's results files (:func:`lab.results.load` with its
+default GPU), the analytic model (:mod:`lab.model`) and the seeds' quoted numbers
+(:mod:`lab.seeds`). The notebook calls one function per table, figure or set of glued values.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from lab import baselines, device, model, page, plots, results, seeds
+from lab.experiments import shapes as shapes_experiment
+from lab.kernels import REGISTRY, get_spec
+from lab.kernels.k08_tc_pipeline import RUNG_CONFIGS
+
+#: The weight matrix of the decode-time shape: (M × 4096) · (4096 × 4096), FP16.
+WEIGHTS = (4096, 4096)
+#: Tile counts of the wave table (seed 000's 140 among them).
+WAVE_TILES = (132, 133, 140, 264, 265, 1024)
+#: Sizes of the per-kernel wave table.
+WAVE_SIZES = (2048, 2049, 4096, 4097, 4104, 8192)
+#: The split-K example: few output tiles, a long K.
+SPLIT_K = {"m": 512, "n": 512, "k": 16384, "tile": 128}
+#: Seed 000's Stream-K case: tiles, k-iterations per tile.
+STREAM_K = {"tiles": 140, "iterations": 64}
+#: Kernels of the alignment tables, and their headers.
+ALIGN_KERNELS = {"cublas_fp32": "cuBLAS FP32", "cublas_fp16": "cuBLAS FP16",
+                 "tiled32": "tiled32", "warptile_tuned": "warptile_tuned", "tc_fp16": "tc_fp16"}
+#: One 4096-wide decoder layer (hidden 4096, MLP 14336, vocabulary 32,001): name, N, K.
+LAYER = (("QKV projection", 3 * 4096, 4096), ("output projection", 4096, 4096),
+         ("MLP up", 14336, 4096), ("MLP down", 4096, 14336), ("vocabulary", 32001, 4096))
+
+
+def gpu_label(name: str) -> str:
+    """A GPU's short name: ``"NVIDIA H200"`` → ``"H200"``."""
+    return name.replace("NVIDIA ", "").strip()
+
+
+def not_measured(exc: Exception) -> str:
+    """The one line a cell shows when a results file is missing."""
+    return f"not measured yet ({exc})"
+
+
+# ----------------------------------------------------------------------------- the formula
+
+def roofs() -> dict:
+    """The roofs the regime of a shape is judged against: the FP32 FMA roof and the streaming
+    read (``roofline``), and cuBLAS FP16's 4096³ rate (``tensor_cores``) as the FP16 roof."""
+    data = results.load("roofline")
+    by = {r["kernel"]: r for r in data["rows"]}
+    fp16 = next(r for r in results.rows("tensor_cores", part="ladder")
+                if r["kernel"] == "cublas_fp16")["tflops"]
+    fma, read = by["fma_chains"]["tflops"], by["stream_read"]["gbps"]
+    prov = data["provenance"]
+    return {"peak": {"FP32": fma, "FP16": fp16}, "read_gbps": read, "gpu": prov["gpu"],
+            "sms": prov["sm_count"], "l2_bytes": prov.get("l2_bytes"),
+            "ridge": {"FP32": model.ridge(fma * 1e12, read * 1e9),
+                      "FP16": model.ridge(fp16 * 1e12, read * 1e9)}}
+
+
+def floor_us(m: int, n: int, k: int, fmt: str = "FP16", r: dict | None = None) -> float:
+    """The model's least time: the larger of the FLOPs at the roof and the ideal bytes at the
+    streaming-read bandwidth (µs)."""
+    r = r or roofs()
+    e = 4 if fmt == "FP32" else 2
+    return max(model.flops(m, n, k) / (r["peak"][fmt] * 1e12),
+               model.ideal_bytes(m, n, k, e) / (r["read_gbps"] * 1e9)) * 1e6
+
+
+def regime_rows() -> list[dict]:
+    """Square products and the decode-time shape: best intensity, the ridge of the units that
+    run them, the regime it implies, and the least time."""
+    r = roofs()
+    n, k = WEIGHTS
+    cases = [("1024³", 1024, 1024, 1024, "FP32"), ("4096³", 4096, 4096, 4096, "FP32"),
+             ("4096³", 4096, 4096, 4096, "FP16")]
+    cases += [(f"M = {m} × 4096²", m, n, k, "FP16") for m in (1, 16, 64, 256, 1024)]
+    rows = []
+    for label, m, nn, kk, fmt in cases:
+        e = 4 if fmt == "FP32" else 2
+        intensity = model.ideal_intensity(m, nn, kk, e)
+        rows.append({"shape": label, "format": fmt, "intensity": intensity,
+                     "ridge": r["ridge"][fmt],
+                     "bound": "memory" if intensity < r["ridge"][fmt] else "compute",
+                     "floor": floor_us(m, nn, kk, fmt, r)})
+    return rows
+
+
+def regime_table():
+    """The regime table (the model and the measured roofs)."""
+    return page.table(regime_rows(), ["shape", "format", "intensity", "ridge", "bound", "floor"],
+                      {"shape": "shape (M × N × K)", "intensity": "best FLOP/B",
+                       "ridge": "ridge (FLOP/B)", "bound": "at best",
+                       "floor": "least time (µs)"})
+
+
+def m_cross() -> float:
+    """Rows M at which (M × 4096)·(4096 × 4096) in FP16 reaches the FP16 ridge."""
+    ridge = roofs()["ridge"]["FP16"]
+    n, k = WEIGHTS
+    return ridge * k * n / (k * n - ridge * (k + n))
+
+
+# ----------------------------------------------------------------------------- waves
+
+def wave_model_rows() -> list[dict]:
+    """Waves and the share of block slots in use for a number of 128×128 tiles."""
+    sms = roofs()["sms"]
+    rows = []
+    for tiles in WAVE_TILES:
+        m = tiles * 128
+        rows.append({"tiles": tiles, "waves1": model.waves(m, 128, 128, 128, sms, 1),
+                     "eff1": model.wave_efficiency(m, 128, 128, 128, sms, 1),
+                     "waves2": model.waves(m, 128, 128, 128, sms, 2),
+                     "eff2": model.wave_efficiency(m, 128, 128, 128, sms, 2)})
+    return rows
+
+
+def wave_model_table():
+    """The wave table for 1 and 2 resident blocks per SM."""
+    sms = roofs()["sms"]
+    return page.table(wave_model_rows(), ["tiles", "waves1", "eff1", "waves2", "eff2"],
+                      {"waves1": "waves, 1 block/SM", "eff1": "slots used",
+                       "waves2": "waves, 2 blocks/SM", "eff2": "slots used"},
+                      title=f"{sms} SMs")
+
+
+def kernel_rows() -> list[dict]:
+    """tiled32 and tc_fp16: tile, threads, shared memory, and the blocks per SM that the
+    thread and shared-memory limits of sm_90 allow (:func:`lab.model.blocks_per_sm`; registers
+    left out — for these two kernels the compiler's counts allow at least as many)."""
+    cfg = RUNG_CONFIGS["tc_fp16"]
+    tiled_smem = model.tile_shared_bytes(32)
+    return [{"kernel": "tiled32", "tile": (32, 32), "threads": 32 * 32, "smem": tiled_smem,
+             "blocks": model.blocks_per_sm(32 * 32, 0, tiled_smem)},
+            {"kernel": "tc_fp16", "tile": (cfg.bm, cfg.bn), "threads": cfg.threads,
+             "smem": cfg.shared_bytes,
+             "blocks": model.blocks_per_sm(cfg.threads, 0, cfg.shared_bytes)}]
+
+
+def kernel_table():
+    """Tile, threads, shared memory and resident blocks of the two kernels."""
+    rows = [{**r, "tile": "×".join(map(str, r["tile"])), "smem": r["smem"] / 1024}
+            for r in kernel_rows()]
+    return page.table(rows, ["kernel", "tile", "threads", "smem", "blocks"],
+                      {"tile": "block tile", "smem": "shared (KB)", "blocks": "blocks/SM"})
+
+
+def wave_rows() -> list[dict]:
+    """Tiles, waves, slots used and useful share of the computed outputs at each size."""
+    sms = roofs()["sms"]
+    rows = []
+    for n in WAVE_SIZES:
+        for k in kernel_rows():
+            tm, tn = k["tile"]
+            rows.append({"n": n, "kernel": k["kernel"], "tiles": model.tile_grid(n, n, tm, tn),
+                         "waves": model.waves(n, n, tm, tn, sms, k["blocks"]),
+                         "wave_eff": model.wave_efficiency(n, n, tm, tn, sms, k["blocks"]),
+                         "tile_eff": model.tile_efficiency(n, n, tm, tn)})
+    return rows
+
+
+def wave_table():
+    """The wave and tile efficiencies of tiled32 and tc_fp16 at the measured sizes."""
+    return page.table(wave_rows(), ["n", "kernel", "tiles", "waves", "wave_eff", "tile_eff"],
+                      {"n": "n", "wave_eff": "slots used", "tile_eff": "useful outputs"})
+
+
+def last_wave(n: int, kernel: str = "tc_fp16") -> dict:
+    """The fill of the last wave of ``kernel`` at n × n: tiles in it and slots per wave."""
+    sms = roofs()["sms"]
+    k = next(r for r in kernel_rows() if r["kernel"] == kernel)
+    tiles = model.tile_grid(n, n, *k["tile"])
+    slots = sms * k["blocks"]
+    waves = model.waves(n, n, *k["tile"], sms, k["blocks"])
+    return {"tiles": tiles, "slots": slots, "waves": waves,
+            "last": tiles - (waves - 1) * slots}
+
+
+def waves_figure():
+    """Concept figure: tc_fp16's 128×128 tiles at 4096² and at 4097², dealt out in waves over
+    the SMs' block slots; each bar is one wave, its length the slots that hold a tile."""
+    fig, axes = plots.plt.subplots(1, 2, figsize=(7.2, 2.8), dpi=110, sharex=True)
+    for ax, n in zip(axes, (4096, 4097)):
+        w = last_wave(n)
+        busy = [w["slots"]] * (w["waves"] - 1) + [w["last"]]
+        ys = np.arange(1, w["waves"] + 1)
+        ax.barh(ys, [w["slots"]] * w["waves"], color="0.9", edgecolor="0.6", height=0.7,
+                label="empty slot")
+        ax.barh(ys, busy, color="C0", height=0.7, label="slot holding a tile")
+        ax.set_ylim(w["waves"] + 0.6, 0.4)
+        ax.set_yticks(ys)
+        ax.set_title(f"n = {n}: {w['tiles']:,} tiles, {w['waves']} waves", fontsize=9)
+        ax.set_xlabel(f"block slots ({roofs()['sms']} SMs × "
+                      f"{w['slots'] // roofs()['sms']} blocks)", fontsize=8)
+        ax.set_ylabel("wave", fontsize=8)
+        ax.tick_params(labelsize=7)
+    return plots.finish(fig, axes[-1], loc="below")
+
+
+def wave_sweep_figure():
+    """The model's share of useful work for tc_fp16's tiling over n: waves alone, and waves
+    times the ragged-edge share."""
+    k = next(r for r in kernel_rows() if r["kernel"] == "tc_fp16")
+    sms = roofs()["sms"]
+    ns = np.arange(1024, 8193, 32)
+    wave = [model.wave_efficiency(n, n, *k["tile"], sms, k["blocks"]) for n in ns]
+    both = [w * model.tile_efficiency(n, n, *k["tile"]) for w, n in zip(wave, ns)]
+    fig, ax = plots.axes("", "n (M = N)", "share of the machine doing useful work")
+    ax.plot(ns, wave, label="slots used (waves)", linewidth=1.2)
+    ax.plot(ns, both, label="× useful outputs (edge tiles cost a full tile)", linewidth=1.2)
+    ax.set_ylim(0, 1.05)
+    return plots.finish(fig, ax, loc="below")
+
+
+# ----------------------------------------------------------------------------- tails
+
+def edge_rows() -> list[dict]:
+    """How each of our kernels meets the edge, and which path it takes at 4096 and 4097."""
+    return [{"kernel": name, "edges": get_spec(name).edges,
+             "at4096": shapes_experiment.path_of(name, 4096, 4096, 4096),
+             "at4097": shapes_experiment.path_of(name, 4097, 4097, 4097)}
+            for name in ("tiled32", "warptile_tuned", "tc_fp16")]
+
+
+def edge_table():
+    """Edge handling of tiled32, warptile_tuned and tc_fp16."""
+    return page.table(edge_rows(), ["kernel", "edges", "at4096", "at4097"],
+                      {"edges": "edge handling", "at4096": "path at 4096",
+                       "at4097": "path at 4097"})
+
+
+def tail_rows() -> list[dict]:
+    """Useful share of the outputs along one side for a few sides and tile edges."""
+    return [{"m": m, "tile": t, "tiles": -(-m // t), "useful": model.tile_efficiency(m, t, t, t)}
+            for m, t in ((128, 64), (130, 64), (4096, 128), (4097, 128), (4097, 32))]
+
+
+def tail_table():
+    """The ragged edge along one side."""
+    return page.table(tail_rows(), ["m", "tile", "tiles", "useful"],
+                      {"m": "M", "tile": "tile edge", "tiles": "tiles along M",
+                       "useful": "useful share"})
+
+
+# ----------------------------------------------------------------------------- split-K, Stream-K
+
+def split_k_rows() -> list[dict]:
+    """Work units, busy SMs, waves and extra traffic of split-K on :data:`SPLIT_K`."""
+    s = SPLIT_K
+    sms = roofs()["sms"]
+    ideal = model.ideal_bytes(s["m"], s["n"], s["k"], 2, 4)
+    rows = []
+    for splits in (1, 2, 4, 8, 16, 32):
+        units = model.split_k_tiles(s["m"], s["n"], s["tile"], s["tile"], splits)
+        rows.append({"splits": splits, "units": units, "busy": min(units, sms),
+                     "waves": -(-units // sms), "k": s["k"] // splits,
+                     "extra": model.split_k_extra_bytes(s["m"], s["n"], splits) / ideal})
+    return rows
+
+
+def split_k_table():
+    """Split-K on a few tiles with a long K (the model)."""
+    s = SPLIT_K
+    return page.table(split_k_rows(), ["splits", "units", "busy", "waves", "k", "extra"],
+                      {"units": "work units", "busy": "SMs busy", "k": "k per unit",
+                       "extra": "extra / ideal bytes"},
+                      title=f"{s['m']}×{s['n']}×{s['k']:,} FP16, {s['tile']}×{s['tile']} tiles, "
+                            "one block per SM")
+
+
+def stream_k() -> dict:
+    """Seed 000's 140 tiles on the SMs: iteration times with one tile per block in waves, and
+    with Stream-K's equal shares of all k-iterations (and the tiles two SMs share)."""
+    tiles, iters = STREAM_K["tiles"], STREAM_K["iterations"]
+    sms = roofs()["sms"]
+    total = tiles * iters
+    bounds = [s * total // sms for s in range(sms + 1)]
+    return {"tiles": tiles, "iterations": iters, "sms": sms,
+            "waves_time": -(-tiles // sms) * iters,
+            "slots_used": model.wave_efficiency(tiles * 128, 128, 128, 128, sms),
+            "stream_time": max(hi - lo for lo, hi in zip(bounds, bounds[1:])),
+            "shared_tiles": len({b // iters for b in bounds[1:-1] if b % iters})}
+
+
+def stream_k_text() -> str:
+    """The Stream-K comparison as two lines of text."""
+    s = stream_k()
+    return (f"{s['tiles']} tiles × {s['iterations']} k-iterations on {s['sms']} SMs\n"
+            f"  one tile per block, in waves: {s['waves_time']} iteration times "
+            f"({s['slots_used']:.0%} of the slots busy)\n"
+            f"  Stream-K, equal shares:       {s['stream_time']} iteration times, plus a fix-up "
+            f"for the {s['shared_tiles']} tiles two SMs share")
+
+
+def reduction_order_rows(seed: int = 6) -> list[dict]:
+    """Split-K partials of a 64×64×4096 product added in float32 in three orders.
+
+    The inputs are multiples of 2⁻¹⁰, so the float64 product and partials are exact; each
+    partial is rounded to float32 (as an FP32 accumulator holds it), then the eight are added
+    forwards, backwards, and in a random order per element (as atomics would).
+    """
+    rng = np.random.default_rng(seed)
+    m, n, k, splits = 64, 64, 4096, 8
+    a = rng.integers(-1024, 1024, size=(m, k)) / 1024.0
+    b = rng.integers(-1024, 1024, size=(k, n)) / 1024.0
+    exact = a @ b
+    step = k // splits
+    partials = np.stack([(a[:, s * step:(s + 1) * step] @ b[s * step:(s + 1) * step])
+                         .astype(np.float32) for s in range(splits)])
+
+    def add(order):
+        total = np.zeros((m, n), dtype=np.float32)
+        for s in range(splits):
+            total = total + np.take_along_axis(partials, order[s][None], axis=0)[0]
+        return total
+
+    ident = np.broadcast_to(np.arange(splits)[:, None, None], (splits, m, n))
+    orders = {"forwards": ident, "backwards": ident[::-1],
+              "random per element (atomics)": np.argsort(rng.random((splits, m, n)), axis=0)}
+    sums = {name: add(o) for name, o in orders.items()}
+    base = sums["forwards"]
+    return [{"order": name, "differ": int(np.count_nonzero(c != base)),
+             "max_diff": float(np.abs(c - base).max() / np.abs(exact).max()),
+             "rel_frob": float(np.linalg.norm(c - exact) / np.linalg.norm(exact))}
+            for name, c in sums.items()]
+
+
+def reduction_order_table():
+    """The reduction-order model as a table."""
+    return page.table(reduction_order_rows(), ["order", "differ", "max_diff", "rel_frob"],
+                      {"order": "order of the 8 partials",
+                       "differ": "outputs differing from forwards",
+                       "max_diff": "max |diff| / max |C|", "rel_frob": "rel. Frobenius vs exact"},
+                      title="64×64 outputs, K = 4096 in 8 pieces")
+
+
+# ----------------------------------------------------------------------------- TF32
+
+def tf32_table():
+    """cuBLAS on the same float32 arrays: FP32, TF32, and 16-bit inputs (precision file)."""
+    prec = {r["kernel"]: r for r in results.rows("precision")}
+    rows = [prec[k] for k in ("cublas_fp32", "cublas_tf32", "cublas_fp16", "cublas_bf16")
+            if k in prec]
+    return page.table(rows, ["title", "tflops", "rel_frobenius"],
+                      {"title": "cuBLAS", "tflops": "TFLOP/s",
+                       "rel_frobenius": "rel. Frobenius vs float64"},
+                      source=results.source_line("precision"))
+
+
+# ----------------------------------------------------------------------------- size
+
+def _shapes(part: str) -> list[dict]:
+    return results.rows("shapes", part=part)
+
+
+def size_rows() -> list[dict]:
+    """TFLOP/s of cuBLAS and our two best kernels over square sizes (per-call timing)."""
+    by = {(r["kernel"], r["n"]): r for r in _shapes("size")}
+    ns = sorted({n for _, n in by})
+    kernels = ("cublas_fp32", "warptile_tuned", "cublas_fp16", "tc_fp16")
+    return [{"n": n, **{k: by[(k, n)]["tflops"] for k in kernels}} for n in ns]
+
+
+def size_table():
+    """The size curve as a table."""
+    try:
+        rows = size_rows()
+    except results.ResultsMissing as exc:
+        return not_measured(exc)
+    return page.table(rows, ["n", "cublas_fp32", "warptile_tuned", "cublas_fp16", "tc_fp16"],
+                      {"n": "n", "cublas_fp32": "cuBLAS FP32",
+                       "warptile_tuned": "warptile_tuned", "cublas_fp16": "cuBLAS FP16",
+                       "tc_fp16": "tc_fp16"},
+                      title="TFLOP/s, per-call timing, cache-hot",
+                      source=results.source_line("shapes"))
+
+
+def size_figure():
+    """The size curve: TFLOP/s over n, log-log, libraries dotted, ours solid."""
+    rows = size_rows()
+    ns = [r["n"] for r in rows]
+    fig, ax = plots.axes("", "n (M = N = K)", "TFLOP/s (per-call timing)", logx=True, logy=True)
+    for kernel, label, style, colour in (
+            ("cublas_fp16", "cuBLAS FP16", plots.LIBRARY, "C3"),
+            ("tc_fp16", "ours, tc_fp16", plots.OURS, "C3"),
+            ("cublas_fp32", "cuBLAS FP32", plots.LIBRARY, "C0"),
+            ("warptile_tuned", "ours, warptile_tuned", plots.OURS, "C0")):
+        ax.plot(ns, [r[kernel] for r in rows], label=label, color=colour, **style)
+    return plots.finish(fig, ax)
+
+
+def seed_size_table():
+    """Seed 004's size curve on its Tesla T4, in words and numbers as the seed gives them."""
+    rows = [{**r, "gpu_source": f"{r['gpu']}, {r['source']}"} for r in seeds.SIZE_T4]
+    return page.table(rows, ["n", "tflops", "gpu_source"],
+                      {"n": "n (seed 004)", "tflops": "TFLOP/s (FP16)",
+                       "gpu_source": "GPU, source"})
+
+
+def queued_rows() -> list[dict]:
+    """Per-call and queued (GPU-only) times of the small sizes."""
+    percall = {(r["kernel"], r["n"]): r for r in _shapes("size")}
+    q = {(r["kernel"], r["n"]): r for r in _shapes("size_queued")}
+    rows = []
+    for n in sorted({n for _, n in q}):
+        for kern in ("cublas_fp16", "tc_fp16", "cublas_fp32", "warptile_tuned"):
+            rows.append({"n": n, "kernel": kern,
+                         "percall": percall[(kern, n)]["median_ms"] * 1e3,
+                         "gpu": q[(kern, n)]["median_ms"] * 1e3,
+                         "tflops": q[(kern, n)]["tflops"],
+                         "covered": q[(kern, n)]["spin_covered"]})
+    return rows
+
+
+def queued_table():
+    """Per-call against queued timing of the small sizes."""
+    try:
+        rows = queued_rows()
+    except results.ResultsMissing as exc:
+        return not_measured(exc)
+    return page.table(rows, ["n", "kernel", "percall", "gpu", "tflops", "covered"],
+                      {"n": "n", "percall": "per call (µs)",
+                       "gpu": "GPU, queued (µs)", "tflops": "TFLOP/s (queued)",
+                       "covered": "spin covered"},
+                      source=results.source_line("shapes"))
+
+
+def queued_figure():
+    """Per-call against queued GPU time over n for cuBLAS FP16 and tc_fp16."""
+    rows = queued_rows()
+    ns = sorted({r["n"] for r in rows})
+    by = {(r["kernel"], r["n"]): r for r in rows}
+    fig, ax = plots.axes("", "n (M = N = K)", "time per call (µs)", logx=True, logy=True)
+    for kernel, label, colour in (("cublas_fp16", "cuBLAS FP16", "C3"),
+                                  ("tc_fp16", "ours, tc_fp16", "C0")):
+        ax.plot(ns, [by[(kernel, n)]["gpu"] for n in ns], label=f"{label}: GPU time (queued)",
+                color=colour, **plots.OURS)
+        ax.plot(ns, [by[(kernel, n)]["percall"] for n in ns],
+                label=f"{label}: per-call timing", color=colour, **plots.LIBRARY)
+    return plots.finish(fig, ax)
+
+
+# ----------------------------------------------------------------------------- alignment
+
+def _align() -> dict:
+    return {(r["kernel"], r["n"]): r for r in _shapes("alignment")}
+
+
+def _round(n: int) -> int:
+    return 2048 if n < 3000 else 4096
+
+
+def align_speed_table():
+    """TFLOP/s of each kernel at the sizes around 2048 and 4096."""
+    try:
+        by = _align()
+    except results.ResultsMissing as exc:
+        return not_measured(exc)
+    ns = sorted({n for _, n in by})
+    rows = [{"n": n, **{k: by[(k, n)]["tflops"] for k in ALIGN_KERNELS}} for n in ns]
+    return page.table(rows, ["n", *ALIGN_KERNELS], {"n": "n", **ALIGN_KERNELS},
+                      title="TFLOP/s", source=results.source_line("shapes"))
+
+
+def align_extra_rows() -> list[dict]:
+    """Extra time per FLOP against the round neighbour (4096, or 2048 for 2049), in %."""
+    by = _align()
+    ns = sorted({n for _, n in by})
+    return [{"n": n, **{k: 100 * (by[(k, _round(n))]["tflops"] / by[(k, n)]["tflops"] - 1)
+                        for k in ALIGN_KERNELS}} for n in ns if n != _round(n)]
+
+
+def align_extra_table():
+    """The alignment cliff: extra time per FLOP against the round size."""
+    try:
+        rows = align_extra_rows()
+    except results.ResultsMissing as exc:
+        return not_measured(exc)
+    return page.table(rows, ["n", *ALIGN_KERNELS], {"n": "n", **ALIGN_KERNELS},
+                      title="extra time per FLOP against 4096 (2048 for 2049), %",
+                      source=results.source_line("shapes"))
+
+
+def align_path_table():
+    """Which path our two tuned kernels took at each alignment size."""
+    try:
+        by = _align()
+    except results.ResultsMissing as exc:
+        return not_measured(exc)
+    ns = sorted({n for _, n in by})
+    rows = [{"n": n, "warptile": by[("warptile_tuned", n)]["path"],
+             "tc": by[("tc_fp16", n)]["path"]} for n in ns]
+    return page.table(rows, ["n", "warptile", "tc"],
+                      {"n": "n", "warptile": "warptile_tuned path",
+                       "tc": "tc_fp16 path"})
+
+
+def seed_align_table():
+    """Seed 004's alignment numbers on its Tesla T4 (its FP16 cuBLAS and its tiled control)."""
+    rows = [{"n": r["n"], "dtype": r["dtype"], "what": "cuBLAS", "tflops": r["tflops"],
+             "vs": r["vs"], "extra": r["extra_time_pct"]} for r in seeds.ALIGNMENT_T4]
+    rows += [{"n": r["n"], "dtype": "FP32", "what": r["kernel"], "tflops": None, "vs": r["vs"],
+              "extra": r["extra_time_pct"]} for r in seeds.TILED_EDGE_T4]
+    return page.table(rows, ["n", "dtype", "what", "tflops", "vs", "extra"],
+                      {"n": "n (seed 004)", "what": "kernel", "tflops": "TFLOP/s",
+                       "vs": "against n", "extra": "extra time (%)"},
+                      title="Tesla T4, seed 004")
+
+
+def seed_kernel_table():
+    """The kernel seed 004's profiler named for each size on its T4."""
+    rows = [{"n": r["n"], "dtype": r["dtype"], "kernel": r["cublas_kernel"]}
+            for r in seeds.ALIGNMENT_T4]
+    return page.table(rows, ["n", "dtype", "kernel"],
+                      {"n": "n (seed 004)", "kernel": "kernel named by the T4's profiler"})
+
+
+def short_kernel_name(name: str, width: int = 60) -> str:
+    """A library kernel's name without its C++ wrapper, cut at an underscore to ``width``."""
+    for prefix in ("void ", "Kernel2<"):
+        if name.startswith(prefix):
+            name = name[len(prefix):]
+    name = name.removesuffix("(Params)").removesuffix(">")
+    if len(name) <= width:
+        return name
+    return name[:name.rfind("_", 0, width)] + "_…"
+
+
+def cublas_kernel_rows() -> list[dict]:
+    """The kernels cuBLAS launched, as Nsight Compute named them (``cublas_kernels``)."""
+    return [{"call": r["kernel"], "n": r["n"],
+             "launched": ", ".join(short_kernel_name(x) for x in (r["launched"] or ["?"]))}
+            for r in results.rows("cublas_kernels")]
+
+
+def cublas_kernel_table():
+    """cuBLAS's kernel choice on the selected GPU."""
+    try:
+        rows = cublas_kernel_rows()
+    except results.ResultsMissing as exc:
+        return not_measured(exc)
+    return page.table(rows, ["call", "n", "launched"],
+                      {"call": "call", "n": "n", "launched": "kernel launched"},
+                      source=results.source_line("cublas_kernels"))
+
+
+def shuffled_rows() -> list[dict]:
+    """The alignment sizes timed again in three rounds of random order."""
+    sh = _shapes("shuffled")
+    rounds = sorted({r["round"] for r in sh})
+    rows = []
+    for kern in ("cublas_fp16", "cublas_fp32"):
+        for n in sorted({r["n"] for r in sh}):
+            runs = sorted((r for r in sh if r["kernel"] == kern and r["n"] == n),
+                          key=lambda r: r["round"])
+            vals = [r["tflops"] for r in runs]
+            rows.append({"kernel": kern, "n": n, **{f"r{i}": v for i, v in zip(rounds, vals)},
+                         "spread": 100 * (max(vals) / min(vals) - 1),
+                         "fastest_us": min(r["median_ms"] for r in runs) * 1e3})
+    return rows
+
+
+def shuffled_table():
+    """Drift or alignment: the rounds in random order side by side."""
+    try:
+        rows = shuffled_rows()
+    except results.ResultsMissing as exc:
+        return not_measured(exc)
+    return page.table(rows, ["kernel", "n", "r0", "r1", "r2", "spread", "fastest_us"],
+                      {"n": "n", "r0": "round 1", "r1": "round 2", "r2": "round 3",
+                       "spread": "spread (%)", "fastest_us": "fastest (µs)"},
+                      title="TFLOP/s, three rounds in random order",
+                      source=results.source_line("shapes"))
+
+
+# ----------------------------------------------------------------------------- skinny
+
+def skinny_rows() -> list[dict]:
+    """Per-call times of (M × 4096)·(4096 × 4096) FP16, cache-hot and rotated through HBM."""
+    sk = {(r["kernel"], r["m"], r["rotated"]): r for r in _shapes("skinny")}
+    r0 = roofs()
+    return [{"m": m, "floor": floor_us(m, *WEIGHTS, "FP16", r0),
+             "cublas_hot": sk[("cublas_fp16", m, False)]["median_ms"] * 1e3,
+             "cublas_hbm": sk[("cublas_fp16", m, True)]["median_ms"] * 1e3,
+             "tc_hot": sk[("tc_fp16", m, False)]["median_ms"] * 1e3,
+             "tc_hbm": sk[("tc_fp16", m, True)]["median_ms"] * 1e3}
+            for m in sorted({m for _, m, _ in sk})]
+
+
+_SKINNY_HEADERS = {"m": "M", "floor": "model floor (µs)", "cublas_hot": "cuBLAS, hot (µs)",
+                   "cublas_hbm": "cuBLAS, HBM (µs)", "tc_hot": "tc_fp16, hot (µs)",
+                   "tc_hbm": "tc_fp16, HBM (µs)"}
+
+
+def skinny_table():
+    """The skinny product, per-call timing (the host's launch path included)."""
+    try:
+        rows = skinny_rows()
+    except results.ResultsMissing as exc:
+        return not_measured(exc)
+    return page.table(rows, ["m", "floor", "cublas_hot", "cublas_hbm", "tc_hot", "tc_hbm"],
+                      _SKINNY_HEADERS, title="per-call timing (includes the launch path)",
+                      source=results.source_line("shapes"))
+
+
+def skinny_queued_rows() -> list[dict]:
+    """Queued (GPU-only) times and rates of the skinny product."""
+    q = {(r["kernel"], r["m"], r["rotated"]): r for r in _shapes("skinny_queued")}
+    r0 = roofs()
+    rows = []
+    for m in sorted({m for _, m, _ in q}):
+        cold = q[("cublas_fp16", m, True)]
+        rows.append({"m": m, "floor": floor_us(m, *WEIGHTS, "FP16", r0),
+                     "cublas_hot": q[("cublas_fp16", m, False)]["median_ms"] * 1e3,
+                     "cublas_hbm": cold["median_ms"] * 1e3,
+                     "tc_hbm": q[("tc_fp16", m, True)]["median_ms"] * 1e3,
+                     "tflops": cold["tflops"], "weight_gbps": cold["weight_gbps"],
+                     "of_read": 100 * cold["weight_gbps"] / r0["read_gbps"],
+                     "covered": min(r["spin_covered"] for r in q.values() if r["m"] == m)})
+    return rows
+
+
+def skinny_time_table():
+    """GPU time of the skinny product (queued timing), against the model's floor."""
+    try:
+        rows = skinny_queued_rows()
+    except results.ResultsMissing as exc:
+        return not_measured(exc)
+    return page.table(rows, ["m", "floor", "cublas_hot", "cublas_hbm", "tc_hbm"],
+                      _SKINNY_HEADERS, title="GPU time per call (queued timing)",
+                      source=results.source_line("shapes"))
+
+
+def skinny_rate_table():
+    """What cuBLAS's skinny calls achieve with the weights read from HBM."""
+    try:
+        rows = skinny_queued_rows()
+    except results.ResultsMissing as exc:
+        return not_measured(exc)
+    return page.table(rows, ["m", "tflops", "weight_gbps", "of_read"],
+                      {"m": "M", "tflops": "TFLOP/s", "weight_gbps": "weights (GB/s)",
+                       "of_read": "% of read roof"},
+                      title="cuBLAS FP16, weights from HBM (queued timing)",
+                      source=results.source_line("shapes"))
+
+
+def skinny_figure():
+    """Time per call over M: the model floor, the GPU time of cuBLAS and tc_fp16 (queued,
+    weights from HBM), and cuBLAS per call with the host's launch path."""
+    q = skinny_queued_rows()
+    per = skinny_rows()
+    fig, ax = plots.axes("", "M (rows of activations)", "time per call (µs)", logx=True,
+                         logy=True)
+    ms = [r["m"] for r in q]
+    ax.plot(ms, [r["floor"] for r in q], label="model floor (read roof, FP16 roof)",
+            color="0.5", linewidth=1)
+    ax.plot(ms, [r["cublas_hbm"] for r in q], label="cuBLAS FP16, GPU time", color="C3",
+            **plots.OURS)
+    ax.plot(ms, [r["tc_hbm"] for r in q], label="ours (tc_fp16), GPU time", color="C0",
+            **plots.OURS)
+    ax.plot([r["m"] for r in per], [r["cublas_hbm"] for r in per],
+            label="cuBLAS FP16, per call (launch path included)", color="C3", **plots.LIBRARY)
+    return plots.finish(fig, ax)
+
+
+def seed_skinny_table():
+    """Seed 004's decode-shape numbers on its Tesla T4."""
+    rows = [{**r, "us": r["ms"] * 1e3, "gpu_source": f"{r['gpu']}, {r['source']}"}
+            for r in seeds.SKINNY_T4]
+    return page.table(rows, ["m", "us", "tflops", "weight_gbps", "gpu_source"],
+                      {"m": "M (seed 004)", "us": "time (µs)", "tflops": "TFLOP/s",
+                       "weight_gbps": "weights (GB/s)", "gpu_source": "GPU, source"})
+
+
+# ----------------------------------------------------------------------------- layout
+
+def layout_rows() -> list[dict]:
+    """cuBLAS FP16 at 4096³ with each operand plain or transposed: steady state and a burst."""
+    lay = {r["layout"]: r for r in _shapes("layout")}
+    burst = {r["layout"]: r for r in _shapes("burst")}
+    nn = lay["NN"]["median_ms"]
+    return [{"layout": name, "us": r["median_ms"] * 1e3, "tflops": r["tflops"],
+             "vs_nn": r["median_ms"] / nn, "first_us": burst[name]["first_ms"] * 1e3,
+             "burst_us": burst[name]["median_ms"] * 1e3} for name, r in lay.items()]
+
+
+def layout_table():
+    """Transposed operands through cuBLAS FP16."""
+    try:
+        rows = layout_rows()
+    except results.ResultsMissing as exc:
+        return not_measured(exc)
+    return page.table(rows, ["layout", "us", "tflops", "vs_nn", "first_us", "burst_us"],
+                      {"layout": "layout (A, B)", "us": "median (µs)", "tflops": "TFLOP/s",
+                       "vs_nn": "time / NN", "first_us": "burst: 1st call (µs)",
+                       "burst_us": "burst: median (µs)"},
+                      source=results.source_line("shapes"))
+
+
+# ----------------------------------------------------------------------------- the ladder
+
+def _model_intensity(name: str):
+    if name.startswith("naive"):
+        return model.naive_intensity(4)
+    if name.startswith("tiled"):
+        return model.tile_intensity(int(name[5:]))
+    if name.startswith("patch"):
+        return model.tile_intensity(16 * int(name[5:]))   # 16×16 threads, P×P patches
+    cfg = getattr(get_spec(name).launch, "config", None) if name in REGISTRY else None
+    return model.tile_intensity(cfg.BM, cfg.BN) if cfg is not None else None
+
+
+def ladder_rows() -> list[dict]:
+    """Every rung of the course at 4096³ with its model intensity and its speed over the naive
+    kernel's, from three results files."""
+    ft = {r["kernel"]: r for r in results.rows("fp32_ladder", part="ladder", n=4096)}
+    nt = {r["kernel"]: r for r in results.rows("naive_tiled", part="size", n=4096)}
+    tc = {r["kernel"]: r for r in results.rows("tensor_cores", part="ladder")}
+    naive = ft["naive"]["tflops"]
+    rows = []
+
+    def rung(label, row, source, intensity, group):
+        rows.append({"rung": label, "intensity": intensity, "tflops": row["tflops"],
+                     "x_naive": row["tflops"] / naive, "from": source, "group": group})
+
+    rung("naive, swapped mapping", nt["naive_swapped"], "naive_tiled", model.naive_intensity(4),
+         "fp32")
+    rung("naive", ft["naive"], "fp32_ladder", _model_intensity("naive"), "fp32")
+    for name in ("tiled8", "tiled16"):
+        rung(name, nt[name], "naive_tiled", _model_intensity(name), "fp32")
+    for name in ("tiled32", "patch4", "patch8", "vectorized", "pipelined", "warptile",
+                 "warptile_tuned"):
+        rung(name, ft[name], "fp32_ladder", _model_intensity(name), "fp32")
+    rung("cuBLAS FP32", ft["cublas_fp32"], "fp32_ladder", None, "fp32 library")
+    for name in ("tc_naive_fp16", "tc_smem", "tc_warp64", "tc_pipeline", "tc_swizzle",
+                 "tc_fp16"):
+        rung(name, tc[name], "tensor_cores", tc[name]["intensity"], "fp16")
+    rung("cuBLAS FP16", tc["cublas_fp16"], "tensor_cores", None, "fp16 library")
+    rung("cuBLAS FP16, FP16 out", tc["cublas_fp16_out16"], "tensor_cores", None,
+         "fp16 library")
+    return rows
+
+
+def ladder_table():
+    """The ladder of the whole course in one table."""
+    return page.table(ladder_rows(), ["rung", "intensity", "tflops", "x_naive", "from"],
+                      {"intensity": "model FLOP/B", "tflops": "TFLOP/s", "x_naive": "× naive",
+                       "from": "results file"},
+                      title="4096³ on the selected GPU; × naive against fp32_ladder's naive")
+
+
+def ladder_figure():
+    """The ladder as horizontal bars on a log scale: ours and the libraries, FP32 and FP16."""
+    rows = ladder_rows()
+    styles = {"fp32": ("C0", "ours, FP32"), "fp32 library": ("C0", "cuBLAS FP32"),
+              "fp16": ("C3", "ours, FP16 in (tensor cores)"),
+              "fp16 library": ("C3", "cuBLAS FP16 (tensor cores)")}
+    fig, ax = plots.axes("", "TFLOP/s at 4096³ (log scale)", "", size=(7.0, 5.4))
+    ax.set_xscale("log")
+    ys = np.arange(len(rows))
+    seen = set()
+    for y, r in zip(ys, rows):
+        colour, label = styles[r["group"]]
+        library = r["group"].endswith("library")
+        ax.barh(y, r["tflops"], color="none" if library else colour, edgecolor=colour,
+                hatch="//" if library else None, height=0.7,
+                label=None if r["group"] in seen else label)
+        seen.add(r["group"])
+    ax.set_yticks(ys, [r["rung"] for r in rows], fontsize=8)
+    ax.set_ylim(len(rows) - 0.5, -0.5)
+    ax.grid(True, axis="y", alpha=0)
+    return plots.finish(fig, ax)
+
+
+def seed_ladder_table():
+    """Seed 004's ladder on its Tesla T4 at 1024³."""
+    return page.table(seeds.LADDER_T4, ["rung", "flop_per_byte", "tflops", "x_naive"],
+                      {"rung": "rung (seed 004)", "flop_per_byte": "model FLOP/B",
+                       "tflops": "TFLOP/s", "x_naive": "× naive"},
+                      title="Tesla T4, 1024³, seed 004")
+
+
+# ----------------------------------------------------------------------------- shape list
+
+def manifest_rows() -> list[dict]:
+    """One decoder layer's GEMMs at prefill (4096 tokens) and decode (1 token), FP16 inputs:
+    best intensity, regime, and whether N and K are multiples of 8."""
+    ridge = roofs()["ridge"]["FP16"]
+    rows = []
+    for phase, tokens in (("prefill", 4096), ("decode", 1)):
+        for name, n, k in LAYER:
+            intensity = model.ideal_intensity(tokens, n, k, 2)
+            rows.append({"gemm": f"{phase}: {name}", "m": tokens, "n": n, "k": k,
+                         "intensity": intensity,
+                         "bound": "memory" if intensity < ridge else "compute",
+                         "aligned": n % 8 == 0 and k % 8 == 0})
+    return rows
+
+
+def manifest_table():
+    """The shape list of one layer."""
+    return page.table(manifest_rows(), ["gemm", "m", "n", "k", "intensity", "bound", "aligned"],
+                      {"gemm": "GEMM", "m": "M", "n": "N", "k": "K",
+                       "intensity": "best FLOP/B", "bound": "at best",
+                       "aligned": "N, K ÷ 8"},
+                      title="FP16 inputs, FP32 accumulation")
+
+
+# ----------------------------------------------------------------------------- this GPU
+
+def measure_here():
+    """On a GPU with CuPy: time cuBLAS FP16 at 4096³ and 4097³ (10 repeats each) and return a
+    table beside the reference. Otherwise print one line and return None."""
+    if not (device.GPU and "fp16" in baselines.available()):
+        print("No GPU (or no CuPy) in this run: nothing timed here.")
+        return None
+    ref = {r["n"]: r for r in results.rows("shapes", results.REFERENCE_GPU, part="alignment")
+           if r["kernel"] == "cublas_fp16"}
+    name = gpu_label(device.provenance()["gpu"] or "this GPU")
+    rows = []
+    for n in (4096, 4097):
+        here = baselines.time("fp16", n, n, n, repeats=10)
+        rows.append({"n": n, "here": here["tflops"], "ref": ref[n]["tflops"]})
+    return page.table(rows, ["n", "here", "ref"],
+                      {"n": "n", "here": f"{name} (now), TFLOP/s",
+                       "ref": "H200 (reference), TFLOP/s"})
+
+
+# ----------------------------------------------------------------------------- glued values
+
+def values() -> dict:
+    """Every number the chapter's prose quotes, as strings, from the selected GPU's results,
+    the model and the seeds."""
+    r = roofs()
+    v = {
+        "gpu": gpu_label(r["gpu"]), "sms": str(r["sms"]),
+        "m1_intensity": f"{model.ideal_intensity(1, *WEIGHTS, 2):.2f}",
+        "fp16_ridge": f"{r['ridge']['FP16']:.0f}", "fp32_ridge": f"{r['ridge']['FP32']:.1f}",
+        "m_cross": f"{m_cross():.0f}",
+        "weights_mib": f"{2 * WEIGHTS[0] * WEIGHTS[1] / 2**20:.0f}",
+        "l2_mib": f"{r['l2_bytes'] / 2**20:.0f}" if r["l2_bytes"] else "-",
+        "sk_floor_m1": f"{floor_us(1, *WEIGHTS, 'FP16', r):.1f}",
+    }
+    w4096, w4097 = last_wave(4096), last_wave(4097)
+    eff = {(x["kernel"], x["n"]): x for x in wave_rows()}
+    v.update({
+        "w4096_tiles": f"{w4096['tiles']:,}", "w4096_waves": str(w4096["waves"]),
+        "w4096_per_wave": f"{w4096['tiles'] / w4096['slots']:.1f}",
+        "slots": str(w4096["slots"]),
+        "w4097_tiles": f"{w4097['tiles']:,}", "w4097_waves": str(w4097["waves"]),
+        "w4097_last": str(w4097["last"]), "w4097_last_share": f"{w4097['last'] / w4097['slots']:.0%}",
+        "w4097_loss": f"{1 - eff[('tc_fp16', 4097)]['wave_eff']:.0%}",
+        "tiled32_tiles_4097": f"{eff[('tiled32', 4097)]['tiles']:,}",
+        "tiled32_slots_4097": f"{eff[('tiled32', 4097)]['wave_eff']:.1%}",
+    })
+    tails = {(x["m"], x["tile"]): x["useful"] for x in tail_rows()}
+    v.update({"tail_130": f"{tails[(130, 64)]:.0%}",
+              "tail_4097_32": f"{1 - tails[(4097, 32)]:.1%}",
+              "tail_4097_128": f"{1 - tails[(4097, 128)]:.1%}"})
+    s = SPLIT_K
+    sk = {x["splits"]: x for x in split_k_rows()}
+    best = max((x for x in sk.values() if x["waves"] == 1), key=lambda x: x["splits"])
+    v.update({"splitk_tiles": str(sk[1]["units"]), "splitk_best": str(best["splits"]),
+              "splitk_best_units": str(best["units"]),
+              "splitk_extra_mib": f"{model.split_k_extra_bytes(s['m'], s['n'], best['splits']) / 2**20:.0f}",
+              "splitk_ideal_mib": f"{model.ideal_bytes(s['m'], s['n'], s['k'], 2, 4) / 2**20:.0f}"})
+    red = reduction_order_rows()
+    v.update({"red_low": f"{min(x['rel_frob'] for x in red):.1e}",
+              "red_high": f"{max(x['rel_frob'] for x in red):.1e}",
+              "red_differ_max": f"{max(x['differ'] for x in red):,}",
+              "red_outputs": f"{64 * 64:,}"})
+    vocab = next(n for name, n, _ in LAYER if name == "vocabulary")
+    padded = -(-vocab // 64) * 64
+    t4_skinny = {x["m"]: x for x in seeds.SKINNY_T4}
+    t4_align = next(x for x in seeds.ALIGNMENT_T4 if x["n"] == 4097 and x["dtype"] == "FP16")
+    tc = {x["kernel"]: x for x in results.rows("tensor_cores", part="ladder")}
+    v.update({"vocab": f"{vocab:,}", "vocab_padded": f"{padded:,}",
+              "vocab_pad_extra": f"{padded / vocab - 1:.1%}",
+              "t4_m1_us": f"{t4_skinny[1]['ms'] * 1e3:.0f}",
+              "t4_m64_us": f"{t4_skinny[64]['ms'] * 1e3:.0f}",
+              "t4_skinny_share": f"{t4_skinny[1]['weight_gbps'] / seeds.READ_ROOF_T4_GBPS:.0%}",
+              "t4_layout_low": f"{seeds.LAYOUT_T4['steady_low']:.2f}",
+              "t4_layout_high": f"{seeds.LAYOUT_T4['steady_high']:.2f}",
+              "t4_burst": seeds.LAYOUT_T4["burst_spread"],
+              "t4_4097_extra": f"{t4_align['extra_time_pct']}%",
+              "tc_of_cublas": f"{tc['tc_fp16']['ratio_to_cublas_fp16']:.0%}"})
+    prec = {x["kernel"]: x for x in results.rows("precision")}
+    v["tf32_speedup"] = f"{prec['cublas_tf32']['tflops'] / prec['cublas_fp32']['tflops']:.1f}"
+    v.update(_measured_values(r))
+    return v
+
+
+def _measured_values(r: dict) -> dict:
+    """The glued values that come from ``shapes`` and ``cublas_kernels`` (a line each where a
+    file is missing)."""
+    names = ("fp16_n90", "fp16_best", "floor_cublas", "floor_numba", "fp16_4097_extra",
+             "fp16_4096_kernel", "fp16_4097_kernel", "tiled32_4097_extra", "tc_4088_extra",
+             "tc_4097_extra", "fp16_mult8_extra_max", "fp16_other_extra_min", "shuffle_spread",
+             "shuffle_short", "sk_call_min", "sk_call_max", "m1_us", "m1_gbps", "m1_share",
+             "m1_of_top", "m1_vs_floor", "m_flat", "tc_m1_us", "tc_m1_blocks",
+             "layout_range", "burst_first", "burst_rest", "burst_calls", "layout_warmup",
+             "layout_repeats", "ladder_fp32_x", "ladder_ours_fp32_x",
+             "ladder_fp16_x", "ladder_tc_x", "t4_ladder_fp32_x", "t4_ladder_fp16_x",
+             "spin_covered_min", "queue_batch", "spin_min_ms", "burst_idle_s")
+    try:
+        return _measured(r)
+    except results.ResultsMissing as exc:
+        return {k: not_measured(exc) for k in names}
+
+
+def _measured(r: dict) -> dict:
+    params = results.load("shapes")["parameters"]
+    v: dict = {"queue_batch": str(params["queue_batch"]),
+               "spin_min_ms": f"{params['spin_min_ms']:g}",
+               "burst_idle_s": f"{params['burst_idle_s']:g}"}
+    size = size_rows()
+    best16 = max(x["cublas_fp16"] for x in size)
+    v["fp16_best"] = f"{best16:.0f}"
+    v["fp16_n90"] = str(min(x["n"] for x in size if x["cublas_fp16"] >= 0.9 * best16))
+    per = {(x["kernel"], x["n"]): x for x in _shapes("size")}
+    v["floor_cublas"] = f"{min(x['median_ms'] for (k, _), x in per.items() if k.startswith('cublas')) * 1e3:.0f}"
+    v["floor_numba"] = f"{min(x['median_ms'] for (k, _), x in per.items() if not k.startswith('cublas')) * 1e3:.0f}"
+    v["spin_covered_min"] = f"{min(x['covered'] for x in queued_rows()):.2f}"
+    by = _align()
+    extra = {x["n"]: x for x in align_extra_rows()}
+    v["fp16_4097_extra"] = f"{extra[4097]['cublas_fp16']:.0f}%"
+    v["tiled32_4097_extra"] = f"{extra[4097]['tiled32']:.1f}%"
+    v["tc_4088_extra"] = f"{extra[4088]['tc_fp16']:.0f}%"
+    v["tc_4097_extra"] = f"{extra[4097]['tc_fp16']:.0f}%"
+    mult8 = [extra[n]["cublas_fp16"] for n in extra if n % 8 == 0]
+    other = [extra[n]["cublas_fp16"] for n in extra if n % 8]
+    v["fp16_mult8_extra_max"] = f"{max(mult8):.0f}%"
+    v["fp16_other_extra_min"] = f"{min(other):.0f}%"
+    named = {(x["kernel"], x["n"]): x["launched"] for x in results.rows("cublas_kernels")}
+    v["fp16_4096_kernel"] = ", ".join(named.get(("cublas_fp16", 4096)) or ["?"])
+    v["fp16_4097_kernel"] = ", ".join(short_kernel_name(x) for x in
+                                      named.get(("cublas_fp16", 4097)) or ["?"])
+    sh = shuffled_rows()
+    long_ = [x["spread"] for x in sh if x["fastest_us"] >= 100]
+    short = [f"{x['kernel']} at {x['n']} ({x['fastest_us']:.0f} µs a call: {x['spread']:.0f}%)"
+             for x in sh if x["fastest_us"] < 100]
+    v["shuffle_spread"] = f"{max(long_):.1f}%"
+    v["shuffle_short"] = "; ".join(short) or "none"
+    sk = skinny_rows()
+    small = [x[c] for x in sk if x["m"] <= 256 for c in ("cublas_hot", "cublas_hbm")]
+    v["sk_call_min"], v["sk_call_max"] = f"{min(small):.0f}", f"{max(small):.0f}"
+    q = skinny_queued_rows()
+    one, top = q[0], q[-1]
+    v["m1_us"] = f"{one['cublas_hbm']:.1f}"
+    v["m1_gbps"] = f"{one['weight_gbps']:,.0f}"
+    v["m1_share"] = f"{one['of_read']:.0f}%"
+    v["m1_of_top"] = f"{one['tflops'] / top['tflops']:.1%}"
+    v["m1_vs_floor"] = f"{one['cublas_hbm'] / one['floor']:.1f}"
+    v["m_flat"] = str(max(x["m"] for x in q if x["cublas_hbm"] <= 1.1 * one["cublas_hbm"]))
+    v["tc_m1_us"] = f"{one['tc_hbm']:.0f}"
+    cfg = RUNG_CONFIGS["tc_fp16"]
+    v["tc_m1_blocks"] = str(model.tile_grid(1, WEIGHTS[1], cfg.bm, cfg.bn))
+    lay = layout_rows()
+    v["layout_range"] = f"{min(x['vs_nn'] for x in lay):.3f}–{max(x['vs_nn'] for x in lay):.3f}"
+    first = [x["first_us"] / x["us"] for x in lay]
+    steady = {r["layout"]: r["median_ms"] for r in _shapes("layout")}
+    rest = [abs(t / steady[r["layout"]] - 1) for r in _shapes("burst")
+            for t in r["burst_samples"][1:]]
+    v["burst_rest"] = f"{max(rest):.1%}"
+    v["burst_calls"] = str(len(_shapes("burst")[0]["burst_samples"]))
+    v["layout_warmup"] = str(_shapes("layout")[0]["warmup"])
+    v["layout_repeats"] = str(_shapes("layout")[0]["repeats"])
+    v["burst_first"] = f"{min(first):.1f}–{max(first):.1f}"
+    lad = {x["rung"]: x for x in ladder_rows()}
+    v["ladder_fp32_x"] = f"{lad['cuBLAS FP32']['x_naive']:.1f}"
+    v["ladder_ours_fp32_x"] = f"{lad['warptile_tuned']['x_naive']:.1f}"
+    v["ladder_fp16_x"] = f"{lad['cuBLAS FP16']['x_naive']:.0f}"
+    v["ladder_tc_x"] = f"{lad['tc_fp16']['x_naive']:.0f}"
+    t4 = {x["rung"]: x for x in seeds.LADDER_T4}
+    v["t4_ladder_fp32_x"] = f"{t4['cuBLAS FP32']['x_naive']:.1f}"
+    v["t4_ladder_fp16_x"] = f"{t4['cuBLAS FP16 in -> FP32 out']['x_naive']:.0f}"
+    return v
