@@ -45,6 +45,7 @@ SIGNATURE = "void(float32[:, ::1], float32[:, ::1], float32[:, ::1])"
 THREADS = 16
 
 
+# region: patch_kernel
 def make_patch(P: int, BK: int = 16):
     """The register-patch kernel for a P × P patch per thread and a BK-deep k-slice."""
     BM = BN = THREADS * P            # block tile
@@ -99,6 +100,7 @@ def make_patch(P: int, BK: int = 16):
                     v = B[gr, gc]
                 Bs[r, c] = v
             cuda.syncthreads()
+            # region: compute_phase
             # compute phase: P + P shared reads, P·P multiply-adds per k
             for kk in range(int32(BK)):
                 k = uint32(kk)
@@ -109,6 +111,7 @@ def make_patch(P: int, BK: int = 16):
                 for i in range(int32(P)):
                     for j in range(int32(P)):
                         acc[i, j] += a[i] * b[j]
+            # endregion: compute_phase
             cuda.syncthreads()
             k0 = uint32(k0 + uint32(BK))
 
@@ -119,6 +122,7 @@ def make_patch(P: int, BK: int = 16):
                 if row < m and col < n:
                     C[row, col] = acc[i, j]
 
+    # endregion: patch_kernel
     def launch(A, B, C):
         m, n = C.shape
         grid = ((n + BN - 1) // BN, (m + BM - 1) // BM)
@@ -199,6 +203,7 @@ def make_patch_int32(P: int, BK: int = 16):
                 Bs[r, c] = B[k0 + r, bn + c] if (k0 + r < k_total and bn + c < n) \
                     else float32(0.0)
             cuda.syncthreads()
+            # region: compute_int32
             for kk in range(int32(BK)):
                 for i in range(int32(P)):
                     a[i] = As[ty * int32(P) + i, kk]
@@ -207,6 +212,7 @@ def make_patch_int32(P: int, BK: int = 16):
                 for i in range(int32(P)):
                     for j in range(int32(P)):
                         acc[i, j] += a[i] * b[j]
+            # endregion: compute_int32
             cuda.syncthreads()
             k0 = int32(k0 + int32(BK))
         for i in range(int32(P)):
