@@ -852,7 +852,8 @@ def values() -> dict:
         "w4096_per_wave": f"{w4096['tiles'] / w4096['slots']:.1f}",
         "slots": str(w4096["slots"]),
         "w4097_tiles": f"{w4097['tiles']:,}", "w4097_waves": str(w4097["waves"]),
-        "w4097_last": str(w4097["last"]), "w4097_last_share": f"{w4097['last'] / w4097['slots']:.0%}",
+        "w4097_last": str(w4097["last"]),
+        "w4097_last_share": f"{w4097['last'] / w4097['slots']:.0%}",
         "w4097_loss": f"{1 - eff[('tc_fp16', 4097)]['wave_eff']:.0%}",
         "tiled32_tiles_4097": f"{eff[('tiled32', 4097)]['tiles']:,}",
         "tiled32_slots_4097": f"{eff[('tiled32', 4097)]['wave_eff']:.1%}",
@@ -866,7 +867,8 @@ def values() -> dict:
     best = max((x for x in sk.values() if x["waves"] == 1), key=lambda x: x["splits"])
     v.update({"splitk_tiles": str(sk[1]["units"]), "splitk_best": str(best["splits"]),
               "splitk_best_units": str(best["units"]),
-              "splitk_extra_mib": f"{model.split_k_extra_bytes(s['m'], s['n'], best['splits']) / 2**20:.0f}",
+              "splitk_extra_mib":
+                  f"{model.split_k_extra_bytes(s['m'], s['n'], best['splits']) / 2**20:.0f}",
               "splitk_ideal_mib": f"{model.ideal_bytes(s['m'], s['n'], s['k'], 2, 4) / 2**20:.0f}"})
     red = reduction_order_rows()
     v.update({"red_low": f"{min(x['rel_frob'] for x in red):.1e}",
@@ -901,9 +903,9 @@ def _measured_values(r: dict) -> dict:
              "fp16_4096_kernel", "fp16_4097_kernel", "tiled32_4097_extra", "tc_4088_extra",
              "tc_4097_extra", "fp16_mult8_extra_max", "fp16_other_extra_min", "shuffle_spread",
              "shuffle_short", "sk_call_min", "sk_call_max", "m1_us", "m1_gbps", "m1_share",
-             "m1_of_top", "m1_vs_floor", "m_flat", "tc_m1_us", "tc_m1_blocks",
-             "layout_range", "burst_first", "burst_rest", "burst_calls", "layout_warmup",
-             "layout_repeats", "ladder_fp32_x", "ladder_ours_fp32_x",
+             "m1_of_top", "m1_of_1024", "t4_m1_of_1024", "m1_vs_floor", "m_flat", "tc_m1_us",
+             "tc_m1_blocks", "layout_range", "burst_first", "burst_rest", "burst_calls",
+             "layout_warmup", "layout_repeats", "ladder_fp32_x", "ladder_ours_fp32_x",
              "ladder_fp16_x", "ladder_tc_x", "t4_ladder_fp32_x", "t4_ladder_fp16_x",
              "spin_covered_min", "queue_batch", "spin_min_ms", "burst_idle_s")
     try:
@@ -922,8 +924,9 @@ def _measured(r: dict) -> dict:
     v["fp16_best"] = f"{best16:.0f}"
     v["fp16_n90"] = str(min(x["n"] for x in size if x["cublas_fp16"] >= 0.9 * best16))
     per = {(x["kernel"], x["n"]): x for x in _shapes("size")}
-    v["floor_cublas"] = f"{min(x['median_ms'] for (k, _), x in per.items() if k.startswith('cublas')) * 1e3:.0f}"
-    v["floor_numba"] = f"{min(x['median_ms'] for (k, _), x in per.items() if not k.startswith('cublas')) * 1e3:.0f}"
+    lib = [x["median_ms"] for (k, _), x in per.items() if k.startswith("cublas")]
+    ours = [x["median_ms"] for (k, _), x in per.items() if not k.startswith("cublas")]
+    v["floor_cublas"], v["floor_numba"] = f"{min(lib) * 1e3:.0f}", f"{min(ours) * 1e3:.0f}"
     v["spin_covered_min"] = f"{min(x['covered'] for x in queued_rows()):.2f}"
     by = _align()
     extra = {x["n"]: x for x in align_extra_rows()}
@@ -954,6 +957,9 @@ def _measured(r: dict) -> dict:
     v["m1_gbps"] = f"{one['weight_gbps']:,.0f}"
     v["m1_share"] = f"{one['of_read']:.0f}%"
     v["m1_of_top"] = f"{one['tflops'] / top['tflops']:.1%}"
+    at1024 = next(x for x in q if x["m"] == 1024)
+    v["m1_of_1024"] = f"{one['tflops'] / at1024['tflops']:.1%}"
+    v["t4_m1_of_1024"] = f"{seeds.SKINNY_T4_M1_SHARE_OF_M1024:.0%}"
     v["m1_vs_floor"] = f"{one['cublas_hbm'] / one['floor']:.1f}"
     v["m_flat"] = str(max(x["m"] for x in q if x["cublas_hbm"] <= 1.1 * one["cublas_hbm"]))
     v["tc_m1_us"] = f"{one['tc_hbm']:.0f}"
