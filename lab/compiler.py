@@ -7,10 +7,19 @@ its hottest loop (the backward branch whose body holds the most FFMA/HMMA). ``pt
 
 Under the simulator the real ``numba.cuda`` is not loaded, so the work is done in a subprocess
 started with ``LAB_DEVICE=compile`` (real numba-cuda, no launches); results come back as JSON.
+
+:func:`ptx` gives a kernel's PTX for the oldest capability it claims and :func:`assemble` runs
+``ptxas`` on PTX for one architecture, so tests can prove each kernel's ``min_cc``.
+
+Reports and PTX are kept on disk between runs, in ``LAB_CACHE_DIR`` (default
+``$XDG_CACHE_HOME/gemm-lab``, else ``~/.cache/gemm-lab``; ``LAB_CACHE_DIR=off`` turns it off),
+keyed by a hash of every ``lab`` source file that can change generated code and the versions of
+numba, numba-cuda, llvmlite and the NVVM/ptxas/nvdisasm wheels: an edit or an upgrade misses.
 """
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import os
 import re
@@ -149,15 +158,18 @@ def hottest_loop(instrs, labels) -> list:
     return best
 
 
-def compile_function(py_func, signature: str, kernel: str = "?") -> CompileReport:
-    """PTX → cubin → SASS for one kernel function (needs real numba-cuda, no GPU)."""
+def compile_function(py_func, signature: str, kernel: str = "?", cc: tuple = ARCH,
+                     launch_bounds=None) -> CompileReport:
+    """PTX → cubin → SASS for one kernel function (needs real numba-cuda, no GPU), for ``cc``
+    (``(9, 0, "a")`` builds ``sm_90a``, which wgmma and setmaxnreg need)."""
     from numba import cuda
 
-    ptx, _ = cuda.compile_ptx(py_func, signature, cc=ARCH, lineinfo=False)
+    ptx, _ = cuda.compile_ptx(py_func, signature, cc=cc, lineinfo=False,
+                              launch_bounds=launch_bounds)
     with tempfile.TemporaryDirectory() as tmp:
         ptx_path, cubin = Path(tmp) / "k.ptx", Path(tmp) / "k.cubin"
         ptx_path.write_text(ptx)
-        run = subprocess.run([tool("ptxas"), f"-arch=sm_{ARCH[0]}{ARCH[1]}", "-v",
+        run = subprocess.run([tool("ptxas"), "-arch=sm_" + "".join(map(str, cc)), "-v",
                               str(ptx_path), "-o", str(cubin)],
                              capture_output=True, text=True)
         if run.returncode:
@@ -186,34 +198,183 @@ def _report_in_process(name: str) -> list[CompileReport]:
     spec = get_spec(name)
     if not spec.compile:
         raise ValueError(f"kernel {name!r} declares nothing to compile")
-    return [compile_function(getattr(d, "py_func", d), sig, kernel=name)
+    return [compile_function(getattr(d, "py_func", d), sig, kernel=name, cc=spec.target(ARCH),
+                             launch_bounds=getattr(d, "targetoptions", {}).get("launch_bounds"))
             for d, sig in spec.compile]
 
 
+# ----------------------------------------------------------------------------- disk cache
+
+#: Parts of ``lab`` that generate no kernel code (left out of the cache key).
+_NOT_CODEGEN = {"chapters", "experiments", "results", "twins", "__main__.py", "page.py",
+                "plots.py", "tables.py", "notebooks.py", "results.py", "seeds.py",
+                "baselines.py"}
+_TOOL_DISTS = ("numba", "numba-cuda", "llvmlite", "nvidia-nvvm", "nvidia-cuda-nvcc",
+               "nvidia-cuda-nvdisasm")
+
+
+def cache_dir() -> Path | None:
+    """Where compiler results are kept between runs (None: ``LAB_CACHE_DIR=off``)."""
+    configured = os.environ.get("LAB_CACHE_DIR", "")
+    if configured.lower() in ("off", "0", "none"):
+        return None
+    if configured:
+        return Path(configured)
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "gemm-lab"
+
+
 @functools.lru_cache(maxsize=None)
-def _report_cached(name: str) -> tuple[CompileReport, ...]:
+def _code_digest() -> str:
+    """Hash of the kernel-generating sources of ``lab`` and the toolchain's versions."""
+    from importlib import metadata
+
+    root = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root)
+        if rel.parts[0] in _NOT_CODEGEN:
+            continue
+        h.update(str(rel).encode() + b"\0" + path.read_bytes() + b"\0")
+    for dist in _TOOL_DISTS:
+        try:
+            h.update(f"{dist}={metadata.version(dist)};".encode())
+        except metadata.PackageNotFoundError:
+            h.update(f"{dist}=none;".encode())
+    return h.hexdigest()
+
+
+def _cache_file(kind: str, name: str) -> Path | None:
+    where = cache_dir()
+    if where is None:
+        return None
+    key = hashlib.sha256(f"{_code_digest()}|{kind}|{name}".encode()).hexdigest()[:32]
+    return where / "compiler" / f"{kind}-{key}.json"
+
+
+def _cache_get(kind: str, name: str):
+    path = _cache_file(kind, name)
+    if path is None or not path.exists():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None                     # a torn or foreign file: compile again
+
+
+def _cache_put(kind: str, name: str, value) -> None:
+    path = _cache_file(kind, name)
+    if path is None:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(value))
+        tmp.replace(path)               # atomic: parallel test workers never see half a file
+    except OSError:
+        pass                            # a read-only home: no cache, same results
+
+
+# ----------------------------------------------------------------------------- PTX per capability
+
+def _ptx_in_process(name: str) -> dict:
+    """PTX of every function of registered kernel ``name`` for its oldest claimed capability."""
+    from numba import cuda
+
+    from lab.kernels import get_spec
+
+    spec = get_spec(name)
+    target = spec.target(spec.min_cc)
+    texts = []
+    for d, sig in spec.compile:
+        text, _ = cuda.compile_ptx(getattr(d, "py_func", d), sig, cc=target, lineinfo=False,
+                                   launch_bounds=getattr(d, "targetoptions", {})
+                                   .get("launch_bounds"))
+        texts.append(text)
+    return {"target": "sm_" + "".join(map(str, target)), "ptx": texts}
+
+
+def _compute(kind: str, names: list[str], jobs: int = 1) -> dict:
+    """``{name: result}`` for ``kind`` ("report" or "ptx"), in this process when numba-cuda is
+    real, else in up to ``jobs`` worker processes started with ``LAB_DEVICE=compile``."""
     if device.MODE in ("gpu", "compile"):
-        return tuple(_report_in_process(name))
+        if kind == "report":
+            return {n: [asdict(r) for r in _report_in_process(n)] for n in names}
+        return {n: _ptx_in_process(n) for n in names}
     env = dict(os.environ, LAB_DEVICE="compile")
     env.pop("NUMBA_ENABLE_CUDASIM", None)
-    run = subprocess.run([sys.executable, "-m", "lab.compiler", name], capture_output=True,
-                         text=True, env=env)
-    if run.returncode:
-        raise RuntimeError(f"offline compile of {name!r} failed:\n{run.stderr.strip()}")
-    return tuple(CompileReport(**d) for d in json.loads(run.stdout))
+    chunks = [names[i::jobs] for i in range(max(1, min(jobs, len(names))))]
+    procs = [subprocess.Popen([sys.executable, "-m", "lab.compiler", kind, *chunk], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for chunk in chunks]
+    out, errors = {}, []
+    for proc, chunk in zip(procs, chunks):
+        stdout, stderr = proc.communicate()
+        if proc.returncode:
+            errors.append(f"offline compile of {', '.join(chunk)} failed:\n{stderr.strip()}")
+        else:
+            out.update(json.loads(stdout))
+    if errors:
+        raise RuntimeError("\n".join(errors))
+    return out
 
+
+def prefetch(names, kind: str = "report", jobs: int = 2) -> None:
+    """Compile (``kind`` "report": SASS facts for sm_90; "ptx": PTX at the oldest claimed
+    capability) every name of ``names`` not yet cached, ``jobs`` processes at a time."""
+    if kind not in ("report", "ptx"):
+        raise ValueError(f"kind must be 'report' or 'ptx', got {kind!r}")
+    names = list(dict.fromkeys(names))
+    missing = [n for n in names if (kind, n) not in _MEMO and _cache_get(kind, n) is None]
+    if missing:
+        for name, value in _compute(kind, missing, jobs).items():
+            _cache_put(kind, name, value)
+            _MEMO[(kind, name)] = value
+
+
+_MEMO: dict = {}
+
+
+def _get(kind: str, name: str):
+    if (kind, name) not in _MEMO:
+        value = _cache_get(kind, name)
+        if value is None:
+            value = _compute(kind, [name])[name]
+            _cache_put(kind, name, value)
+        _MEMO[(kind, name)] = value
+    return _MEMO[(kind, name)]
+
+
+def ptx(name: str) -> tuple[str, list[str]]:
+    """``(target, [PTX of each function])`` of registered kernel ``name``, compiled for the
+    oldest compute capability it claims (``min_cc``; ``sm_90a`` for one-architecture code)."""
+    value = _get("ptx", name)
+    return value["target"], list(value["ptx"])
+
+
+def assemble(ptx_text: str, arch: str) -> tuple[bool, str]:
+    """Run ``ptxas -arch=<arch>`` on ``ptx_text``: (accepted, ptxas's messages)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "k.ptx"
+        src.write_text(ptx_text)
+        run = subprocess.run([tool("ptxas"), f"-arch={arch}", str(src), "-o",
+                              str(Path(tmp) / "k.cubin")], capture_output=True, text=True)
+    return run.returncode == 0, (run.stderr + run.stdout).strip()
+
+
+# ----------------------------------------------------------------------------- reports
 
 def report(name: str) -> list[CompileReport]:
     """Compiler facts for every function of the registered kernel ``name`` (sm_90), or for
     one ``module:function`` that is not a registered matmul (e.g. the roofline kernels)."""
-    return list(_report_cached(name))
+    return [CompileReport(**d) for d in _get("report", name)]
 
 
 def table(names) -> list[dict]:
     """One summary row per registered kernel (its main — first — function)."""
+    prefetch(names)
     return [report(n)[0].summary() for n in names]
 
 
-if __name__ == "__main__":  # worker for the simulator case: python -m lab.compiler NAME
-    reports = _report_in_process(sys.argv[1])
-    print(json.dumps([asdict(r) for r in reports]))
+if __name__ == "__main__":  # worker: python -m lab.compiler report|ptx NAME ...
+    print(json.dumps(_compute(sys.argv[1], sys.argv[2:])))

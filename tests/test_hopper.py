@@ -182,6 +182,14 @@ def test_tma_and_mbarrier_assemble(offline):
     assert offline["arrive"]["mix"].get("SYNCS", 0) >= 2
 
 
+def test_lab_compile_builds_sm90a_for_hopper_kernels():
+    """``python -m lab compile`` (lab.compiler.report) uses the spec's target, sm_90a."""
+    from lab import compiler
+    r = compiler.report("wgmma_pingpong_fp16")[0]
+    assert ".target sm_90a" in r.ptx
+    assert r.mix.get("HGMMA") == 8 and r.spill_stores == 0
+
+
 def test_setmaxnreg_is_applied(offline):
     f = offline["setmaxnreg"]
     assert f["mix"].get("USETMAXREG", 0) + f["mix"].get("SETMAXREG", 0) == 2, f["mix"]
@@ -194,7 +202,7 @@ def test_rung_sass(offline, rung):
     f = offline[rung]
     assert f["target"]
     assert f["spills"] == 0 and f["stack"] == 0, f"{rung} spills or uses a stack frame"
-    per_stage = (cfg.bm // 64) * (K.BK // 16) // cfg.consumers
+    per_stage = cfg.mt * (K.BK // 16)                 # per consumer warpgroup
     assert f["mix"].get("HGMMA") == per_stage, f"{rung}: HGMMA {f['mix'].get('HGMMA')}"
     assert f["hgmma"][0].startswith(f"64x{cfg.bn}x16"), f["hgmma"]
     if cfg.loader == "cpasync":
@@ -306,14 +314,121 @@ def test_config_validation():
         K.make_config(bm=128, bn=256, consumers=2, producer=True, regs=256)
     with pytest.raises(ValueError, match="specialized"):
         K.make_config(persistent=True)
+    with pytest.raises(ValueError, match="ping-pong"):
+        K.make_config(bm=128, bn=128, consumers=2, producer=True, pingpong=True)
     cfg = K.RUNG_CONFIGS["wgmma_ws"]
     assert cfg.threads == 384 and cfg.mt == 1 and cfg.stage_bytes == 48 * 1024
+    pp = K.RUNG_CONFIGS["wgmma_pingpong"]
+    assert pp.threads == 384 and pp.mt == 2 and pp.wg_rows == 128
+    assert pp.shared_bytes == 6 * 32 * 1024
+
+
+class _Barrier:
+    """An mbarrier as the PTX manual describes it: a phase completes when the expected
+    arrivals and the announced transaction bytes are all in; ``try_wait(parity)`` is true once
+    the phase of that parity has completed (i.e. the current phase's parity differs)."""
+
+    def __init__(self, count):
+        self.count, self.pending, self.tx, self.phase = count, count, 0, 0
+
+    def _maybe_flip(self):
+        if self.pending == 0 and self.tx == 0:
+            self.phase += 1
+            self.pending = self.count
+
+    def arrive(self, tx=0):
+        self.pending -= 1
+        self.tx += tx
+        assert self.pending >= 0, "more arrivals than the barrier's count"
+        self._maybe_flip()
+
+    def complete_tx(self, nbytes):
+        self.tx -= nbytes
+        self._maybe_flip()
+
+    def try_wait(self, parity):
+        return self.phase % 2 != parity
+
+
+def _pingpong_model(stages, k_tiles, count, rng):
+    """The ping-pong protocol of ``build_ws`` (producer, two consumers, the copy engine) run in
+    a random interleaving; asserts every consumer reads the k-slice it expects and the
+    producer never overwrites a slot still being read."""
+    full = [_Barrier(1) for _ in range(stages)]
+    empty = [_Barrier(4) for _ in range(stages)]
+    order = [_Barrier(1), _Barrier(1)]
+    slot = [None] * stages
+    reading = [None] * stages
+    copies = []                                       # (slot, slice) in flight
+
+    def wait(bar, parity):
+        while not bar.try_wait(parity):
+            yield
+
+    def producer():
+        for it in range(count * k_tiles):
+            s = it % stages
+            yield from wait(empty[s], ((it // stages) % 2) ^ 1)
+            assert reading[s] is None, f"slot {s} overwritten while slice {reading[s]} is read"
+            full[s].arrive(tx=1)
+            copies.append((s, it))
+
+    def consumer(cw):
+        for p in range(cw, count, 2):
+            if p > 0:
+                yield from wait(order[cw], ((p - 1) // 2) % 2)
+            it = p * k_tiles
+            for kt in range(k_tiles):
+                s = it % stages
+                yield from wait(full[s], (it // stages) % 2)
+                assert slot[s] == it, f"consumer {cw} wanted slice {it}, slot {s} holds {slot[s]}"
+                reading[s] = it
+                yield
+                if kt > 0:
+                    prev = (it - 1) % stages
+                    reading[prev] = None
+                    for _ in range(4):
+                        empty[prev].arrive()
+                it += 1
+            order[1 - cw].arrive()
+            yield
+            prev = (it - 1) % stages
+            reading[prev] = None
+            for _ in range(4):
+                empty[prev].arrive()
+            yield                                     # the epilogue
+
+    actors = [producer(), consumer(0), consumer(1)]
+    done = [False] * 3
+    for _ in range(200000):
+        if all(done) and not copies:
+            return
+        if copies and rng.random() < 0.3:             # the copy engine delivers one copy
+            s, it = copies.pop(int(rng.integers(len(copies))))
+            slot[s] = it
+            full[s].complete_tx(1)
+            continue
+        i = int(rng.integers(3))
+        if not done[i]:
+            try:
+                next(actors[i])
+            except StopIteration:
+                done[i] = True
+    raise AssertionError(f"deadlock: stages {stages}, k_tiles {k_tiles}, tiles {count}")
+
+
+@pytest.mark.parametrize("stages", [2, 3, 6])
+def test_pingpong_protocol_model(stages, rng):
+    for k_tiles in (1, 2, 5, 9):
+        for count in (1, 2, 3, 6):
+            _pingpong_model(stages, k_tiles, count, rng)
 
 
 def test_registered_and_bad_input_rejected_before_launch():
     from lab.api import matmul
     names = [n for n in lab.REGISTRY if n.startswith("wgmma_")]
     assert len(names) == 2 * len(K.RUNG_CONFIGS)
+    assert lab.get_spec("wgmma_pingpong_fp16").target((9, 0)) == (9, 0, "a")
     for name in names:
         spec = lab.get_spec(name)
         assert spec.chapter == 7 and not spec.simulator
@@ -356,8 +471,7 @@ def test_wgmma_against_float64(kind, n, rng):
     rows, cols = hopper.accumulator_position(t, i)
     got = np.full((64, n), np.nan)
     got[rows, cols] = raw[t, i]
-    verdict = bench.compare(got, bench.to_float64(a) @ bench.to_float64(b),
-                            dtype_name="bfloat16" if kind == "bf16" else "float16",
+    verdict = bench.compare(got, a, b, dtype_name="bfloat16" if kind == "bf16" else "float16",
                             kernel=f"wgmma m64n{n}k16 {kind}")
     assert verdict.passed, verdict.line()
 

@@ -28,6 +28,11 @@ The rungs, one change each (every rung FP16 and BF16; ``k`` = 64 per stage; 128B
    consumers (232).
 5. ``wgmma_persistent`` — one block per SM walks the tiles (grouped order, for L2): the
    producer fills the next tile's stages while the consumers store the last tile's results.
+6. ``wgmma_pingpong`` — the two consumer warpgroups stop sharing a tile: each owns a whole
+   128×128 tile (two ``m64n128k16`` per k-step), and they take the block's tiles in turn. The
+   stage ring is consumed in tile order, and an *order* mbarrier passes the mainloop from one
+   warpgroup to the other, so while one warpgroup stores its results the other is already
+   multiplying: the tensor cores no longer wait for the epilogue. 6 stages of 32 KB.
 
 Every launch: ``launch(A, B, C)`` with device arrays; C (M×N float32) is written only inside
 ``row < M, col < N``.
@@ -65,11 +70,12 @@ class HopperConfig:
     regs: int = 0              # setmaxnreg for consumers (producer gets 40); 0 = off
     persistent: bool = False   # one block per SM loops over tiles
     group_m: int = 8           # block-rows per L2 group in the tile order
+    pingpong: bool = False     # consumers take whole tiles in turn (else they split one)
     kind: str = "f16"
 
     @property
     def wg_rows(self) -> int:
-        return self.bm // self.consumers
+        return self.bm if self.pingpong else self.bm // self.consumers
 
     @property
     def mt(self) -> int:          # m64 wgmma per k-step per consumer warpgroup
@@ -101,6 +107,8 @@ class HopperConfig:
             parts.append(f"setmaxnreg {self.regs}/40")
         if self.persistent:
             parts.append("persistent")
+        if self.pingpong:
+            parts.append("ping-pong (a tile per WG)")
         return ", ".join(parts) + f", {self.kind}"
 
     def validate(self) -> "HopperConfig":
@@ -111,7 +119,7 @@ class HopperConfig:
             problems.append(f"loader must be 'cpasync' or 'tma', not {self.loader!r}")
         if self.bn not in hopper.WGMMA_N:
             problems.append(f"bn must be one of {hopper.WGMMA_N}")
-        if self.bm % (64 * self.consumers) or self.bm > 256:
+        if self.bm % (64 * (1 if self.pingpong else self.consumers)) or self.bm > 256:
             problems.append("bm must be a multiple of 64 per consumer warpgroup, at most 256")
         if self.mt * self.bn // 2 > 128:
             problems.append(f"{self.mt * self.bn // 2} accumulators per thread (> 128)")
@@ -125,6 +133,8 @@ class HopperConfig:
         if self.regs and (self.regs % 8 or not 24 <= self.regs <= 256
                           or 128 * 40 + 128 * self.consumers * self.regs > 65536):
             problems.append(f"setmaxnreg {self.regs} does not fit the register file")
+        if self.pingpong and not (self.persistent and self.consumers == 2):
+            problems.append("ping-pong needs the persistent kernel and two consumer warpgroups")
         if not 2 <= self.stages <= 8:
             problems.append("stages must be 2…8")
         if problems:
@@ -359,8 +369,9 @@ def build_tma(cfg: HopperConfig):
 # ----------------------------------------------------------------------------- rungs 4-5
 
 def build_ws(cfg: HopperConfig):
-    """Rungs 4–5: a producer warpgroup (TMA) and consumer warpgroups (wgmma) that meet only
-    at full/empty mbarriers; optionally setmaxnreg and a persistent tile loop."""
+    """Rungs 4–6: a producer warpgroup (TMA) and consumer warpgroups (wgmma) that meet only
+    at full/empty mbarriers; optionally setmaxnreg, a persistent tile loop, and ping-pong
+    consumers (a whole tile each, in turn)."""
     cfg.validate()
     BM, BN, STAGES, MT, GROUP_M = cfg.bm, cfg.bn, cfg.stages, cfg.mt, cfg.group_m
     A_BYTES, STAGE_BYTES = cfg.a_bytes, cfg.stage_bytes
@@ -371,7 +382,9 @@ def build_ws(cfg: HopperConfig):
     ACC = MT * BN // 2
     REGS = cfg.regs
     PERSISTENT = cfg.persistent
-    BARRIERS = 2 * STAGES                 # a full and an empty mbarrier per stage
+    PINGPONG = cfg.pingpong
+    BARRIERS = 2 * STAGES + 2             # a full and an empty mbarrier per stage; 2 "order"
+    RELEASERS = 4 if PINGPONG else 4 * CONSUMERS   # warps that hand one stage back
     mma = hopper.wgmma(cfg.kind, BN)
     tile_coords = _tile_order(GROUP_M)
     store_tile = _epilogue(MT, BN)
@@ -396,6 +409,40 @@ def build_ws(cfg: HopperConfig):
                 mma(acc, mi * (BN // 2), desc_a, desc_b, 1)
         hopper.wgmma_commit()
 
+    # region: pingpong
+    @cuda.jit(device=True, inline="always")
+    def pingpong_consumer(acc, shared, full0, empty0, order0, C, cw, thread, leader, first,
+                          step, tiles, tiles_m, tiles_n, k_tiles):
+        """Consumer ``cw`` takes the block's tiles number cw, cw + 2, cw + 4, … (the producer
+        loads every tile's k-slices in turn into one ring). Before its mainloop it waits on
+        its *order* barrier until the other warpgroup has seen the last full stage of the tile
+        before, then multiplies, hands the mainloop back, and stores while the other computes.
+        (Waiting first also keeps each full-barrier wait within one phase of the barrier.)"""
+        mine = order0 + uint32(8 * cw)
+        other = order0 + uint32(8 * (1 - cw))
+        count = (tiles - first + step - 1) // step       # tiles of this block
+        for p in range(cw, count, 2):
+            block_m, block_n = tile_coords(first + p * step, tiles_m, tiles_n)
+            if p > 0:                                    # my turn: the other is past its loop
+                hopper.mbar_wait(mine, ((p - 1) // 2) % 2)
+            zero(acc)
+            it = p * k_tiles                             # the ring's slice count so far
+            for kt in range(k_tiles):
+                s = it % STAGES
+                hopper.mbar_wait(full0 + uint32(8 * s), (it // STAGES) % 2)
+                compute_stage(acc, shared + uint32(s * STAGE_BYTES), 0)
+                hopper.wgmma_wait(1)
+                if kt > 0 and leader:
+                    hopper.mbar_arrive(empty0 + uint32(8 * ((it - 1) % STAGES)))
+                it += 1
+            if thread == 0:                              # the other's turn to multiply
+                hopper.mbar_arrive(other)
+            hopper.wgmma_wait(0)
+            if leader:
+                hopper.mbar_arrive(empty0 + uint32(8 * ((it - 1) % STAGES)))
+            store_tile(C, acc, block_m * BM, block_n * BN, thread)
+    # endregion: pingpong
+
     # One block per SM and a register cap at entry: what setmaxnreg needs to take effect.
     bounds = {} if hopper.SIMULATOR else {"launch_bounds": (cfg.threads, 1)}
 
@@ -416,10 +463,13 @@ def build_ws(cfg: HopperConfig):
         shared = hopper.shared_address(smem)
         full0 = hopper.shared_address(bars)
         empty0 = full0 + uint32(8 * STAGES)
+        order0 = full0 + uint32(16 * STAGES)
         if tid == 0:
             for s in range(STAGES):
                 hopper.mbar_init(full0 + uint32(8 * s), 1)              # the producer's arrive
-                hopper.mbar_init(empty0 + uint32(8 * s), 4 * CONSUMERS)  # one per consumer warp
+                hopper.mbar_init(empty0 + uint32(8 * s), RELEASERS)     # one per consumer warp
+            hopper.mbar_init(order0, 1)
+            hopper.mbar_init(order0 + uint32(8), 1)
             hopper.fence_barrier_init()
         cuda.syncthreads()
 
@@ -449,6 +499,10 @@ def build_ws(cfg: HopperConfig):
             thread = tid % 128
             leader = thread % 32 == 0                 # lane 0 of each warp signals "empty"
             acc = cuda.local.array(ACC, float32)
+            if PINGPONG:
+                pingpong_consumer(acc, shared, full0, empty0, order0, C, cw, thread, leader,
+                                  first, step, tiles, tiles_m, tiles_n, k_tiles)
+                return
             it = int32(0)
             for tile in range(first, tiles, step):
                 block_m, block_n = tile_coords(tile, tiles_m, tiles_n)
@@ -557,6 +611,8 @@ RUNG_CONFIGS = {
     "wgmma_ws": HopperConfig(bm=128, bn=256, stages=4, consumers=2, producer=True, regs=232),
     "wgmma_persistent": HopperConfig(bm=128, bn=256, stages=4, consumers=2, producer=True,
                                      regs=232, persistent=True),
+    "wgmma_pingpong": HopperConfig(bm=128, bn=128, stages=6, consumers=2, producer=True,
+                                   regs=232, persistent=True, pingpong=True),
 }
 
 TITLES = {
@@ -565,6 +621,8 @@ TITLES = {
     "wgmma_2wg": "+ 128×256 tile, two consumer warpgroups (m64n256k16)",
     "wgmma_ws": "+ producer warpgroup, empty mbarriers, setmaxnreg",
     "wgmma_persistent": "+ persistent blocks (one per SM), grouped tile order",
+    "wgmma_pingpong": "+ ping-pong: a 128×128 tile per consumer warpgroup, taken in turn, "
+                      "so one stores while the other multiplies",
 }
 
 EDGES = {"cpasync": "launch pads A and B with zeros to the block tile; stores check row < M, "
@@ -580,7 +638,11 @@ def _spec(name: str, cfg: HopperConfig) -> KernelSpec:
     return KernelSpec(name + suffix, f"Hopper: {TITLES[name]} ({'BF16' if bf16 else 'FP16'})",
                       np.uint16 if bf16 else np.float16, launcher(cfg), simulator=False,
                       chapter=7, compile=((kernel, signature(cfg)),), edges=EDGES[cfg.loader],
-                      dtype_name="bfloat16" if bf16 else "")
+                      dtype_name="bfloat16" if bf16 else "", tile=(cfg.bm, cfg.bn, BK),
+                      min_cc=(9, 0), max_cc=(9, 0),
+                      needs="sm_90a: wgmma" + (", TMA, mbarriers" if cfg.loader == "tma" else
+                                               ", cp.async")
+                            + (", setmaxnreg" if cfg.regs else ""))
 
 
 SPECS = [_spec(name, replace(cfg, kind=kind)) for name, cfg in RUNG_CONFIGS.items()
