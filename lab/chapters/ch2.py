@@ -28,7 +28,7 @@ SHARED_LOADS_PER_CLOCK = 1
 PADDING_SHAPES = ((17, 33, 5), (1000, 1030, 999), (1024, 1024, 1024), (1025, 1025, 1025),
                   (4097, 4097, 4097))
 #: nvcc builds of the seeds' tiled kernels whose machine code the chapter reads.
-SASS_TWINS = ("s003_tiled16", "s004_tiled16")
+SASS_TWINS = ("s003_tiled16", "s004_tiled16", "s004_tiled32")
 #: (Numba kernel, CUDA C twin) pairs of the timing comparison.
 PAIRS = (("tiled16", "s003_tiled16"), ("tiled8", "s004_tiled8"), ("tiled16", "s004_tiled16"),
          ("tiled32", "s004_tiled32"))
@@ -471,14 +471,17 @@ def values() -> dict:
     mix16 = compiler.report("tiled16")[0].loop_mix
     v.update(lds_per_ffma_16=f"{sass['tiled16']['lds_per_ffma']:.2f}",
              lds128_16=str(mix16.get("LDS.128", 0)), lds32_16=str(mix16.get("LDS", 0)),
-             ffma_16=str(mix16.get("FFMA", 0)), loop_16=str(sass["tiled16"]["loop"]))
+             ffma_16=str(mix16.get("FFMA", 0)), loop_16=str(sass["tiled16"]["loop"]),
+             loop_32=str(sass["tiled32"]["loop"]), ffma_32=str(sass["tiled32"]["ffma"]))
     if "s003_tiled16" in sass:
         v.update(loop_twin_16=str(sass["s003_tiled16"]["loop"]),
                  ffma_s004_16=str(sass["s004_tiled16"]["ffma"]),
                  steps_s004_16=str(sass["s004_tiled16"]["ffma"] // 16),
-                 bar_s004_16=str(sass["s004_tiled16"]["bar"]))
+                 bar_s004_16=str(sass["s004_tiled16"]["bar"]),
+                 loop_s004_32=str(sass["s004_tiled32"]["loop"]))
     else:
-        for key in ("loop_twin_16", "ffma_s004_16", "steps_s004_16", "bar_s004_16"):
+        for key in ("loop_twin_16", "ffma_s004_16", "steps_s004_16", "bar_s004_16",
+                    "loop_s004_32"):
             v[key] = "(nvcc not installed)"
 
     tiles = tile_rows()
