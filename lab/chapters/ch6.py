@@ -75,8 +75,9 @@ def regime_rows() -> list[dict]:
     run them, the regime it implies, and the least time."""
     r = roofs()
     n, k = WEIGHTS
-    cases = [("1024³", 1024, 1024, 1024, "FP32"), ("4096³", 4096, 4096, 4096, "FP32"),
-             ("4096³", 4096, 4096, 4096, "FP16")]
+    cases = [("square 1024³", 1024, 1024, 1024, "FP32"),
+             ("square 4096³", 4096, 4096, 4096, "FP32"),
+             ("square 4096³", 4096, 4096, 4096, "FP16")]
     cases += [(f"M = {m} × 4096²", m, n, k, "FP16") for m in (1, 16, 64, 256, 1024)]
     rows = []
     for label, m, nn, kk, fmt in cases:
