@@ -3,14 +3,23 @@ from __future__ import annotations
 
 import numpy as np
 
-from lab.kernels import KernelSpec, get_spec
+from lab.kernels import KernelSpec, KernelUnavailable, get_spec, runnable
 
 
 def validate(A, B, spec: KernelSpec) -> tuple[int, int, int]:
-    """Raise TypeError/ValueError naming the problem; return (M, N, K) when the inputs are fine."""
+    """Check the operands of ``A @ B`` for the kernel ``spec`` and return ``(M, N, K)``.
+
+    Raises TypeError for something that is not a plain ``numpy.ndarray`` (a masked array's mask
+    would be silently dropped, so it is refused too) and ValueError, naming the operand and the
+    problem, for a wrong number of dimensions, an empty dimension, inner dimensions that differ,
+    a non-native byte order, a dtype the kernel does not take, or a non-contiguous layout.
+    """
     for label, x in (("A", A), ("B", B)):
         if not isinstance(x, np.ndarray):
             raise TypeError(f"{label} must be a numpy.ndarray, got {type(x).__name__}")
+        if isinstance(x, np.ma.MaskedArray):
+            raise TypeError(f"{label} is a numpy.ma.MaskedArray: its mask would be ignored; "
+                            f"pass {label}.filled(value) or numpy.asarray({label}) explicitly")
     for label, x in (("A", A), ("B", B)):
         if x.ndim != 2:
             raise ValueError(f"{label} must be 2-dimensional, got ndim={x.ndim} "
@@ -22,6 +31,11 @@ def validate(A, B, spec: KernelSpec) -> tuple[int, int, int]:
     if A.shape[1] != B.shape[0]:
         raise ValueError(f"inner dimensions differ: A is {A.shape[0]}x{A.shape[1]} but B is "
                          f"{B.shape[0]}x{B.shape[1]} (A.shape[1] must equal B.shape[0])")
+    for label, x in (("A", A), ("B", B)):
+        if not x.dtype.isnative:
+            order = "big" if x.dtype.byteorder == ">" else "little"
+            raise ValueError(f"{label} is {order}-endian ({x.dtype.str}), not this machine's "
+                             f"byte order; pass {label}.astype({label}.dtype.newbyteorder('='))")
     want = np.dtype(spec.dtype)
     for label, x in (("A", A), ("B", B)):
         if x.dtype != want:
@@ -37,11 +51,17 @@ def validate(A, B, spec: KernelSpec) -> tuple[int, int, int]:
 def matmul(A: np.ndarray, B: np.ndarray, kernel: str = "naive") -> np.ndarray:
     """C = A @ B with the registered kernel ``kernel``; the float32 result as a host array.
 
-    Inputs are validated before anything is copied or launched (see :func:`validate`). The
-    output buffer is filled with NaN first, so an element the kernel fails to write stays NaN.
+    Inputs are validated first (see :func:`validate`), then the kernel's availability here
+    (:func:`lab.kernels.runnable`): a kernel the simulator cannot run, or one that needs a newer
+    GPU, raises :class:`lab.kernels.KernelUnavailable` (a RuntimeError) naming the kernel and the
+    reason. Nothing is copied or launched before both pass. The output buffer is filled with NaN
+    first, so an element the kernel fails to write stays NaN.
     """
     spec = get_spec(kernel)
     m, n, _ = validate(A, B, spec)
+    ok, why = runnable(spec)
+    if not ok:
+        raise KernelUnavailable(why)
     from numba import cuda
 
     d_a = cuda.to_device(A)

@@ -1,9 +1,41 @@
 """Checking and timing, the two halves of the method.
 
-*Check* (:func:`check`, :func:`compare`): fresh random inputs (never zeros), a float64 reference,
-the output poisoned with NaN before the kernel runs, and two error measures: the relative
-Frobenius error ``‖C − R‖ / ‖R‖`` and ``max|C − R| / max|R|``. A NaN, an infinity or an element
-the kernel never wrote (still NaN) always fails, whatever the tolerances.
+*Check* (:func:`check`, :func:`compare`): fresh random inputs (never zeros; the seed is kept so a
+failure can be replayed with ``check(name, m, n, k, seed=...)``), the output poisoned with NaN
+before the kernel runs, and a float64 reference ``R = A·B`` of the exact values the kernel was
+given. A NaN, an infinity or an element the kernel never wrote (still NaN) always fails.
+
+Every other element must lie within an error bound that follows from how the kernel rounds::
+
+    |C − R|  ≤  (c · u · min(K, λ·√K) + 2·u_in + u_out) · (|A|·|B|)  +  floor      (elementwise)
+
+* ``|A|·|B|`` is the product of the absolute values: ``Σ_k |a_ik·b_kj|`` bounds how large the
+  partial sums of element (i, j) can get, so rounding errors scale with it, not with ``|R|``.
+* ``u = 2⁻²⁴`` is the unit roundoff of the FP32 accumulation — for every kernel here, the
+  tensor-core ones too: 16-bit inputs are exact in the reference and their products are exact in
+  FP32, so only the accumulation rounds.
+* ``K·u`` is the classical worst case of a K-term dot product in any summation order (``γ_K``);
+  it is tight at small K: at K = 1 the only error is one rounded product. Past ``K = λ²`` the
+  bound grows like ``λ·√K·u`` instead, the growth of rounding errors that do not conspire
+  (Higham & Mary, 2019). ``λ = 4``: with zero-mean inputs the largest error of correct FP32
+  summation stays near ``5·u·(|A|·|B|)`` at every K (measured in NumPy on millions of dot
+  products, K = 1 … 1025), so the bound leaves a margin of three or more from K = 17 on, and
+  the ratio grows with K.
+* ``c = 1`` on CUDA cores (FFMA rounds to nearest). Tensor cores align the products to the
+  largest exponent and truncate, an error up to about twice that of rounding per addition:
+  ``c = 4`` for them (:data:`TENSOR_CORE_FACTOR`).
+* ``u_in`` is the unit of a rounding of the inputs the reference does not see (TF32 tensor
+  cores: ``2⁻¹⁰``, truncation), ``u_out`` that of a narrower output (FP16: ``2⁻¹¹``); both are 0
+  for our kernels. ``floor`` is an absolute term for underflow: ``K`` FP32 subnormal units plus
+  the output format's.
+
+What the bound catches: at K = 1 any relative bias above ``c·u``; a bias of ×1.000005 (84 u)
+fails at every simulator check shape (K ≤ 65), where correct kernels stay below a few u. At K in
+the thousands no elementwise test can tell such a bias from rounding — ``|R|`` is then ~50×
+smaller than ``|A|·|B|`` — which is why every kernel is also checked at small shapes
+(:func:`shapes_for`). The two older measures, the relative Frobenius error ``‖C − R‖ / ‖R‖`` and
+``max|C − R| / max|R|``, are reported beside ``err_over_bound`` (the largest ratio of error to
+bound; a pass is ≤ 1).
 
 *Time* (:func:`time_gpu`, :func:`time_kernel`): CUDA events around each call after warm-up,
 at least 10 repeats, median with min and max; inputs either cache-hot (one buffer set) or rotated
@@ -20,61 +52,118 @@ import numpy as np
 
 from lab import device
 
-#: Tolerance on both error measures, by input dtype name.
-TOLERANCE = {"float32": 1e-5, "float16": 1e-2, "bfloat16": 1e-2}
+#: Unit roundoff of the FP32 accumulation every kernel uses.
+UNIT = 2.0 ** -24
+#: Past K = LAMBDA², the bound grows like LAMBDA·√K instead of K.
+LAMBDA = 4.0
+#: c for tensor-core accumulation (truncating alignment) relative to FP32 FFMA (c = 1).
+TENSOR_CORE_FACTOR = 4.0
+#: Unit of the input rounding of TF32 tensor cores (10 stored bits, possibly truncated).
+TF32_INPUT_UNIT = 2.0 ** -10
 
 
 @dataclass
 class CheckResult:
-    """Outcome of comparing one output with its float64 reference."""
+    """Outcome of comparing one output with its float64 reference.
+
+    ``err_over_bound`` is the largest ``|C − R| / bound`` over the elements (pass: ≤ 1);
+    ``tolerance`` the bound's factor on ``|A|·|B|`` at this K; ``seed`` replays the inputs of a
+    :func:`check` (None when the caller supplied them).
+    """
     kernel: str
     shape: tuple[int, int, int]
     dtype: str
     rel_frobenius: float
     max_err_over_max_entry: float
-    nonfinite: int
+    err_over_bound: float
     tolerance: float
+    nonfinite: int
     passed: bool
     reason: str = ""
+    seed: int | None = None
 
     def as_dict(self) -> dict:
         return asdict(self)
 
     def line(self) -> str:
         m, n, k = self.shape
-        verdict = "PASS" if self.passed else f"FAIL ({self.reason})"
+        if self.passed:
+            verdict = "PASS"
+        else:
+            replay = f"; replay with seed={self.seed}" if self.seed is not None else ""
+            verdict = f"FAIL ({self.reason}{replay})"
         return (f"{self.kernel:<22} {m}x{n}x{k:<8} rel.Frobenius {self.rel_frobenius:.1e}  "
-                f"max-err/max-entry {self.max_err_over_max_entry:.1e}  {verdict}")
+                f"max-err/max-entry {self.max_err_over_max_entry:.1e}  "
+                f"err/bound {self.err_over_bound:.2f}  {verdict}")
 
 
-def tolerance_for(dtype_name: str) -> float:
-    try:
-        return TOLERANCE[dtype_name]
-    except KeyError:
-        raise ValueError(f"no tolerance defined for input dtype {dtype_name!r}") from None
+def bound_factor(k: int, *, tensor_cores: bool = False, input_unit: float = 0.0,
+                 output_unit: float = 0.0) -> float:
+    """The error bound's factor on ``|A|·|B|`` for a K-term product (see the module docstring)."""
+    if not isinstance(k, (int, np.integer)) or k < 1:
+        raise ValueError(f"k must be a positive int, got {k!r}")
+    c = TENSOR_CORE_FACTOR if tensor_cores else 1.0
+    return c * UNIT * min(float(k), LAMBDA * math.sqrt(k)) + 2 * input_unit + output_unit
 
 
-def compare(out: np.ndarray, ref: np.ndarray, *, dtype_name: str = "float32",
-            kernel: str = "?", shape: tuple[int, int, int] | None = None) -> CheckResult:
-    """Compare ``out`` with the float64 reference ``ref``; NaN/inf/unwritten always fail."""
-    tol = tolerance_for(dtype_name)
-    shape = shape or (ref.shape[0], ref.shape[1], -1)
-    if out.shape != ref.shape:
-        return CheckResult(kernel, shape, dtype_name, math.inf, math.inf, -1, tol, False,
-                           f"output shape {out.shape} != expected {ref.shape}")
-    out64 = np.asarray(out, dtype=np.float64)
+def _input_name(x: np.ndarray) -> str:
+    return "bfloat16" if x.dtype == np.uint16 else x.dtype.name
+
+
+def compare(out: np.ndarray, a: np.ndarray, b: np.ndarray, *, kernel: str = "?",
+            seed: int | None = None, tensor_cores: bool | None = None,
+            input_unit: float = 0.0, dtype_name: str | None = None) -> CheckResult:
+    """Compare a kernel's output ``out`` (float32, or float16 for a half-precision output) with
+    the float64 product of its inputs ``a`` and ``b`` (as given to the kernel: float32, float16,
+    or bfloat16 bits in uint16), elementwise against the bound of the module docstring.
+
+    ``tensor_cores`` defaults to True for 16-bit inputs; ``input_unit`` is the unit of an input
+    rounding the kernel applies that the reference does not see (TF32: :data:`TF32_INPUT_UNIT`).
+    NaN, infinity or an unwritten element always fails.
+    """
+    if b is None or getattr(a, "ndim", 0) != 2 or getattr(b, "ndim", 0) != 2:
+        raise TypeError("compare(out, a, b): pass the kernel's two 2-D inputs (the reference and "
+                        "the bound are computed from them)")
+    m, k = a.shape
+    n = b.shape[1]
+    if b.shape[0] != k:
+        raise ValueError(f"inner dimensions differ: a is {a.shape}, b is {b.shape}")
+    shape = (m, n, k)
+    dtype_name = dtype_name or _input_name(a)
+    if tensor_cores is None:
+        tensor_cores = a.dtype.itemsize == 2
+    out = np.asarray(out)
+    output_unit = float(np.finfo(out.dtype).eps) / 2 if out.dtype == np.float16 else 0.0
+    factor = bound_factor(k, tensor_cores=tensor_cores, input_unit=input_unit,
+                          output_unit=output_unit)
+    if out.shape != (m, n):
+        return CheckResult(kernel, shape, dtype_name, math.inf, math.inf, math.inf, factor, -1,
+                           False, f"output shape {out.shape} != expected {(m, n)}", seed)
+    out64 = out.astype(np.float64)
     nonfinite = int(np.count_nonzero(~np.isfinite(out64)))
     if nonfinite:
-        return CheckResult(kernel, shape, dtype_name, math.inf, math.inf, nonfinite, tol, False,
-                           f"{nonfinite} element(s) NaN/inf or never written")
-    diff = out64 - ref
+        return CheckResult(kernel, shape, dtype_name, math.inf, math.inf, math.inf, factor,
+                           nonfinite, False, f"{nonfinite} element(s) NaN/inf or never written",
+                           seed)
+    a64, b64 = to_float64(a), to_float64(b)
+    ref = a64 @ b64
+    scale = np.abs(a64) @ np.abs(b64)
+    floor = k * 2.0 ** -149
+    if out.dtype == np.float16:
+        floor += float(np.finfo(np.float16).smallest_subnormal)
+    bound = factor * scale + floor
+    diff = np.abs(out64 - ref)
+    ratio = float(np.max(diff / bound))
     ref_norm = float(np.linalg.norm(ref))
     ref_max = float(np.max(np.abs(ref)))
-    rel = float(np.linalg.norm(diff)) / ref_norm if ref_norm > 0 else float(np.linalg.norm(diff))
-    mx = float(np.max(np.abs(diff))) / ref_max if ref_max > 0 else float(np.max(np.abs(diff)))
-    passed = rel <= tol and mx <= tol
-    reason = "" if passed else f"error above tolerance {tol:.0e}"
-    return CheckResult(kernel, shape, dtype_name, rel, mx, 0, tol, passed, reason)
+    err_norm = float(np.linalg.norm(diff))
+    rel = err_norm / ref_norm if ref_norm > 0 else err_norm
+    mx = float(np.max(diff)) / ref_max if ref_max > 0 else float(np.max(diff))
+    passed = ratio <= 1.0
+    reason = "" if passed else (f"error {ratio:.1f}x the bound "
+                                f"{factor / UNIT:.1f} u·(|A|·|B|)")
+    return CheckResult(kernel, shape, dtype_name, rel, mx, ratio, factor, 0, passed, reason,
+                       seed)
 
 
 def random_inputs(m: int, n: int, k: int, dtype, rng: np.random.Generator | None = None):
@@ -101,18 +190,47 @@ def to_float64(x: np.ndarray) -> np.ndarray:
     return x.astype(np.float64)
 
 
+def new_seed() -> int:
+    """A fresh seed for one check (from the OS), small enough to read and retype."""
+    return int.from_bytes(os.urandom(4), "little")
+
+
 def check(kernel: str, m: int, n: int, k: int, *, seed: int | None = None) -> CheckResult:
-    """Run ``kernel`` once on fresh random inputs and compare with float64."""
+    """Run ``kernel`` once on random inputs drawn from ``seed`` (fresh when None) and compare
+    with float64; the result carries the seed, so ``check(kernel, m, n, k, seed=s)`` replays it.
+    Raises :class:`lab.kernels.KernelUnavailable` for a kernel that cannot run here."""
     from lab.api import matmul
     from lab.kernels import get_spec
 
     spec = get_spec(kernel)
-    rng = np.random.default_rng(seed if seed is not None
-                                else int.from_bytes(os.urandom(8), "little"))
-    a, b = random_inputs(m, n, k, spec.dtype, rng)
-    ref = to_float64(a) @ to_float64(b)
+    seed = new_seed() if seed is None else seed
+    a, b = random_inputs(m, n, k, spec.dtype, np.random.default_rng(seed))
     out = matmul(a, b, kernel=kernel)
-    return compare(out, ref, dtype_name=spec.dtype_name, kernel=kernel, shape=(m, n, k))
+    return compare(out, a, b, kernel=kernel, seed=seed, dtype_name=spec.dtype_name)
+
+
+def shapes_for(spec, *, gpu: bool) -> list[tuple[int, int, int]]:
+    """The (M, N, K) shapes a kernel is checked on, derived from its block tile (BM, BN, BK).
+
+    Always (small enough for the simulator): 1×1×1; ``(BM+1, BN+1, BK+1)`` — a second block row
+    and a second block column that hold one row/column each, a tail in every dimension and a
+    second, partial k-step; ``(2·BM, BN, 2·BK)`` — round (the unchecked path where a kernel has
+    one), two block rows, two full k-steps. With ``gpu=True`` also odd shapes just past two tiles
+    (a third block row with three k-steps; a third block column with K inside one step; both at
+    once) and two large ones, odd and round.
+    """
+    from lab.kernels import KernelSpec
+
+    if not isinstance(spec, KernelSpec):
+        raise TypeError(f"shapes_for takes a KernelSpec, got {type(spec).__name__}")
+    if spec.tile is None:
+        raise ValueError(f"kernel {spec.name!r} declares no block tile")
+    bm, bn, bk = spec.tile
+    shapes = [(1, 1, 1), (bm + 1, bn + 1, bk + 1), (2 * bm, bn, 2 * bk)]
+    if gpu:
+        shapes += [(2 * bm + 1, 3, 2 * bk + 1), (5, 2 * bn + 1, bk // 2 + 1),
+                   (2 * bm + 1, 2 * bn + 1, 2 * bk + 1), (1000, 1030, 999), (1024, 1024, 1024)]
+    return list(dict.fromkeys(shapes))
 
 
 # ----------------------------------------------------------------------------- timing
@@ -177,10 +295,13 @@ def time_kernel(kernel: str, m: int, n: int, k: int, *, rotate: bool = False,
     """Check then time a registered kernel at one shape; returns a results row."""
     from numba import cuda
 
-    from lab.kernels import get_spec
+    from lab.kernels import KernelUnavailable, get_spec, runnable
 
     require_gpu()
     spec = get_spec(kernel)
+    ok, why = runnable(spec)
+    if not ok:
+        raise KernelUnavailable(why)
     verdict = check(kernel, m, n, k) if check_first else None
     if verdict is not None and not verdict.passed:
         raise AssertionError(f"{kernel} failed its check before timing: {verdict.line()}")
@@ -198,7 +319,8 @@ def time_kernel(kernel: str, m: int, n: int, k: int, *, rotate: bool = False,
            **timing.row(), "tflops": timing.tflops(flops)}
     if verdict is not None:
         row.update(rel_frobenius=verdict.rel_frobenius,
-                   max_err_over_max_entry=verdict.max_err_over_max_entry)
+                   max_err_over_max_entry=verdict.max_err_over_max_entry,
+                   err_over_bound=verdict.err_over_bound)
     return row
 
 

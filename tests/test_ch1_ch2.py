@@ -1,21 +1,15 @@
-"""Chapters 1–2: naive and tiled kernels against float64 (simulator), and compiler facts."""
+"""Chapters 1–2: naive and tiled kernels — registry order, twins, compiler facts.
+
+(Their checks against float64 are in ``tests/test_kernels.py``, on shapes from each tile.)
+"""
 from __future__ import annotations
 
 import pytest
 
 import lab
-from lab import bench, twins
+from lab import twins
 
 KERNELS = ("naive", "naive_swapped", "naive_literal", "tiled8", "tiled16", "tiled32")
-# Degenerate, odd, non-multiples of every tile (8, 16, 32), and one round shape.
-SHAPES = [(1, 1, 1), (17, 33, 5), (33, 1, 40), (9, 35, 33), (32, 32, 32)]
-
-
-@pytest.mark.parametrize("kernel", KERNELS)
-@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
-def test_against_float64(kernel, shape):
-    verdict = bench.check(kernel, *shape, seed=3)
-    assert verdict.passed, verdict.line()
 
 
 def test_registered_in_ladder_order():

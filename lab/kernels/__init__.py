@@ -4,6 +4,11 @@ Each rung lives in its own module (``k01_naive.py``, ``k02_tiled.py``, …) with
 saying what changed since the previous rung, its constants, its ``@cuda.jit`` kernel(s) and the
 ``launch`` functions that own the grid/block arithmetic. Each module exposes ``SPECS``, a list of
 :class:`KernelSpec`; :data:`REGISTRY` collects them in ladder order.
+
+Every spec declares its block tile (so checks can aim at its edges: :func:`lab.bench.shapes_for`)
+and the oldest compute capability it runs on; :func:`runnable` answers, with one line, whether
+this device (or a given capability) can run a kernel, and :func:`lab.matmul` raises
+:class:`KernelUnavailable` with that line instead of launching.
 """
 from __future__ import annotations
 
@@ -13,7 +18,13 @@ from typing import Callable
 
 import numpy as np
 
-import lab.device  # noqa: F401  (simulator decided before numba is imported)
+from lab import device  # (simulator decided before numba is imported)
+
+#: The oldest compute capability the pinned toolkit (CUDA 13: NVVM and ptxas) generates code
+#: for. Plain FP32 kernels need nothing newer: their PTX (FFMA, 4- and 16-byte loads and
+#: stores, barriers) exists on every capability this toolkit supports.
+TOOLKIT_MIN_CC = (7, 5)
+TOOLKIT_NEEDS = "CUDA 13 generates no code for older GPUs"
 
 
 @dataclass(frozen=True)
@@ -22,7 +33,11 @@ class KernelSpec:
 
     ``launch(A, B, C)`` takes device arrays (A: M×K, B: K×N, C: M×N float32, all C-contiguous)
     and owns every grid/block decision. ``compile`` lists ``(dispatcher, signature)`` pairs
-    that :mod:`lab.compiler` turns into PTX/SASS offline.
+    that :mod:`lab.compiler` turns into PTX/SASS offline. ``tile`` is the block tile
+    ``(BM, BN, BK)``: the rows and columns of C one block owns and the k-step it walks.
+    ``min_cc`` is the oldest compute capability the kernel runs on, ``needs`` what sets it
+    (instructions, or the toolkit); ``max_cc`` is set only for code built for one architecture
+    (``sm_90a`` features run on compute capability 9.0 alone).
     """
     name: str
     title: str
@@ -33,10 +48,27 @@ class KernelSpec:
     compile: tuple = field(default=(), repr=False)
     edges: str = "bounds checks in the kernel"
     dtype_name: str = ""
+    tile: tuple[int, int, int] | None = None
+    min_cc: tuple[int, int] = TOOLKIT_MIN_CC
+    max_cc: tuple[int, int] | None = None
+    needs: str = TOOLKIT_NEEDS
 
     def __post_init__(self):
         if not self.dtype_name:
             object.__setattr__(self, "dtype_name", np.dtype(self.dtype).name)
+        if self.tile is not None and (len(self.tile) != 3 or not all(
+                isinstance(t, int) and t >= 1 for t in self.tile)):
+            raise ValueError(f"kernel {self.name!r}: tile must be three positive ints "
+                             f"(BM, BN, BK), got {self.tile!r}")
+        for label, cc in (("min_cc", self.min_cc), ("max_cc", self.max_cc)):
+            if cc is not None and (len(cc) != 2 or not all(isinstance(c, int) for c in cc)):
+                raise ValueError(f"kernel {self.name!r}: {label} must be (major, minor), "
+                                 f"got {cc!r}")
+
+    def target(self, cc: tuple[int, int]) -> tuple:
+        """The numba ``compile_ptx`` target for capability ``cc``: ``cc`` itself, or
+        ``(*cc, "a")`` for code built for one architecture (``sm_90a``)."""
+        return (*cc, "a") if self.max_cc is not None else tuple(cc)
 
 
 #: Rung modules in ladder order.
@@ -51,6 +83,8 @@ def _collect() -> dict[str, KernelSpec]:
         for spec in module.SPECS:
             if spec.name in registry:
                 raise RuntimeError(f"kernel name {spec.name!r} registered twice ({rung})")
+            if spec.tile is None:
+                raise RuntimeError(f"kernel {spec.name!r} ({rung}) declares no block tile")
             registry[spec.name] = spec
     return registry
 
@@ -67,3 +101,55 @@ def get_spec(name: str) -> KernelSpec:
     except KeyError:
         raise ValueError(f"unknown kernel {name!r}; registered kernels: "
                          f"{', '.join(REGISTRY)}") from None
+
+
+class KernelUnavailable(RuntimeError):
+    """The kernel cannot run here (simulator, compile-only mode, or too old a GPU); the
+    message is :func:`runnable`'s one line."""
+
+
+def current_cc() -> tuple[int, int] | None:
+    """Compute capability of the current GPU, or None without one (simulator, compile mode)."""
+    if not device.GPU:
+        return None
+    from numba import cuda
+
+    return tuple(cuda.get_current_device().compute_capability)
+
+
+def _cc(cc) -> str:
+    return f"{cc[0]}.{cc[1]}"
+
+
+def runnable(kernel: str | KernelSpec, cc: tuple[int, int] | None = None) -> tuple[bool, str]:
+    """Whether ``kernel`` can run on this device, or on a GPU of capability ``cc``, and one line
+    saying why not (or where it runs).
+
+    Without ``cc`` the answer is for this process's device: under the simulator, kernels built
+    on inline PTX cannot run; in compile-only mode nothing runs; on a GPU its compute capability
+    is compared with the kernel's ``min_cc`` (and ``max_cc``). The line names the capability,
+    e.g. ``tc_fp16 needs compute capability 8.0 (mma.sync m16n8k16, …); this GPU is 7.5``.
+    """
+    spec = kernel if isinstance(kernel, KernelSpec) else get_spec(kernel)
+    if cc is None:
+        if device.SIMULATOR:
+            if spec.simulator:
+                return True, f"{spec.name} runs in the CUDA simulator"
+            return False, (f"{spec.name} needs a GPU: it is built on inline PTX ({spec.needs}) "
+                           "that the CUDA simulator cannot run")
+        cc = current_cc()
+        if cc is None:
+            return False, f"{spec.name} cannot run: no GPU (device mode {device.MODE!r})"
+        where = "this GPU"
+    else:
+        if len(cc) != 2 or not all(isinstance(c, int) for c in cc):
+            raise ValueError(f"cc must be (major, minor), got {cc!r}")
+        where = "the GPU"
+    cc = tuple(cc)
+    if cc < spec.min_cc:
+        return False, (f"{spec.name} needs compute capability {_cc(spec.min_cc)} "
+                       f"({spec.needs}); {where} is {_cc(cc)}")
+    if spec.max_cc is not None and cc > spec.max_cc:
+        return False, (f"{spec.name} runs on compute capability {_cc(spec.min_cc)} only "
+                       f"({spec.needs}); {where} is {_cc(cc)}")
+    return True, f"{spec.name} runs on compute capability {_cc(cc)}"

@@ -97,6 +97,7 @@ SPECS = [
     KernelSpec(f"tiled{tile}", f"shared-memory tiles {tile}×{tile}, zero-padded edges",
                np.float32, make_launch(tile), chapter=2,
                compile=((KERNELS[tile], SIGNATURE),),
-               edges="zero-padded tiles in shared memory; guarded store")
+               edges="zero-padded tiles in shared memory; guarded store",
+               tile=(tile, tile, tile))
     for tile in TILES
 ]

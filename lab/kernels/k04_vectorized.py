@@ -362,7 +362,7 @@ def spec_for(name: str, cfg: Config, title: str, chapter: int = 4) -> tuple:
     built = build(cfg)
     spec = KernelSpec(name, f"{title}: {cfg.label()}", np.float32, built[2], chapter=chapter,
                       compile=((built[0], SIGNATURE), (built[1], SIGNATURE)),
-                      edges=EDGES_NOTE)
+                      edges=EDGES_NOTE, tile=(cfg.BM, cfg.BN, cfg.BK))
     return spec, built
 
 

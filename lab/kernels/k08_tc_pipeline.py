@@ -413,7 +413,10 @@ def _spec(name: str, cfg: TileConfig) -> KernelSpec:
     bf16 = cfg.kind == "bf16"
     return KernelSpec(name, TITLES[name], np.uint16 if bf16 else np.float16, launcher(cfg),
                       simulator=False, chapter=5, compile=((kernel, SIGNATURE[cfg.kind]),),
-                      edges=EDGES, dtype_name="bfloat16" if bf16 else "")
+                      edges=EDGES, dtype_name="bfloat16" if bf16 else "",
+                      tile=(cfg.bm, cfg.bn, cfg.bk), min_cc=(8, 0),
+                      needs=f"mma.sync m16n8k16 {'BF16' if bf16 else 'FP16'}, ldmatrix, "
+                            "cp.async")
 
 
 SPECS = [_spec(name, cfg) for name, cfg in RUNG_CONFIGS.items()]
