@@ -74,6 +74,7 @@ else:
         if not isinstance(index, types.Integer):
             raise TypeError(f"16-byte access needs an integer index, got {index}")
 
+    # region: load_v4
     def _make_load(space):
         def load(typingctx, arr, index):
             _check(arr, index)
@@ -88,6 +89,7 @@ else:
                 return context.make_tuple(builder, sig.return_type, vals)
             return sig, codegen
         return load
+    # endregion: load_v4
 
     def _make_store(space):
         def store(typingctx, arr, index, a, b, c, d):

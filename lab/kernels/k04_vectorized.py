@@ -142,6 +142,7 @@ def make_gemm(cfg: Config, EDGES: bool = False):
     bounded = cfg.min_blocks and not device.SIMULATOR
     jit = cuda.jit(launch_bounds=(NT, cfg.min_blocks)) if bounded else cuda.jit
 
+    # region: k_loop
     @cuda.jit(device=True, inline="always")
     def k_step(As, Bs, a_off, b_off, acc, fa, fb):
         """One k of the block tile: RM + RN 16-byte shared loads, TM·TN multiply-adds."""
@@ -174,6 +175,7 @@ def make_gemm(cfg: Config, EDGES: bool = False):
             a_off = int32(a_off + int32(4 * AP))
             b_off = int32(b_off + int32(4 * BN))
 
+    # endregion: k_loop
     @cuda.jit(device=True, inline="always")
     def load_tile(A, B, k0, ga, gb, ra, qa, rb, qb, pa, pb, m, n, k_total):
         """Global -> registers: this thread's LA words of the A tile and LB of the B tile.
@@ -239,6 +241,7 @@ def make_gemm(cfg: Config, EDGES: bool = False):
         lane = int32(tid % int32(32))
         bm = int32(int32(cuda.blockIdx.y) * int32(BM))
         bn = int32(int32(cuda.blockIdx.x) * int32(BN))
+        # region: placement
         # first row/column of this thread's first 4×4 sub-tile, inside the block tile
         if LAYOUT == 2:      # warp tiles: warps tile the block, lanes LM × LN tile the warp
             row0 = int32((warp // int32(WARPS_N)) * int32(WM) + (lane % int32(LM)) * int32(4))
@@ -249,6 +252,7 @@ def make_gemm(cfg: Config, EDGES: bool = False):
         else:                # one grid of threads, each patch TM × TN contiguous
             row0 = int32((tid // int32(TX)) * int32(TM))
             col0 = int32((tid % int32(TX)) * int32(TN))
+        # endregion: placement
 
         for l in range(int32(LA)):
             w = int32(tid + l * int32(NT))
@@ -275,6 +279,7 @@ def make_gemm(cfg: Config, EDGES: bool = False):
         store_tile(As, Bs, int32(0), int32(0), sa, sb, pa, pb)
         cuda.syncthreads()
 
+        # region: main_loop
         b_step = int32(int32(BK) * n)
         cur = int32(0)               # buffer being multiplied; 1 - cur is being filled
         left = int32(n_tiles - int32(1))
@@ -302,6 +307,7 @@ def make_gemm(cfg: Config, EDGES: bool = False):
             left = int32(left - int32(1))
         multiply_tile(As, Bs, int32(cur * int32(A_BUF) + row0), int32(cur * int32(B_BUF) + col0),
                       acc, fa, fb)
+        # endregion: main_loop
 
         # ---- write the patch: RM × RN sub-tiles of 4 × 4
         for si in range(int32(RM)):

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from lab.kernels.k04_vectorized import Config, build, spec_for
 
+# region: variants
 #: The configuration the ladder uses (update from tools/tune_fp32.py's table).
 DEFAULT = Config(BM=128, BN=128, BK=8, WM=64, WN=32, LM=8, TM=8, TN=8, layout="warp", stages=2)
 
@@ -37,6 +38,7 @@ VARIANTS = {
     "warptile_tuned": Config(BM=64, BN=128, BK=8, WM=32, WN=64, LM=4, TM=8, TN=8,
                              layout="warp"),
 }
+# endregion: variants
 
 _BUILT = {}
 SPECS = []
