@@ -138,8 +138,8 @@ def access_table():
     """Sectors per warp access under the two mappings (geometry, no GPU)."""
     return page.table(access_rows(), ["mapping", "access", "elements", "sectors", "used",
                                       "sectors8"],
-                      {"elements": "elements", "sectors": "sectors, one k",
-                       "used": "bytes used / moved", "sectors8": "sectors, 8 k-steps"})
+                      {"elements": "elements", "sectors": "sectors (1 k)",
+                       "used": "used / moved", "sectors8": "sectors (8 k)"})
 
 
 def load_sectors(mapping: str, steps: int = 1) -> int:

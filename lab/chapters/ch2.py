@@ -430,8 +430,8 @@ def ceiling_rows() -> list[dict]:
 def ceiling_table():
     """Issue and shared-memory ceilings beside the measured speed."""
     return page.table(ceiling_rows(), ["kernel", "issue", "smem", "tflops", "of_lower"],
-                      {"issue": "issue cap (TFLOP/s)", "smem": "shared-memory cap (TFLOP/s)",
-                       "tflops": "measured, 4096³ (TFLOP/s)", "of_lower": "% of lower cap"},
+                      {"issue": "issue cap (TFLOP/s)", "smem": "shared cap (TFLOP/s)",
+                       "tflops": "4096³ (TFLOP/s)", "of_lower": "% of lower cap"},
                       source=results.source_line("naive_tiled"))
 
 
