@@ -621,6 +621,17 @@ def values() -> dict:
     v["max_clock"] = str(prov["max_sm_clock_mhz"])
     v["l2_model_001"] = f"{seeds.REGISTER_MODEL_001['flop_per_byte_l2']:g}"
     v["l2_ours_128"] = f"{model.tile_intensity(128):g}"
+    rk = seeds.REGISTER_KERNEL_T4
+    v["t4_rk_tflops"] = f"{rk['tflops']:g}"
+    v["t4_rk_roof"] = f"{rk['pct_of_roof']:g}%"
+    v["t4_rk_naive"] = f"{rk['x_naive']:.1f}"
+    v["t4_rk_cublas_x"] = f"{rk['cublas_fp32_tflops'] / rk['tflops']:.2f}"
+    v["tflops_patch4"] = _f(p4["tflops"])
+    v["p4_roof"] = f"{p4['tflops'] / fp32_roof():.0%}"
+    naive = next((r for r in results.rows("naive_tiled", part="size")
+                  if r["kernel"] == "naive" and r["n"] == p4["n"]), None)
+    v["p4_naive"] = f"{naive['median_ms'] / p4['median_ms']:.1f}" if naive else "-"
+    v["p4_cublas_x"] = f"{s['cublas']['tflops'] / p4['tflops']:.2f}" if s["cublas"] else "-"
     v["other_patch1_pct"] = f"{1 - rows['patch1']['share']:.0%}"
     v["span"] = f"{max(r['ceiling'] for r in ceil) / min(r['ceiling'] for r in ceil):.1f}"
     v["twin_k_per_trip"] = str(loop_counts(twin)["ffma"] // (PATCH[TWIN_OF] ** 2))
