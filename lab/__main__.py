@@ -2,7 +2,7 @@
 
 * ``list`` — the registered kernels and the experiments (chapter, tools needed, time estimate).
 * ``check [KERNEL ...]`` — every registered kernel (or those named) against float64 on this
-  device, odd and round shapes, fresh random inputs. A kernel this device cannot run (the
+  device, on fresh random inputs at shapes derived from its block tile (``bench.shapes_for``). A kernel this device cannot run (the
   simulator and inline PTX; a GPU of too low a compute capability) is skipped with one line
   saying why. Exit status 1 on any failure, and when nothing at all was checked.
 * ``compile [KERNEL ...]`` — registers, spills, stack, shared memory, inner-loop mix (sm_90).
@@ -28,13 +28,7 @@ import traceback
 from pathlib import Path
 
 import lab
-from lab import bench, device, experiments, results
-
-#: Shapes (M, N, K) every kernel is checked on: degenerate, odd, non-square, round.
-SIM_SHAPES = [(1, 1, 1), (17, 33, 5), (65, 1, 130), (65, 130, 1), (31, 47, 70), (64, 64, 64)]
-GPU_SHAPES = SIM_SHAPES + [(257, 129, 67), (1000, 1030, 999), (512, 512, 512),
-                           (1024, 1024, 1024)]
-
+from lab import bench, device, experiments, kernels, results
 
 class StageBar:
     """One tqdm bar for one task: each ``progress(iterable, desc=...)`` call the task makes is a
@@ -93,7 +87,7 @@ def cmd_list(_args) -> int:
     for name in experiments.book_order():
         exp = experiments.info(name)
         needs = ", ".join(exp.needs) or "-"
-        cc = f"CC >= {exp.min_cc[0]}.{exp.min_cc[1]}" if exp.min_cc else ""
+        cc = " ".join(exp.needs_kernels)
         est = f"~{exp.h200_seconds:.0f} s" if exp.h200_seconds else "no estimate"
         chapter = exp.chapter if exp.chapter != experiments.NO_CHAPTER else "?"
         print(f"  {name:<16} ch{chapter:<3} {est:>11}  needs: {needs:<24} {cc}".rstrip())
@@ -104,49 +98,17 @@ def cmd_list(_args) -> int:
 
 # ----------------------------------------------------------------------------- check
 
-def _compute_capability() -> str | None:
-    return device.provenance()["compute_capability"] if device.GPU else None
-
-
-def skip_reason(spec, compute_capability: str | None) -> str | None:
-    """Why this device cannot run the kernel ``spec`` (None when it can): the simulator
-    cannot execute inline PTX; a GPU below the kernel's minimum compute capability."""
-    runnable = getattr(lab.kernels, "runnable", None)
-    if runnable is not None:
-        ok, reason = runnable(spec, compute_capability)
-        return None if ok else reason
-    if device.SIMULATOR and not spec.simulator:
-        return "needs a GPU: the simulator cannot run its inline PTX"
-    min_cc = getattr(spec, "min_cc", None)
-    if min_cc and compute_capability:
-        if tuple(int(x) for x in compute_capability.split(".")) < tuple(min_cc):
-            return (f"needs compute capability {min_cc[0]}.{min_cc[1]}; this GPU has "
-                    f"{compute_capability}")
-    return None
-
-
-def _check_shapes(spec) -> list[tuple[int, int, int]]:
-    shapes_for = getattr(bench, "shapes_for", None)
-    if shapes_for is not None:
-        return list(shapes_for(spec, gpu=device.GPU))
-    return GPU_SHAPES if device.GPU else SIM_SHAPES
-
-
 def cmd_check(args) -> int:
-    if not (device.GPU or device.SIMULATOR):
-        raise RuntimeError(f"check launches kernels: it needs a GPU or the simulator; this "
-                           f"session runs in mode {device.MODE!r} (unset LAB_DEVICE)")
     specs = [lab.get_spec(name) for name in (args.kernels or lab.REGISTRY)]
     print(device.describe())
-    cc = _compute_capability()
     checked, skipped, failures = [], [], 0
     for spec in specs:
-        reason = skip_reason(spec, cc)
-        if reason:
-            print(f"{spec.name:<22} skipped: {reason}")
+        ok, reason = kernels.runnable(spec)
+        if not ok:
+            print(f"{spec.name:<22} skipped: {reason.removeprefix(spec.name + ' ')}")
             skipped.append(spec.name)
             continue
-        shapes = _check_shapes(spec)
+        shapes = bench.shapes_for(spec, gpu=device.GPU)
         bad = 0
         for m, n, k in shapes:
             verdict = bench.check(spec.name, m, n, k)
@@ -209,13 +171,13 @@ def save_experiment(name: str, out: dict, *, command: str, root: Path | None,
                         notes=out.get("notes"), root=root)
 
 
-def _plan(names: list[str], cc: str | None, quick: bool) -> list[dict]:
+def _plan(names: list[str], quick: bool) -> list[dict]:
     plan = []
     for name in names:
         exp = experiments.info(name)
         plan.append({"experiment": name, "quick": quick and exp.quick,
                      "estimate_s": exp.estimate(quick),
-                     "skip": experiments.skip_reason(name, cc)})
+                     "skip": experiments.skip_reason(name)})
     return plan
 
 
@@ -228,7 +190,7 @@ def cmd_measure(args) -> int:
     slug = device.gpu_slug(prov["gpu"])
     root = Path(args.out) if args.out else None
     where = results.path_for(names[0], slug, root).parent
-    plan = _plan(names, prov["compute_capability"], args.quick)
+    plan = _plan(names, args.quick)
     print(device.describe())
     print(f"results go to {where}/<experiment>.json, each as soon as it is measured")
     runnable = [p for p in plan if not p["skip"]]

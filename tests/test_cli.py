@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import lab
-from lab import device, experiments, notebooks, results
+from lab import device, experiments, kernels, notebooks, results
 from lab.__main__ import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,7 +48,7 @@ def test_check_of_only_simulator_incapable_kernels_fails(capsys):
     assert main(["check", *gpu_only]) == 1
     out = capsys.readouterr()
     for name in gpu_only:
-        assert re.search(rf"^{name}\s+skipped: .*simulator", out.out, re.M)
+        assert re.search(rf"^{name}\s+skipped: needs a GPU: .*simulator", out.out, re.M)
     assert "nothing checked" in out.err
     assert "all kernels passed" not in out.out
 
@@ -93,6 +93,21 @@ def test_every_experiment_declares_its_needs_and_an_estimate():
     assert chapters == sorted(chapters)
 
 
+@pytest.mark.parametrize("cc,skipped", [
+    ((7, 5), {"precision", "tc_tune", "tensor_cores", "shapes", "hopper"}),
+    ((8, 6), {"hopper"}),
+    ((9, 0), set()),
+    ((10, 0), {"hopper"})])     # sm_90a code runs on 9.0 alone
+def test_experiments_are_skipped_where_their_kernels_cannot_run(monkeypatch, cc, skipped):
+    runnable = kernels.runnable
+    monkeypatch.setattr(kernels, "runnable", lambda kernel, _=None: runnable(kernel, cc))
+    for tool in experiments.TOOLS:
+        monkeypatch.setitem(experiments.TOOLS, tool, lambda: None)
+    reasons = {n: experiments.skip_reason(n) for n in experiments.book_order()}
+    assert {n for n, r in reasons.items() if r} == skipped
+    assert all("compute capability" in reasons[n] for n in skipped)
+
+
 def test_the_gpu_page_lists_every_experiment_with_its_estimate():
     """book/gpu.md states each experiment's H200 estimate and the totals; they are the code's."""
     page = (ROOT / "book" / "gpu.md").read_text()
@@ -107,8 +122,8 @@ def test_the_gpu_page_lists_every_experiment_with_its_estimate():
     assert f"about {total} minutes, or about {quick} with `--quick`" in page
 
 
-def _fake_experiment(chapter, run, needs=(), min_cc=None, seconds=5, **extra):
-    return types.SimpleNamespace(CHAPTER=chapter, NEEDS=needs, MIN_CC=min_cc,
+def _fake_experiment(chapter, run, needs=(), needs_kernels=(), seconds=5, **extra):
+    return types.SimpleNamespace(CHAPTER=chapter, NEEDS=needs, NEEDS_KERNELS=needs_kernels,
                                  H200_SECONDS=seconds, run=run, **extra)
 
 
@@ -123,8 +138,10 @@ def fake_gpu(monkeypatch):
     (name -> module) the only experiments."""
     prov = {**device.provenance(), "gpu": "NVIDIA Fake GPU", "compute_capability": "7.5",
             "sm_count": 40}
+    runnable = kernels.runnable
     monkeypatch.setattr(device, "GPU", True)
     monkeypatch.setattr(device, "provenance", lambda: dict(prov))
+    monkeypatch.setattr(kernels, "runnable", lambda kernel, cc=None: runnable(kernel, (7, 5)))
     monkeypatch.setitem(experiments.TOOLS, "ncu", lambda: "needs Nsight Compute (ncu)")
 
     def install(fakes):
@@ -148,7 +165,7 @@ def test_measure_all_skips_runs_saves_as_it_goes_and_summarises(fake_gpu, tmp_pa
 
     fake_gpu({"fake_ok": _fake_experiment(0, ok_run),
               "fake_tool": _fake_experiment(1, ok_run, needs=("ncu",)),
-              "fake_cc": _fake_experiment(2, ok_run, min_cc=(8, 0)),
+              "fake_cc": _fake_experiment(2, ok_run, needs_kernels=("tc_fp16",)),
               "fake_boom": _fake_experiment(3, boom_run)})
     assert main(["measure", "all", "--out", str(tmp_path)]) == 1     # one failed
     out = capsys.readouterr().out
@@ -158,7 +175,7 @@ def test_measure_all_skips_runs_saves_as_it_goes_and_summarises(fake_gpu, tmp_pa
     assert saved["command"].startswith("python -m lab measure all")
     assert sorted(p.name for p in (tmp_path / "fake-gpu").iterdir()) == ["fake_ok.json"]
     assert re.search(r"fake_tool: skipped — needs Nsight Compute", out)
-    assert re.search(r"fake_cc: skipped — needs compute capability 8\.0.*has 7\.5", out)
+    assert re.search(r"fake_cc: skipped — tc_fp16 needs compute capability 8\.0.* is 7\.5", out)
     assert "fake_boom: FAILED" in out and "check failed before timing" in out
     assert "estimated 10 s on an H200" in out            # the two that run, 5 s each
     assert "1 written, 2 skipped, 1 failed" in out

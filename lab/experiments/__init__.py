@@ -10,8 +10,9 @@ A module also declares what it needs and what it costs, read by :func:`info`:
 * ``NEEDS`` — tools it cannot do without, names from :data:`TOOLS` (``"cupy"``, ``"ncu"``,
   ``"compute-sanitizer"``); on a machine that lacks one it is skipped, not failed (``nvcc`` and
   ``ptxas`` come with requirements.txt);
-* ``MIN_CC`` — the lowest compute capability its kernels run on (``(8, 0)``: ``mma.sync``
-  m16n8k16 and ``cp.async``), if any;
+* ``NEEDS_KERNELS`` — registered kernels it cannot do without; where one cannot run
+  (:func:`lab.kernels.runnable`: the GPU's compute capability is outside the kernel's range) the
+  experiment is skipped with that kernel's one line;
 * ``H200_SECONDS`` — an estimate of its wall time on the H200: compiles, checks and timing;
   ``H200_SECONDS_QUICK`` the same for ``run(progress, quick=True)``, when ``run`` takes
   ``quick`` (the tuning sweeps: fewer configurations, the same method).
@@ -64,7 +65,7 @@ class Experiment:
     name: str
     chapter: int
     needs: tuple[str, ...]
-    min_cc: tuple[int, int] | None
+    needs_kernels: tuple[str, ...]
     h200_seconds: float | None
     h200_seconds_quick: float | None
     quick: bool               # whether ``run`` takes ``quick``
@@ -89,19 +90,22 @@ def get(name: str) -> ModuleType:
 
 def info(name: str) -> Experiment:
     """The metadata of experiment ``name`` (see the module docstring); ValueError when the
-    module declares a tool that is not in :data:`TOOLS` or a malformed ``MIN_CC``."""
+    module declares a tool that is not in :data:`TOOLS` or a kernel that is not registered."""
+    from lab.kernels import REGISTRY
+
     module = get(name)
     needs = tuple(getattr(module, "NEEDS", ()))
     unknown = [t for t in needs if t not in TOOLS]
     if unknown:
         raise ValueError(f"experiment {name!r} needs unknown tool(s) {unknown}; "
                          f"known: {', '.join(TOOLS)}")
-    min_cc = getattr(module, "MIN_CC", None)
-    if min_cc is not None and (len(min_cc) != 2 or not all(isinstance(x, int) for x in min_cc)):
-        raise ValueError(f"experiment {name!r}: MIN_CC must be (major, minor), got {min_cc!r}")
+    kernels = tuple(getattr(module, "NEEDS_KERNELS", ()))
+    unknown = [k for k in kernels if k not in REGISTRY]
+    if unknown:
+        raise ValueError(f"experiment {name!r} needs unregistered kernel(s) {unknown}")
     seconds = getattr(module, "H200_SECONDS", None)
-    return Experiment(name, int(getattr(module, "CHAPTER", NO_CHAPTER)), needs,
-                      tuple(min_cc) if min_cc else None, seconds,
+    return Experiment(name, int(getattr(module, "CHAPTER", NO_CHAPTER)), needs, kernels,
+                      seconds,
                       getattr(module, "H200_SECONDS_QUICK", seconds),
                       "quick" in inspect.signature(module.run).parameters, module)
 
@@ -111,15 +115,16 @@ def book_order() -> list[str]:
     return sorted(names(), key=lambda n: (info(n).chapter, n))
 
 
-def skip_reason(name: str, compute_capability: str | None) -> str | None:
-    """Why experiment ``name`` cannot run here (a missing tool, too low a compute capability
-    ``"major.minor"``), or None when it can."""
+def skip_reason(name: str) -> str | None:
+    """Why experiment ``name`` cannot run on this device (a kernel it needs cannot, a tool is
+    missing), or None when it can."""
+    from lab import kernels
+
     exp = info(name)
-    if exp.min_cc and compute_capability:
-        have = tuple(int(x) for x in compute_capability.split("."))
-        if have < exp.min_cc:
-            return (f"needs compute capability {exp.min_cc[0]}.{exp.min_cc[1]} or newer; "
-                    f"this GPU has {compute_capability}")
+    for kernel in exp.needs_kernels:
+        ok, line = kernels.runnable(kernel)
+        if not ok:
+            return line
     for tool in exp.needs:
         reason = TOOLS[tool]()
         if reason:

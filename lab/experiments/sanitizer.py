@@ -64,10 +64,12 @@ def run(progress) -> dict:
     from concurrent.futures import ThreadPoolExecutor
 
     import lab
+    from lab.kernels import runnable
 
     names = list(KERNELS) + [t for t in twins.available() if twins.supports(t, *SHAPE)]
     jobs = [(k, t, SHAPE) for k in names for t in TOOLS]
-    jobs += [(k, t, s) for k in PIPELINED if k in lab.REGISTRY
+    verdicts = {k: runnable(k) for k in PIPELINED if k in lab.REGISTRY}
+    jobs += [(k, t, s) for k, (ok, _) in verdicts.items() if ok
              for s in PIPELINED_SHAPES for t in TOOLS]
     with ThreadPoolExecutor(WORKERS) as pool:
         rows = list(progress(pool.map(lambda job: check_one(*job), jobs), total=len(jobs),
@@ -75,4 +77,6 @@ def run(progress) -> dict:
     return {"rows": rows, "row_fields": ["kernel", "tool", "errors"],
             "parameters": {"shape": list(SHAPE), "pipelined_shapes": [list(s) for s in
                                                                      PIPELINED_SHAPES],
-                           "tools": list(TOOLS), "sanitizer": sanitizer_path()}}
+                           "tools": list(TOOLS), "sanitizer": sanitizer_path(),
+                           "not_runnable_here": [line for ok, line in verdicts.values()
+                                                 if not ok]}}

@@ -22,7 +22,7 @@ from lab.kernels.k08_tc_pipeline import TileConfig
 
 CHAPTER = 5
 NEEDS = ("cupy",)
-MIN_CC = (8, 0)  # mma.sync m16n8k16 and cp.async
+NEEDS_KERNELS = ("tc_fp16",)
 H200_SECONDS = 90  # estimate: 13 configurations, ≈ 2 s of compiling each
 H200_SECONDS_QUICK = 35  # estimate with quick=True: 4 configurations
 
