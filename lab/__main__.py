@@ -2,9 +2,10 @@
 
 * ``list`` — the registered kernels and the experiments (chapter, tools needed, time estimate).
 * ``check [KERNEL ...]`` — every registered kernel (or those named) against float64 on this
-  device, on fresh random inputs at shapes derived from its block tile (``bench.shapes_for``). A kernel this device cannot run (the
-  simulator and inline PTX; a GPU of too low a compute capability) is skipped with one line
-  saying why. Exit status 1 on any failure, and when nothing at all was checked.
+  device, on fresh random inputs at shapes derived from its block tile (``bench.shapes_for``).
+  A kernel this device cannot run (the simulator and inline PTX; a GPU outside the kernel's
+  compute capabilities) is skipped with one line saying why. Exit status 1 on any failure, and
+  when nothing at all was checked.
 * ``compile [KERNEL ...]`` — registers, spills, stack, shared memory, inner-loop mix (sm_90).
 * ``measure EXPERIMENT [EXPERIMENT ...] [--out DIR] [--quick]`` — GPU only. ``all`` is every
   experiment the book reads, in chapter order. Writes ``<DIR>/<gpu>/<experiment>.json`` as each
@@ -29,6 +30,7 @@ from pathlib import Path
 
 import lab
 from lab import bench, device, experiments, kernels, results
+
 
 class StageBar:
     """One tqdm bar for one task: each ``progress(iterable, desc=...)`` call the task makes is a
@@ -82,15 +84,16 @@ def _minutes(seconds: float) -> str:
 def cmd_list(_args) -> int:
     for name, spec in lab.REGISTRY.items():
         where = "GPU+simulator" if spec.simulator else "GPU only"
-        print(f"{name:<24} ch{spec.chapter}  {spec.dtype_name:<9} {where:<14} {spec.title}")
+        cc = "%d.%d" % spec.min_cc + (" only" if spec.max_cc == spec.min_cc else "+")
+        print(f"{name:<24} ch{spec.chapter}  {spec.dtype_name:<9} {where:<14} CC {cc:<9} "
+              f"{spec.title}")
     print("\nexperiments (`python -m lab measure NAME` or `all`; seconds are H200 estimates):")
     for name in experiments.book_order():
         exp = experiments.info(name)
-        needs = ", ".join(exp.needs) or "-"
-        cc = " ".join(exp.needs_kernels)
+        needs = ", ".join(exp.needs + exp.needs_kernels) or "-"
         est = f"~{exp.h200_seconds:.0f} s" if exp.h200_seconds else "no estimate"
         chapter = exp.chapter if exp.chapter != experiments.NO_CHAPTER else "?"
-        print(f"  {name:<16} ch{chapter:<3} {est:>11}  needs: {needs:<24} {cc}".rstrip())
+        print(f"  {name:<16} ch{chapter:<3} {est:>11}  needs: {needs}")
     if experiments.HISTORICAL:
         print(f"kept as measured once, not in `all`: {', '.join(experiments.HISTORICAL)}")
     return 0
