@@ -19,6 +19,7 @@ import sys
 from dataclasses import asdict
 
 from lab import bench, compiler, device, model, page, results, seeds, twins
+from lab.chapters.ch1 import example_inputs, verdict  # noqa: F401  (the notebook's run cell)
 from lab.kernels import k03_registers
 
 #: The chapter's kernels: the sweep (16 × 16 threads, BK 16) and the 128 × 128 block tile.
@@ -36,7 +37,7 @@ BANKS, BANK_BYTES = 32, 4
 
 #: Correctness checks: shapes just past a block tile (every edge path) and one round shape.
 CHECKS = (("patch1", (17, 9, 20)), ("patch2", (33, 10, 17)), ("patch4", (65, 20, 17)),
-          ("patch4", (64, 64, 32)), ("patch8", (20, 129, 17)), ("block128", (129, 20, 9)))
+          ("patch4", (64, 64, 32)), ("block128", (129, 20, 9)))
 
 #: Predictions written before the unsigned build was measured: (from, to, low, high) for the
 #: speed-up of each step of the sweep.
