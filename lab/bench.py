@@ -14,16 +14,17 @@ Every other element must lie within an error bound that follows from how the ker
 * ``u = 2⁻²⁴`` is the unit roundoff of the FP32 accumulation — for every kernel here, the
   tensor-core ones too: 16-bit inputs are exact in the reference and their products are exact in
   FP32, so only the accumulation rounds.
-* ``K·u`` is the classical worst case of a K-term dot product in any summation order (``γ_K``);
-  it is tight at small K: at K = 1 the only error is one rounded product. Past ``K = λ²`` the
-  bound grows like ``λ·√K·u`` instead, the growth of rounding errors that do not conspire
-  (Higham & Mary, 2019). ``λ = 4``: with zero-mean inputs the largest error of correct FP32
-  summation stays near ``5·u·(|A|·|B|)`` at every K (measured in NumPy on millions of dot
-  products, K = 1 … 1025), so the bound leaves a margin of three or more from K = 17 on, and
-  the ratio grows with K.
+* ``K·u`` is, to first order, the classical worst case of a K-term dot product in any summation
+  order (``γ_K = K·u / (1 − K·u)``); it is tight at small K: at K = 1 the only error is one
+  rounded product. Past ``K = λ²`` the bound grows like ``λ·√K·u`` instead, the growth of
+  rounding errors that do not conspire (Higham & Mary, 2019). ``λ = 4``: with zero-mean inputs
+  the largest error of a correct kernel stays within a few ``u·(|A|·|B|)`` whatever K — about 5
+  in NumPy over millions of FP32 dot products up to K = 1025, at most 12.5 for any kernel on the
+  H200 up to K = 4096 (docs/measurement-log.md) — so from K = 17 on the bound leaves a margin of
+  three or more, growing with K.
 * ``c = 1`` on CUDA cores (FFMA rounds to nearest). Tensor cores align the products to the
   largest exponent and truncate, an error up to about twice that of rounding per addition:
-  ``c = 4`` for them (:data:`TENSOR_CORE_FACTOR`).
+  ``c = 2`` for them (:data:`TENSOR_CORE_FACTOR`).
 * ``u_in`` is the unit of a rounding of the inputs the reference does not see (TF32 tensor
   cores: ``2⁻¹⁰``, truncation), ``u_out`` that of a narrower output (FP16: ``2⁻¹¹``); both are 0
   for our kernels. ``floor`` is an absolute term for underflow: ``K`` FP32 subnormal units plus
@@ -57,7 +58,7 @@ UNIT = 2.0 ** -24
 #: Past K = LAMBDA², the bound grows like LAMBDA·√K instead of K.
 LAMBDA = 4.0
 #: c for tensor-core accumulation (truncating alignment) relative to FP32 FFMA (c = 1).
-TENSOR_CORE_FACTOR = 4.0
+TENSOR_CORE_FACTOR = 2.0
 #: Unit of the input rounding of TF32 tensor cores (10 stored bits, possibly truncated).
 TF32_INPUT_UNIT = 2.0 ** -10
 
@@ -175,7 +176,7 @@ def random_inputs(m: int, n: int, k: int, dtype, rng: np.random.Generator | None
 
 
 def to_format(x: np.ndarray, dtype) -> np.ndarray:
-    """float32 -> the kernel's input format; bfloat16 is rounded to nearest even, stored as uint16."""
+    """float32 -> the kernel's input format (bfloat16: rounded to nearest even, as uint16 bits)."""
     if np.dtype(dtype) == np.uint16:
         bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
         rounded = bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))

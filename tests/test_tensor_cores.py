@@ -193,8 +193,8 @@ class WarpEmulation:
                 state["arrived"] = 0
                 state["round"] += 1
                 state["ready"].notify_all()
-            elif not state["ready"].wait_for(lambda: state["round"] != this_round, timeout=120):
-                raise RuntimeError(f"warp {key}: lanes missing at a warp-wide instruction")
+            else:
+                state["ready"].wait_for(lambda: state["round"] != this_round)
             return state["out"][lane]
 
     def _ldmatrix(self, count, trans, address):
