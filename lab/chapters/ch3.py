@@ -53,6 +53,7 @@ EARLIER_TWINS = (("naive", "s003_naive"), ("naive", "s004_naive"), ("tiled16", "
 
 _JOBS: list = []
 _REPORTS: dict[str, compiler.CompileReport] = {}
+_FAILED: dict[str, str] = {}
 
 
 def compile_targets() -> list[str]:
@@ -99,14 +100,18 @@ def _worker(targets: list[str]) -> None:
     """A background process: compile each target, print the reports as JSON."""
     out = {}
     for target in targets:
-        r = asdict(_compile_here(target))
+        try:
+            r = asdict(_compile_here(target))
+        except Exception as exc:  # noqa: BLE001 - reported for this target alone
+            out[target] = {"error": f"{type(exc).__name__}: {exc}"}
+            continue
         r["ptx"] = r["sass"] = ""
         out[target] = r
     print(json.dumps(out))
 
 
 def _collect() -> None:
-    """Wait for every background compile and keep its reports."""
+    """Wait for every background compile and keep its reports (and any target's failure)."""
     while _JOBS:
         targets, proc = _JOBS.pop(0)
         stdout, stderr = proc.communicate()
@@ -114,13 +119,18 @@ def _collect() -> None:
             raise RuntimeError(f"offline compile of {', '.join(targets)} failed:\n"
                                f"{stderr.strip()}")
         for target, fields in json.loads(stdout).items():
-            _REPORTS[target] = compiler.CompileReport(**fields)
+            if "error" in fields:
+                _FAILED[target] = fields["error"]
+            else:
+                _REPORTS[target] = compiler.CompileReport(**fields)
 
 
 def report(target: str) -> compiler.CompileReport:
     """The compile report of one target (see :func:`_compile_here` for the forms)."""
     if target not in _REPORTS and _JOBS:
         _collect()
+    if target in _FAILED:
+        raise RuntimeError(f"offline compile of {target} failed: {_FAILED[target]}")
     if target not in _REPORTS:
         if device.MODE == "simulator":
             start_compiler([target], workers=1)
@@ -263,6 +273,7 @@ def _optional_rows(experiment: str, **match):
 
 
 def _impl(r: dict) -> str:
+    """Who computed a results row: "numba", "twin" or "cublas" (older rows carry no ``impl``)."""
     return r.get("impl") or ("cublas" if r["kernel"].startswith("cublas") else "numba")
 
 
@@ -541,6 +552,7 @@ def sweep_figure():
 # ----------------------------------------------------------------------------- glued values
 
 def _f(x: float, digits: int = 1) -> str:
+    """A float with ``digits`` decimals, for glued values."""
     return f"{x:.{digits}f}"
 
 

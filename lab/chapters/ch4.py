@@ -165,6 +165,7 @@ def check_table():
 
 
 def _threads(name: str) -> int:
+    """Threads per block of a compiled kernel (for its occupancy)."""
     return ch3.BLOCK_THREADS if name == "block128" else config(name).threads
 
 
@@ -205,6 +206,7 @@ def source(module: str, region: str):
 # ----------------------------------------------------------------------------- measurements
 
 def _optional_rows(experiment: str, **match):
+    """The rows of an experiment the selected GPU may not have run (None then)."""
     try:
         return results.rows(experiment, **match)
     except results.ResultsMissing:
