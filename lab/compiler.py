@@ -18,7 +18,9 @@ numba, numba-cuda, llvmlite and the NVVM/ptxas/nvdisasm wheels: an edit or an up
 """
 from __future__ import annotations
 
+import base64
 import functools
+import gzip
 import hashlib
 import json
 import os
@@ -275,6 +277,111 @@ def _cache_put(kind: str, name: str, value) -> None:
         pass                            # a read-only home: no cache, same results
 
 
+# ----------------------------------------------------------------------------- committed facts
+#
+# The facts the book shows are produced once with the pinned toolchain and committed in
+# ``lab/facts/compiler.json``, keyed by a hash of the sources that generate code: every machine
+# then prints the same registers and instruction counts, whatever CUDA toolkit it has (a GPU
+# machine's own NVVM or ptxas may differ from the pinned wheels). When the sources change the
+# file is stale and facts are compiled live; ``tests/test_facts.py`` fails until the file is
+# recorded again:  LAB_FACTS=record python -m lab compile  and
+# LAB_FACTS=record python tools/run_notebook.py book/*.ipynb  (the chapters' extra names).
+
+FACTS_FILE = Path(__file__).resolve().parent / "facts" / "compiler.json"
+
+
+@functools.lru_cache(maxsize=None)
+def source_digest() -> str:
+    """Hash of every ``lab`` source that generates device code (kernels, intrinsics, twins)."""
+    root = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    files = sorted(list(root.rglob("*.py")) + list((root / "twins").glob("*.cu")))
+    for path in files:
+        rel = path.relative_to(root)
+        if rel.suffix == ".py" and (rel.parts[0] in _NOT_CODEGEN or rel.parts[0] in _HOST_ONLY):
+            continue
+        h.update(str(rel).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+#: Host-side modules that never change generated code (left out of :func:`source_digest`).
+_HOST_ONLY = {"compiler.py", "api.py", "bench.py", "model.py", "fragments.py", "device.py",
+              "facts"}
+
+
+def toolchain() -> dict:
+    """Versions of the compilers behind the facts (numba, NVVM, ptxas, nvdisasm wheels)."""
+    from importlib import metadata
+
+    out = {}
+    for dist in _TOOL_DISTS:
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = None
+    return out
+
+
+def _recording() -> bool:
+    return os.environ.get("LAB_FACTS", "").lower() == "record"
+
+
+@functools.lru_cache(maxsize=None)
+def committed_facts() -> dict:
+    """The committed facts file as stored (empty when absent)."""
+    try:
+        return json.loads(FACTS_FILE.read_text())
+    except FileNotFoundError:
+        return {}
+
+
+def stored(kind: str, name: str):
+    """A committed fact (``kind`` "report", "ptx" or "twin") for ``name``, or None when the file
+    lacks it, is stale (sources changed since it was recorded) or is being recorded again."""
+    facts = committed_facts()
+    if _recording() or facts.get("source_digest") != source_digest():
+        return None
+    value = facts.get("entries", {}).get(f"{kind}:{name}")
+    return None if value is None else _unpack(value)
+
+
+def _pack(value):
+    """A fact as stored: no PTX text (not a fact the book shows), the SASS gzip-compressed."""
+    def one(d):
+        if not isinstance(d, dict) or "sass" not in d:
+            return d
+        sass = base64.b64encode(gzip.compress(d["sass"].encode(), mtime=0)).decode()
+        return dict(d, ptx="", sass="", sass_gz=sass)
+    return [one(d) for d in value] if isinstance(value, list) else one(value)
+
+
+def _unpack(value):
+    def one(d):
+        if not isinstance(d, dict) or "sass_gz" not in d:
+            return d
+        d = dict(d)
+        d["sass"] = gzip.decompress(base64.b64decode(d.pop("sass_gz"))).decode()
+        return d
+    return [one(d) for d in value] if isinstance(value, list) else one(value)
+
+
+def record(kind: str, name: str, value) -> None:
+    """With ``LAB_FACTS=record``: add a freshly compiled fact to the committed file."""
+    if not _recording() or kind == "ptx":   # PTX stays live: the capability tests compile it
+        return
+    value = _pack(value)
+    try:
+        facts = json.loads(FACTS_FILE.read_text())
+    except FileNotFoundError:
+        facts = {}
+    if facts.get("source_digest") != source_digest() or facts.get("toolchain") != toolchain():
+        facts = {"source_digest": source_digest(), "toolchain": toolchain(), "entries": {}}
+    facts["entries"][f"{kind}:{name}"] = value
+    facts["entries"] = dict(sorted(facts["entries"].items()))
+    FACTS_FILE.parent.mkdir(parents=True, exist_ok=True)
+    FACTS_FILE.write_text(json.dumps(facts, indent=0, sort_keys=False) + "\n")
+
+
 # ----------------------------------------------------------------------------- PTX per capability
 
 def _ptx_in_process(name: str) -> dict:
@@ -325,10 +432,12 @@ def prefetch(names, kind: str = "report", jobs: int = 2) -> None:
     if kind not in ("report", "ptx"):
         raise ValueError(f"kind must be 'report' or 'ptx', got {kind!r}")
     names = list(dict.fromkeys(names))
-    missing = [n for n in names if (kind, n) not in _MEMO and _cache_get(kind, n) is None]
+    missing = [n for n in names if (kind, n) not in _MEMO and stored(kind, n) is None
+               and (_recording() or _cache_get(kind, n) is None)]
     if missing:
         for name, value in _compute(kind, missing, jobs).items():
             _cache_put(kind, name, value)
+            record(kind, name, value)
             _MEMO[(kind, name)] = value
 
 
@@ -337,10 +446,13 @@ _MEMO: dict = {}
 
 def _get(kind: str, name: str):
     if (kind, name) not in _MEMO:
-        value = _cache_get(kind, name)
+        value = stored(kind, name)
         if value is None:
-            value = _compute(kind, [name])[name]
-            _cache_put(kind, name, value)
+            value = None if _recording() else _cache_get(kind, name)
+            if value is None:
+                value = _compute(kind, [name])[name]
+                _cache_put(kind, name, value)
+            record(kind, name, value)
         _MEMO[(kind, name)] = value
     return _MEMO[(kind, name)]
 
@@ -353,13 +465,21 @@ def ptx(name: str) -> tuple[str, list[str]]:
 
 
 def assemble(ptx_text: str, arch: str) -> tuple[bool, str]:
-    """Run ``ptxas -arch=<arch>`` on ``ptx_text``: (accepted, ptxas's messages)."""
+    """Run ``ptxas -arch=<arch>`` on ``ptx_text``: (accepted, ptxas's messages). The verdict is
+    cached by the text's hash (same PTX, same ptxas: same answer)."""
+    name = f"{hashlib.sha256(ptx_text.encode()).hexdigest()}-{arch}"
+    cached = _cache_get("ptxas", name)
+    if cached is not None:
+        return bool(cached[0]), cached[1]
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "k.ptx"
         src.write_text(ptx_text)
         run = subprocess.run([tool("ptxas"), f"-arch={arch}", str(src), "-o",
                               str(Path(tmp) / "k.cubin")], capture_output=True, text=True)
-    return run.returncode == 0, (run.stderr + run.stdout).strip()
+    # the temporary path in ptxas's messages would make equal runs differ
+    verdict = (run.returncode == 0, (run.stderr + run.stdout).replace(str(src), "k.ptx").strip())
+    _cache_put("ptxas", name, list(verdict))
+    return verdict
 
 
 # ----------------------------------------------------------------------------- reports

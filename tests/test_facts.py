@@ -1,0 +1,51 @@
+"""The committed compiler facts (lab/facts/compiler.json) are current and are what the pinned
+toolchain produces, so the book prints the same registers and instruction counts everywhere."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from lab import compiler
+from lab.kernels import REGISTRY
+
+RECORD = ("LAB_FACTS=record python -m lab compile && "
+          "LAB_FACTS=record python tools/run_notebook.py book/*.ipynb")
+
+
+@pytest.fixture(scope="module")
+def facts():
+    return json.loads(compiler.FACTS_FILE.read_text())
+
+
+def test_facts_match_the_sources(facts):
+    assert facts["source_digest"] == compiler.source_digest(), (
+        "lab/facts/compiler.json was recorded from other kernel sources; record it again: "
+        + RECORD)
+
+
+def test_facts_come_from_the_pinned_toolchain(facts):
+    assert facts["toolchain"] == compiler.toolchain(), (
+        f"recorded with {facts['toolchain']}, installed {compiler.toolchain()}: " + RECORD)
+
+
+def test_every_registered_kernel_has_facts(facts):
+    missing = [n for n, s in REGISTRY.items()
+               if s.compile and f"report:{n}" not in facts["entries"]]
+    assert not missing, f"no committed facts for {missing}: " + RECORD
+
+
+def test_a_stored_report_equals_a_fresh_compile(monkeypatch):
+    """The stored facts are what compiling now gives (the cheapest kernel, compiled live)."""
+    stored = compiler.stored("report", "naive")
+    assert stored is not None
+    monkeypatch.setenv("LAB_CACHE_DIR", "off")
+    fresh = compiler._compute("report", ["naive"])["naive"]
+    keys = ("registers", "spill_stores", "stack_bytes", "shared_bytes", "instructions",
+            "mix", "loop_mix", "sass")
+    assert [{k: d[k] for k in keys} for d in stored] == [{k: d[k] for k in keys} for d in fresh]
+
+
+def test_stale_facts_are_not_used(monkeypatch):
+    monkeypatch.setattr(compiler, "source_digest", lambda: "not-the-recorded-sources")
+    assert compiler.stored("report", "naive") is None
