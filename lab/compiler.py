@@ -432,8 +432,15 @@ def prefetch(names, kind: str = "report", jobs: int = 2) -> None:
     if kind not in ("report", "ptx"):
         raise ValueError(f"kind must be 'report' or 'ptx', got {kind!r}")
     names = list(dict.fromkeys(names))
-    missing = [n for n in names if (kind, n) not in _MEMO and stored(kind, n) is None
-               and (_recording() or _cache_get(kind, n) is None)]
+    missing = []
+    for n in names:
+        if (kind, n) in _MEMO or stored(kind, n) is not None:
+            continue
+        cached = _cache_get(kind, n)      # keyed by sources and toolchain: safe to record
+        if cached is None:
+            missing.append(n)
+        else:
+            record(kind, n, cached)
     if missing:
         for name, value in _compute(kind, missing, jobs).items():
             _cache_put(kind, name, value)
@@ -448,7 +455,7 @@ def _get(kind: str, name: str):
     if (kind, name) not in _MEMO:
         value = stored(kind, name)
         if value is None:
-            value = None if _recording() else _cache_get(kind, name)
+            value = _cache_get(kind, name)
             if value is None:
                 value = _compute(kind, [name])[name]
                 _cache_put(kind, name, value)
