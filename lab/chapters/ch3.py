@@ -6,19 +6,12 @@ the register bill and the hottest loop from the compiler (:mod:`lab.compiler`, s
 pinned ``ptxas``), the selected GPU's ``patch_sweep`` results beside the signed-index build,
 the CUDA C twin of seed 004's register kernel, and seed 004's T4 numbers (:mod:`lab.seeds`).
 
-Compiler facts take about a second per kernel. :func:`start_compiler` compiles every kernel the
-chapter reads in one background process while the simulator runs the checks; :func:`report`
-waits for it (or compiles in this process on a GPU machine).
+Compiler facts come from :mod:`lab.compiler`'s committed store, so they are the same on every
+machine; :func:`report` names the function a table reads.
 """
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from dataclasses import asdict
-
-from lab import bench, compiler, device, model, page, results, seeds, twins
+from lab import bench, compiler, model, page, results, seeds, twins
 from lab.chapters.ch1 import example_inputs, verdict  # noqa: F401  (the notebook's run cell)
 from lab.kernels import k03_registers
 
@@ -51,93 +44,31 @@ EARLIER_TWINS = (("naive", "s003_naive"), ("naive", "s004_naive"), ("tiled16", "
 
 # ----------------------------------------------------------------------------- compiler facts
 
-_JOBS: list = []
-_REPORTS: dict[str, compiler.CompileReport] = {}
-_FAILED: dict[str, str] = {}
-
-
 def compile_targets() -> list[str]:
     """Everything the chapter compiles: the five kernels, their signed builds, and the twin."""
     return list(KERNELS) + list(SIGNED.values()) + [f"twin:{TWIN}"]
 
 
-def _compile_here(target: str) -> compiler.CompileReport:
-    """Compile one target in this process: a registered kernel (its first function),
-    ``name#edges`` (its second), ``module:function`` or ``twin:name``."""
-    if target.startswith("twin:"):
-        return twins.compile_report(target.split(":", 1)[1])
-    if ":" in target:
-        return compiler.report(target)[0]
-    from lab.kernels import get_spec
+def prefetch(targets=None) -> None:
+    """Make sure the compiler facts of ``targets`` (default :func:`compile_targets`) are at hand.
 
-    name, _, which = target.partition("#")
-    dispatcher, signature = get_spec(name).compile[1 if which == "edges" else 0]
-    return compiler.compile_function(getattr(dispatcher, "py_func", dispatcher), signature,
-                                     kernel=name + (" (edges)" if which else ""))
-
-
-def start_compiler(targets=None, workers: int = 2) -> None:
-    """Start compiling ``targets`` (default :func:`compile_targets`) in the background, spread
-    over ``workers`` processes.
-
-    Only under the simulator, where real numba-cuda is not loaded in this process; on a GPU or
-    in compile mode :func:`report` compiles in this process when asked.
+    They come from the committed facts (``lab/facts/compiler.json``, recorded with the pinned
+    toolchain), so every machine prints the same numbers; only when the kernel sources changed
+    since they were recorded are the kernels compiled again, two processes at a time.
     """
-    targets = [t for t in (targets or compile_targets()) if t not in _REPORTS]
-    if device.MODE != "simulator" or not targets or _JOBS:
-        return
-    env = dict(os.environ, LAB_DEVICE="compile")
-    env.pop("NUMBA_ENABLE_CUDASIM", None)
-    code = "import sys; from lab.chapters import ch3; ch3._worker(sys.argv[1:])"
-    for i in range(min(workers, len(targets))):
-        share = targets[i::workers]
-        _JOBS.append((share, subprocess.Popen([sys.executable, "-c", code, *share], env=env,
-                                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                              text=True)))
-
-
-def _worker(targets: list[str]) -> None:
-    """A background process: compile each target, print the reports as JSON."""
-    out = {}
-    for target in targets:
-        try:
-            r = asdict(_compile_here(target))
-        except Exception as exc:  # noqa: BLE001 - reported for this target alone
-            out[target] = {"error": f"{type(exc).__name__}: {exc}"}
-            continue
-        r["ptx"] = r["sass"] = ""
-        out[target] = r
-    print(json.dumps(out))
-
-
-def _collect() -> None:
-    """Wait for every background compile and keep its reports (and any target's failure)."""
-    while _JOBS:
-        targets, proc = _JOBS.pop(0)
-        stdout, stderr = proc.communicate()
-        if proc.returncode:
-            raise RuntimeError(f"offline compile of {', '.join(targets)} failed:\n"
-                               f"{stderr.strip()}")
-        for target, fields in json.loads(stdout).items():
-            if "error" in fields:
-                _FAILED[target] = fields["error"]
-            else:
-                _REPORTS[target] = compiler.CompileReport(**fields)
+    names = [t.split("#")[0] for t in (targets or compile_targets())
+             if not t.startswith("twin:")]
+    compiler.prefetch(names, jobs=2)
 
 
 def report(target: str) -> compiler.CompileReport:
-    """The compile report of one target (see :func:`_compile_here` for the forms)."""
-    if target not in _REPORTS and _JOBS:
-        _collect()
-    if target in _FAILED:
-        raise RuntimeError(f"offline compile of {target} failed: {_FAILED[target]}")
-    if target not in _REPORTS:
-        if device.MODE == "simulator":
-            start_compiler([target], workers=1)
-            _collect()
-        else:
-            _REPORTS[target] = _compile_here(target)
-    return _REPORTS[target]
+    """The compile report (sm_90) of one target: a registered kernel (its first function),
+    ``name#edges`` (its second, the bounds-checked kernel), ``module:function`` (an
+    unregistered kernel such as the signed builds) or ``twin:name`` (a CUDA C twin, nvcc)."""
+    if target.startswith("twin:"):
+        return twins.compile_report(target.split(":", 1)[1])
+    name, _, which = target.partition("#")
+    return compiler.report(name)[1 if which == "edges" else 0]
 
 
 def occupancy(registers: int, shared_bytes: int, threads: int = BLOCK_THREADS) -> dict:

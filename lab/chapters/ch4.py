@@ -1,7 +1,7 @@
 """Chapter 4, closing the gap: from chapter 3's ``block128`` to a tuned warp-tiled kernel.
 
 One function per table, figure or set of glued values: the kernels checked against float64,
-the compiler's facts for the rungs (background compile, as in :mod:`lab.chapters.ch3`), the
+the compiler's facts for the rungs (:mod:`lab.compiler`'s committed store), the
 shared-memory values a warp reads per k (a model computed from each rung's :class:`Config`),
 the selected GPU's ``fp32_ladder``, ``fp32_tune`` and ``sanitizer`` results, and the CUDA C
 reference ladder (SGEMM_CUDA) that the project's notes ran on the H200.
@@ -46,9 +46,9 @@ OURS_BESIDE_REFERENCE = ("naive", "tiled32", "patch4", "block128", "vectorized",
                          "vectorized_spread", "pipelined", "warptile", "warptile_tuned")
 
 
-def start_compiler() -> None:
-    """Compile :data:`COMPILED` in the background (under the simulator; see ch3)."""
-    ch3.start_compiler(list(COMPILED))
+def prefetch() -> None:
+    """Make sure the compiler facts of :data:`COMPILED` are at hand (see ``ch3.prefetch``)."""
+    ch3.prefetch(list(COMPILED))
 
 
 def config(name: str) -> Config:
