@@ -146,8 +146,8 @@ def bill_table():
                                         "blocks", "warps"],
                       {"spills": "spills (B)", "stack": "stack (B)", "shared": "shared (B)",
                        "blocks": "blocks/SM", "warps": "warps/SM"},
-                      source="Source: ptxas -v (sm_90, pinned wheel); occupancy from the sm_90 "
-                             "limits for 256-thread blocks.")
+                      source="Source: lab/facts/compiler.json (ptxas -v, sm_90, pinned "
+                             "wheels); occupancy from the sm_90 limits for 256-thread blocks.")
 
 
 def loop_table():
@@ -155,8 +155,8 @@ def loop_table():
     return page.table(compiler_rows(), ["kernel", "loop", "ffma", "share", "lds"],
                       {"loop": "instructions", "ffma": "FFMA", "share": "FFMA share",
                        "lds": "shared loads"},
-                      source="Source: nvdisasm of the sm_90 binary; the loop is the backward "
-                             "branch with the most FFMA.")
+                      source="Source: lab/facts/compiler.json (nvdisasm of the sm_90 binary); "
+                             "the loop is the backward branch with the most FFMA.")
 
 
 def signed_table():

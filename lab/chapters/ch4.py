@@ -190,8 +190,8 @@ def compiler_table():
                                         "lds"],
                       {"warps": "warps/SM", "shared": "shared (B)", "loop": "loop instr.",
                        "share": "FFMA share", "lds": "loop shared loads"},
-                      source="Source: ptxas -v and nvdisasm (sm_90, pinned wheels); occupancy "
-                             "from the sm_90 limits.")
+                      source="Source: lab/facts/compiler.json (ptxas -v and nvdisasm, sm_90, "
+                             "pinned wheels); occupancy from the sm_90 limits.")
 
 
 def source(module: str, region: str):
