@@ -1,8 +1,13 @@
 """Tests run under the CUDA simulator unless a GPU is present (lab.device decides)."""
 import hashlib
 import inspect
+import json
+import os
+import subprocess
+import sys
 import textwrap
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -35,6 +40,35 @@ def _pause_the_simulator_poll() -> bool:
 
 if device.SIMULATOR:
     _pause_the_simulator_poll()
+
+
+def _offline_worker(test_file: str, flag: str) -> dict:
+    """Run ``python <test_file> <flag>`` with ``LAB_DEVICE=compile`` (real numba-cuda, no GPU)
+    and return the JSON it prints last. The answer is kept in lab.compiler's disk cache, keyed
+    by the test file's text and lab's code-generating sources and toolchain, so an unchanged
+    tree compiles the test's probe kernels once."""
+    from lab import compiler
+
+    path = Path(test_file).resolve()
+    name = hashlib.sha256(path.read_bytes() + flag.encode()).hexdigest()
+    cached = compiler._cache_get("test-worker", name)
+    if cached is not None:
+        return cached
+    env = dict(os.environ, LAB_DEVICE="compile")
+    env.pop("NUMBA_ENABLE_CUDASIM", None)
+    run = subprocess.run([sys.executable, str(path), flag], capture_output=True, text=True,
+                         env=env, cwd=str(path.parents[1]))
+    if run.returncode:
+        pytest.fail(f"offline compile worker {path.name} {flag} failed:\n{run.stderr[-3000:]}")
+    value = json.loads(run.stdout.strip().splitlines()[-1])
+    compiler._cache_put("test-worker", name, value)
+    return value
+
+
+@pytest.fixture(scope="session")
+def offline_worker():
+    """``offline_worker(__file__, flag)``: the cached JSON of a test file's compile worker."""
+    return _offline_worker
 
 
 @pytest.fixture

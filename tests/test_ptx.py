@@ -12,10 +12,7 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -137,16 +134,10 @@ def _sass_facts() -> dict:
 
 
 @pytest.fixture(scope="module")
-def sass_facts():
+def sass_facts(offline_worker):
     if device.MODE in ("gpu", "compile"):
         return _sass_facts()
-    env = dict(os.environ, LAB_DEVICE="compile")
-    env.pop("NUMBA_ENABLE_CUDASIM", None)
-    run = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--sass"],
-                         capture_output=True, text=True, env=env,
-                         cwd=str(Path(__file__).resolve().parents[1]))
-    assert run.returncode == 0, run.stderr[-3000:]
-    return json.loads(run.stdout.strip().splitlines()[-1])
+    return offline_worker(__file__, "--sass")
 
 
 # ----------------------------------------------------------------------------- offline
