@@ -183,6 +183,7 @@ def type_of(field: str) -> Kind | None:
 # ----------------------------------------------------------------------------- validation
 
 def path_for(experiment: str, gpu: str = REFERENCE_GPU, root: Path | None = None) -> Path:
+    """Where the results of ``experiment`` on ``gpu`` live: ``<root>/<gpu>/<experiment>.json``."""
     return (root or RESULTS_DIR) / gpu / f"{experiment}.json"
 
 
@@ -258,7 +259,7 @@ def _check_derived(rows: list, source: str) -> None:
                       f"TFLOP/s, but the cuBLAS row(s) of that shape say {rows_named}")
 
 
-def validate(data, source: str = "<results>") -> dict:
+def validate(data: object, source: str = "<results>") -> dict:
     """Check ``data`` against the schema (module docstring); return it, or raise ResultsError
     naming the source, the field (``rows[3].tflops``) and what is wrong with it."""
     if not isinstance(data, dict):
@@ -399,4 +400,5 @@ def source_line(experiment: str, gpu: str = REFERENCE_GPU) -> str:
 
 
 def available(gpu: str = REFERENCE_GPU) -> list[str]:
+    """The experiments with a results file for ``gpu`` in the store (names, sorted)."""
     return sorted(p.stem for p in (RESULTS_DIR / gpu).glob("*.json"))
