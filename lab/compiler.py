@@ -335,6 +335,15 @@ def committed_facts() -> dict:
         return {}
 
 
+def facts_toolchain() -> dict:
+    """The toolchain behind the facts the book prints: the committed file's when it is current,
+    else this machine's (facts are then compiled live)."""
+    facts = committed_facts()
+    if not _recording() and facts.get("source_digest") == source_digest():
+        return dict(facts["toolchain"])
+    return toolchain()
+
+
 def stored(kind: str, name: str):
     """A committed fact (``kind`` "report", "ptx" or "twin") for ``name``, or None when the file
     lacks it, is stale (sources changed since it was recorded) or is being recorded again."""

@@ -492,7 +492,7 @@ def compile_values(reports: dict) -> dict:
     fp16, naive = rows["tc_fp16"], rows["tc_naive_fp16"]
     rep = reports["tc_fp16"]
     ops = sorted(set(re.findall(r"\b(?:HMMA|LDSM|LDGSTS)\.[\w.]+", rep.sass)))
-    target = next(ln for ln in rep.ptx.splitlines() if ln.startswith(".target"))
+    target = next(ln for ln in rep.sass.splitlines() if ln.strip().startswith(".target"))
     return {"fp16_regs": str(fp16["registers"]), "fp16_warps": str(fp16["warps"]),
             "fp16_hmma_share": f"{fp16['share']:.0%}", "fp16_spills": str(fp16["spills"]),
             "naive_loop_loads": str(naive["loads"]), "naive_loop_hmma": str(naive["hmma"]),
@@ -501,11 +501,10 @@ def compile_values(reports: dict) -> dict:
 
 
 def ptxas_version() -> str:
-    """The release of the ``ptxas`` that :mod:`lab.compiler` runs (e.g. ``"13.5"``)."""
-    out = subprocess.run([compiler.tool("ptxas"), "--version"], capture_output=True,
-                         text=True).stdout
-    m = re.search(r"release (\d+\.\d+)", out)
-    return m.group(1) if m else "?"
+    """The release of the ``ptxas`` behind the compiler facts the chapter prints (e.g. ``"13.5"``):
+    the pinned wheel that recorded ``lab/facts/compiler.json``."""
+    version = compiler.facts_toolchain().get("nvidia-cuda-nvcc") or "?"
+    return ".".join(version.split(".")[:2])
 
 
 def wgmma_probe() -> list[str]:
