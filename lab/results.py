@@ -326,8 +326,32 @@ def parse(text: str, source: str) -> dict:
         raise ResultsError(f"{source}: not valid results JSON ({exc})") from None
 
 
-def load(experiment: str, gpu: str = REFERENCE_GPU, root: Path | None = None) -> dict:
-    """Read and validate one results file (ResultsMissing if it does not exist)."""
+def selected_gpu() -> str:
+    """The GPU whose results the chapters show: ``LAB_GPU`` (a results folder name such as
+    ``h200`` or ``rtx-4090``), else the reference H200."""
+    return os.environ.get("LAB_GPU", "").strip() or REFERENCE_GPU
+
+
+def resolve(experiment: str, gpu: str | None = None, root: Path | None = None) -> tuple[str, str]:
+    """``(gpu it is read from, note)`` for one experiment.
+
+    ``gpu=None`` means the selected GPU (:func:`selected_gpu`). When that GPU has no file for the
+    experiment, the reference H200's file stands in and the note says so (it is printed under
+    every table that cites the file); an explicit ``gpu`` never falls back.
+    """
+    if gpu is not None:
+        return gpu, ""
+    chosen = selected_gpu()
+    if chosen != REFERENCE_GPU and not path_for(experiment, chosen, root).exists():
+        return REFERENCE_GPU, (f"No {experiment} results for {chosen}: the H200 reference "
+                               "stands in.")
+    return chosen, ""
+
+
+def load(experiment: str, gpu: str | None = None, root: Path | None = None) -> dict:
+    """Read and validate one results file (ResultsMissing if it does not exist) — the selected
+    GPU's unless ``gpu`` names one, falling back to the H200's as :func:`resolve` says."""
+    gpu, _ = resolve(experiment, gpu, root)
     return load_path(path_for(experiment, gpu, root))
 
 
@@ -380,14 +404,15 @@ def _jsonable(x):
     raise TypeError(f"cannot store {type(x).__name__} in a results file")
 
 
-def rows(experiment: str, gpu: str = REFERENCE_GPU, **match) -> list[dict]:
+def rows(experiment: str, gpu: str | None = None, **match) -> list[dict]:
     """The rows of a results file whose fields equal ``match``."""
     data = load(experiment, gpu)
     return [r for r in data["rows"] if all(r.get(k) == v for k, v in match.items())]
 
 
-def source_line(experiment: str, gpu: str = REFERENCE_GPU) -> str:
-    """The citation printed under a table: file, GPU, date."""
+def source_line(experiment: str, gpu: str | None = None) -> str:
+    """The citation printed under a table: file, GPU, date (and the fallback note, if any)."""
+    gpu, note = resolve(experiment, gpu)
     data = load(experiment, gpu)
     p = data["provenance"]
     path = path_for(experiment, gpu)
@@ -395,10 +420,11 @@ def source_line(experiment: str, gpu: str = REFERENCE_GPU) -> str:
         rel = path.relative_to(Path(__file__).resolve().parent.parent)
     except ValueError:
         rel = path
-    return (f"Source: {rel} — {p['gpu']}, driver {p['driver']}, numba-cuda {p['numba_cuda']}, "
+    line = (f"Source: {rel} — {p['gpu']}, driver {p['driver']}, numba-cuda {p['numba_cuda']}, "
             f"measured {p['date'][:10]}.")
+    return f"{line} {note}" if note else line
 
 
-def available(gpu: str = REFERENCE_GPU) -> list[str]:
-    """The experiments with a results file for ``gpu`` in the store (names, sorted)."""
-    return sorted(p.stem for p in (RESULTS_DIR / gpu).glob("*.json"))
+def available(gpu: str | None = None) -> list[str]:
+    """The experiments with a results file for ``gpu`` (default: the selected GPU)."""
+    return sorted(p.stem for p in (RESULTS_DIR / (gpu or selected_gpu())).glob("*.json"))
