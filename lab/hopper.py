@@ -141,15 +141,7 @@ else:
     from numba.cuda.extending import intrinsic
 
     from lab.ptx import global_address, shared_address  # noqa: F401  (re-exported)
-
-    _I32 = ir.IntType(32)
-    _I64 = ir.IntType(64)
-    _F32 = ir.FloatType()
-
-    def _asm(builder, ret, args, text, constraints, side_effect=True):
-        fnty = ir.FunctionType(ret, [a.type for a in args])
-        return builder.call(ir.InlineAsm(fnty, text, constraints, side_effect=side_effect),
-                            args)
+    from lab.ptx import _F32, _I32, _I64, _asm  # the inline-asm call helper and LLVM types
 
     def _u32(context, builder, ty, value):
         return context.cast(builder, value, ty, types.uint32)
