@@ -1,0 +1,97 @@
+"""The exercises' worked solutions (lab.solutions): every function runs, and the facts each
+solution's text states hold — kernels under the simulator at tiny shapes, models, results."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import lab
+from lab import model, solutions
+
+
+def test_every_chapter_glues_its_solutions():
+    for chapter in range(7):
+        vals = solutions.values(chapter)
+        assert vals and all(k.startswith(f"ex{chapter:02d}_") for k in vals)
+        assert all(isinstance(v, str) and v for v in vals.values())
+
+
+def test_nonsquare_seed003_with_the_real_kernels():
+    m, n, k = solutions.NONSQUARE_SIM
+    assert all(d % 16 for d in (m, n, k))                     # every guard fires
+    out = solutions.ex02_5(kernels=("tiled8", "tiled16"))
+    assert out["ok"] and out["rel_frobenius"] < 1e-6
+    assert (out["grid_x"], out["grid_y"], out["k_steps"]) == (64, 32, 48)
+    assert out["ragged"] is False and out["sim_padded"] == 7
+
+
+def test_patch2_is_the_factory_kernel_and_correct_on_odd_shapes():
+    from lab.kernels import REGISTRY
+    assert REGISTRY["patch2"].tile[:2] == (32, 32)
+    out = solutions.ex03_5(shapes=((17, 33, 25), (5, 3, 41)))
+    assert out["ok"] and out["accumulators"] == 4 and out["reads_per_fma"] == 1.0
+    assert 1.0 < out["vs_patch1"] < 2.0                        # "much less than 2x"
+
+
+def test_tile_sweep_numbers():
+    out = solutions.ex02_6()
+    assert out["best"] == 32
+    assert out["tflops_8"] < out["tflops_16"] < out["tflops_32"]
+    assert [out[f"model_{t}"] for t in (8, 16, 32)] == [2.0, 4.0, 8.0]
+    assert out["gain_8_32"] < out["model_gain_8_32"]
+
+
+def test_profiling_answer():
+    out = solutions.ex02_7()
+    assert 0.95 < out["dram_ratio"] < 1.05 and out["model_ratio"] > 15
+    assert out["l2_ratio_32"] > out["l2_ratio_16"] > 1
+
+
+def test_tile64_limits():
+    out = solutions.ex02_2()
+    assert out["threads"] > out["max_threads"] and out["blocks_by_smem"] == 6
+
+
+def test_split_k_matches_the_product():
+    rng = np.random.default_rng(1)
+    A = rng.uniform(-1, 1, (9, 37)).astype(np.float32)
+    B = rng.uniform(-1, 1, (37, 7)).astype(np.float32)
+    C = solutions.split_k_matmul(A, B, 3, kernel="tiled8")
+    ref = A.astype(np.float64) @ B
+    assert np.linalg.norm(C - ref) / np.linalg.norm(ref) < 1e-5
+    out = solutions.ex06_3()
+    assert out["tiles"] == 16 and out["fills"] == 16 and out["extra_mb_1"] == 0
+
+
+def test_model_answers():
+    assert solutions.ex00_1()["latency_hidden"]
+    assert solutions.ex00_2()["share"] < solutions.ex00_2()["share_now"]
+    r = solutions.ex00_3()
+    assert abs(model.tile_intensity(r["tile"], r["tile"], 2) - r["ridge"]) < 1e-6
+    s = solutions.ex01_1()
+    assert (s["naive_32"], s["swapped_32"], s["naive_16"], s["swapped_16"]) == (5, 33, 4, 17)
+    assert solutions.ex01_4()["ratio"] == pytest.approx(2.0, rel=1e-3)
+    assert solutions.ex03_1()["spills"]
+    assert solutions.ex03_2()["reads_8x4"] == solutions.ex03_2()["reads_4x8"]
+    assert solutions.ex03_3()["share"] < 0.5
+    assert solutions.ex04_3()["share"] < solutions.ex04_3()["share_now"]
+    a = solutions.ex04_4()
+    assert (a["aligned_4096"], a["aligned_4097"], a["aligned_4098"]) == (1.0, 0.25, 0.5)
+
+
+def test_swizzle_and_ldmatrix_answers():
+    w = solutions.ex05_2()
+    assert (w["ldmatrix_plain"], w["ldmatrix_swz"], w["cpasync_plain"]) == (8, 1, 1)
+    f = solutions.ex05_4()
+    assert f["k_major_trans"] and f["n_major_plain"]
+    assert not f["k_major_plain"] and not f["n_major_trans"]
+
+
+def test_precision_answer():
+    p = solutions.ex05_3()
+    assert p["fp16_inputs_finite"] and p["fp16_out16_inf"] > 0.5 and p["bf16_finite"]
+
+
+def test_alignment_cliff():
+    out = solutions.ex06_2()
+    assert out["cliff"] == 8 and out["slow_max"] < out["fast_min"]
