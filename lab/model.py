@@ -150,3 +150,117 @@ def split_k_extra_bytes(m: int, n: int, splits: int, acc_bytes: int = 4) -> floa
     """Traffic split-K adds: each of ``splits`` partial M×N results written and read back
     once by the reduction (2·splits·M·N·acc_bytes); 0 without a split."""
     return 0.0 if splits <= 1 else 2.0 * splits * m * n * acc_bytes
+
+
+# ----------------------------------------------------------------------------- chapter 8
+# One model for the whole ladder: seed 001's bytes per k-slice of a block, three roofs (HBM,
+# shared memory, arithmetic), and the block-by-block counters of its 16 × 16 × 16 animation.
+
+#: Datasheet figures (NVIDIA's A100 SXM4 40 GB, H100 SXM5 and H200 SXM pages; dense, boost
+#: clock): FP32 and BF16 tensor roofs (TFLOP/s), HBM bandwidth (GB/s), SMs, maximum SM clock
+#: (MHz). Shared memory moves ``SMEM_BYTES_PER_CLOCK`` bytes per SM per clock on all three.
+DATASHEET = {
+    "A100": {"fp32_tflops": 19.5, "tensor_tflops": 312.0, "hbm_gbps": 1555.0, "sms": 108,
+             "clock_mhz": 1410},
+    "H100": {"fp32_tflops": 67.0, "tensor_tflops": 989.0, "hbm_gbps": 3350.0, "sms": 132,
+             "clock_mhz": 1980},
+    "H200": {"fp32_tflops": 67.0, "tensor_tflops": 989.0, "hbm_gbps": 4800.0, "sms": 132,
+             "clock_mhz": 1980},
+}
+#: 32 banks × 4 bytes: what one SM's shared memory delivers per clock (sm_80, sm_90).
+SMEM_BYTES_PER_CLOCK = 128
+
+#: Seed 001's four kernels on a square GEMM: block tile (BM, BN), thread (or warp) patch
+#: (TM, TN), element bytes, whether the tiles are staged in shared memory, and which roof the
+#: arithmetic runs against. The seed names no patch for its tensor-core kernel; we take the
+#: 64 × 64 warp tile of chapter 5's ``tc_bf16`` (four warps on a 128 × 128 block).
+LADDER_001 = {
+    "naive": {"bm": 1, "bn": 1, "tm": 1, "tn": 1, "e": 4, "staged": False, "alu": "fp32"},
+    "shared": {"bm": 32, "bn": 32, "tm": 1, "tn": 1, "e": 4, "staged": True, "alu": "fp32"},
+    "register": {"bm": 128, "bn": 128, "tm": 8, "tn": 8, "e": 4, "staged": True,
+                 "alu": "fp32"},
+    "tensor": {"bm": 128, "bn": 128, "tm": 64, "tn": 64, "e": 2, "staged": True,
+               "alu": "tensor"},
+}
+
+
+def slice_traffic(bm: int, bn: int, bk: int, tm: int = 1, tn: int = 1, e: int = 4,
+                  staged: bool = True) -> dict:
+    """Bytes one block moves for one k-slice of depth ``bk``, counted as seed 001 counts them.
+
+    Staged: the block loads its A slice (BM·BK) and B slice (BK·BN) from global memory once,
+    stores them in shared memory, and each of its BM·BN / (TM·TN) threads reads TM + TN values
+    per k back from shared memory. Not staged (the naive kernel): every multiply-add reads its
+    two operands from global memory. Returns ``global`` and ``shared`` bytes.
+    """
+    if not staged:
+        return {"global": float(e * bm * bn * 2 * bk), "shared": 0.0}
+    tile = e * (bm * bk + bk * bn)
+    reads = e * bk * (bm * bn // (tm * tn)) * (tm + tn)
+    return {"global": float(tile), "shared": float(tile + reads)}
+
+
+def gemm_traffic(m: int, n: int, k: int, bm: int, bn: int, tm: int = 1, tn: int = 1,
+                 e: int = 4, staged: bool = True, out_bytes: int = 4) -> dict:
+    """Whole-GEMM bytes: :func:`slice_traffic` over every block and every k (BK cancels, so
+    one k at a time is summed), plus one store of C (``out_bytes`` per output) in ``global``.
+    Assumes M, N divisible by the block tile, and no reuse between blocks (no L2)."""
+    blocks = (m // bm) * (n // bn)
+    per_k = slice_traffic(bm, bn, 1, tm, tn, e, staged)
+    return {"global": blocks * k * per_k["global"] + out_bytes * m * n,
+            "shared": blocks * k * per_k["shared"]}
+
+
+def shared_bandwidth(machine: dict) -> float:
+    """Shared-memory bandwidth of a machine in bytes/s: SMs × 128 B × the SM clock."""
+    return machine["sms"] * SMEM_BYTES_PER_CLOCK * machine["clock_mhz"] * 1e6
+
+
+def rung_model(kind: str, machine: dict, n: int = 4096) -> dict:
+    """Seed 001's model of one of its four kernels (:data:`LADDER_001`) on an n³ GEMM.
+
+    Three times, each a roof: global bytes over HBM bandwidth (no reuse in L2), shared bytes
+    over shared-memory bandwidth, FLOPs over the FP32 or tensor roof. The kernel takes the
+    longest of the three, and that roof is its bound. ``flop_per_byte`` counts the store of C
+    with the loads (0.25, 7.97, 31.5, 62.1 at 4096³), as the seed does.
+    """
+    cfg = LADDER_001[kind]
+    t = gemm_traffic(n, n, n, cfg["bm"], cfg["bn"], cfg["tm"], cfg["tn"], cfg["e"],
+                     cfg["staged"])
+    f = flops(n, n, n)
+    peak = machine["tensor_tflops" if cfg["alu"] == "tensor" else "fp32_tflops"] * 1e12
+    times = {"HBM": t["global"] / (machine["hbm_gbps"] * 1e9),
+             "shared memory": t["shared"] / shared_bandwidth(machine) if t["shared"] else 0.0,
+             ("tensor cores" if cfg["alu"] == "tensor" else "FP32 ALUs"): f / peak}
+    bound = max(times, key=times.get)
+    return {"kernel": kind, "flop_per_byte": f / t["global"], "global_bytes": t["global"],
+            "shared_bytes": t["shared"], "times_s": times, "bound": bound,
+            "seconds": times[bound], "tflops": f / times[bound] / 1e12}
+
+
+def step_counters(size: int = 16, block: int = 8, bk: int = 4, patch: int = 1) -> list[dict]:
+    """The animation's counters: an ``size``³ product worked one ``block`` × ``block`` tile of C
+    at a time (row-major order of tiles), k in slices of ``bk``; element counts after each step.
+
+    For each step: the tile and slice, and the running totals of global loads for the naive
+    kernel (two per multiply-add) and for the tiled kernel (its A and B slices), shared-memory
+    stores and loads of the tiled kernel (``patch`` × ``patch`` outputs per thread: 2·patch
+    loads per k per thread), and multiply-adds.
+    """
+    tiles = size // block
+    rows, naive_g = [], 0
+    tiled_g = tiled_ss = tiled_sl = fmas = 0
+    for bi in range(tiles):
+        for bj in range(tiles):
+            for s in range(size // bk):
+                step_fma = block * block * bk
+                naive_g += 2 * step_fma
+                tiled_g += 2 * block * bk
+                tiled_ss += 2 * block * bk
+                tiled_sl += bk * (block * block // (patch * patch)) * 2 * patch
+                fmas += step_fma
+                rows.append({"step": len(rows) + 1, "tile": (bi, bj), "slice": s,
+                             "naive_global": naive_g, "tiled_global": tiled_g,
+                             "tiled_shared_stores": tiled_ss, "tiled_shared_loads": tiled_sl,
+                             "fma": fmas})
+    return rows

@@ -217,3 +217,22 @@ SGEMM_CUDA_H200 = [
 #: Its best rung in TFLOP/s, and the cuBLAS FP32 (TF32 off) of the same notes, 4096³.
 SGEMM_CUDA_H200_BEST_TFLOPS = 36.3
 SGEMM_CUDA_H200_SOURCE = "reference notes h200-2026-11-30 (siboehm/SGEMM_CUDA, nvcc)"
+
+
+# ----------------------------------------------------------------------------- chapter 8
+# Seed 001's table "the four kernels on a 4096³ GEMM (model)": FLOP per byte from L2, the
+# roof it names for the A100, and its modelled times on an A100 and an H100 (ms). Its other
+# model numbers: the tensor ridge of the A100 (FLOP/byte) and the tensor kernel's rate there.
+LADDER_MODEL_001 = [
+    {"kernel": "naive", "title": "Naive", "flop_per_byte": 0.25, "bound_a100": "HBM",
+     "a100_ms": 354.0, "h100_ms": 164.0},
+    {"kernel": "shared", "title": "Shared-memory tiles (32²)", "flop_per_byte": 7.97,
+     "bound_a100": "shared memory", "a100_ms": 29.1, "h100_ms": 16.9},
+    {"kernel": "register", "title": "Register blocking (128², 8²)", "flop_per_byte": 31.5,
+     "bound_a100": "FP32 ALUs", "a100_ms": 7.05, "h100_ms": 2.18},
+    {"kernel": "tensor", "title": "Tensor cores (BF16, 128²)", "flop_per_byte": 62.1,
+     "bound_a100": "HBM", "a100_ms": 1.42, "h100_ms": 0.661},
+]
+TENSOR_RIDGE_A100_001 = 201
+TENSOR_TFLOPS_A100_001 = 96.5
+LADDER_MODEL_001_SOURCE = "seed 001 (model; A100 and H100)"
