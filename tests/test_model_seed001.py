@@ -131,3 +131,5 @@ def test_animation_is_light():
     out = ch8.animation()._repr_mimebundle_()
     assert out["text/plain"].startswith("[animation: 17 frames")
     assert len(out["text/html"]) < 600_000 and "<script" in out["text/html"]
+    assert "http://" not in out["text/html"] and "https://" not in out["text/html"]
+    assert 'class="fa' not in out["text/html"]

@@ -558,7 +558,24 @@ def step_figure(step: int = 6):
     return fig
 
 
-def animation(dpi: int = 64):
+#: The player's button icons (matplotlib asks a web font for them) as plain characters.
+_ICONS = {"fa-minus": "−", "fa-fast-backward": "«", "fa-step-backward": "|◀",
+          "fa-play fa-flip-horizontal": "◀", "fa-pause": "❚❚", "fa-play": "▶",
+          "fa-step-forward": "▶|", "fa-fast-forward": "»", "fa-plus": "+"}
+
+
+def _offline_player(html: str) -> str:
+    """matplotlib's player without its one outside request: the icon font's stylesheet link
+    is dropped and each icon becomes a character, so the page needs no network."""
+    import re
+
+    html = re.sub(r'<link rel="stylesheet"\s*href="https?://[^"]*font-awesome[^"]*">', "", html)
+    for name, char in _ICONS.items():
+        html = html.replace(f'<i class="fa {name}"></i>', char)
+    return html
+
+
+def animation(dpi: int = 72):
     """Seed 001's animation in our drawing: the SIZE³ product step by step (one frame before
     the first step, one per step), as an interactive player (HTML, frames embedded as PNG).
     The plain-text form names the frames and the size of the HTML."""
@@ -569,7 +586,7 @@ def animation(dpi: int = 64):
     fig = plt.figure(figsize=(8.6, 2.5), dpi=dpi)
     anim = FuncAnimation(fig, lambda i: _draw_step(fig, i, steps), frames=len(steps) + 1,
                          interval=700, repeat=False)
-    html = anim.to_jshtml(fps=1.5, default_mode="once")
+    html = _offline_player(anim.to_jshtml(fps=1.5, default_mode="once"))
     plt.close(fig)
     return page._Output({"text/html": html,
                          "text/plain": f"[animation: {len(steps) + 1} frames, "
