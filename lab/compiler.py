@@ -28,6 +28,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -375,20 +376,31 @@ def _unpack(value):
 
 
 def record(kind: str, name: str, value) -> None:
-    """With ``LAB_FACTS=record``: add a freshly compiled fact to the committed file."""
+    """With ``LAB_FACTS=record``: add a freshly compiled fact to the committed file (safe from
+    several threads and processes at once: a lock file, and an atomic replace)."""
     if not _recording() or kind == "ptx":   # PTX stays live: the capability tests compile it
         return
+    import fcntl
+
     value = _pack(value)
-    try:
-        facts = json.loads(FACTS_FILE.read_text())
-    except FileNotFoundError:
-        facts = {}
-    if facts.get("source_digest") != source_digest() or facts.get("toolchain") != toolchain():
-        facts = {"source_digest": source_digest(), "toolchain": toolchain(), "entries": {}}
-    facts["entries"][f"{kind}:{name}"] = value
-    facts["entries"] = dict(sorted(facts["entries"].items()))
     FACTS_FILE.parent.mkdir(parents=True, exist_ok=True)
-    FACTS_FILE.write_text(json.dumps(facts, indent=0, sort_keys=False) + "\n")
+    with _RECORD_LOCK, open(FACTS_FILE.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            facts = json.loads(FACTS_FILE.read_text())
+        except FileNotFoundError:
+            facts = {}
+        if (facts.get("source_digest") != source_digest()
+                or facts.get("toolchain") != toolchain()):
+            facts = {"source_digest": source_digest(), "toolchain": toolchain(), "entries": {}}
+        facts["entries"][f"{kind}:{name}"] = value
+        facts["entries"] = dict(sorted(facts["entries"].items()))
+        tmp = FACTS_FILE.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(facts, indent=0) + "\n")
+        tmp.replace(FACTS_FILE)
+
+
+_RECORD_LOCK = threading.Lock()
 
 
 # ----------------------------------------------------------------------------- PTX per capability
