@@ -49,9 +49,36 @@ def test_sweep_configs_are_valid_and_fit():
         assert c.shared_bytes <= 48 * 1024 and 64 <= c.threads <= 512
 
 
+def _v4_kernel():
+    """A kernel that moves row 2 of a 4x4 float32 array to row 1 with one 16-byte load and
+    store, and writes -1 to the last element through shared memory."""
+    from numba import cuda, float32
+
+    from lab.vector import ld_global_v4, st_global_v4, st_shared_f32
+
+    @cuda.jit
+    def move(x):
+        s = cuda.shared.array((4, 4), dtype=float32)
+        a, b, c, d = ld_global_v4(x, 8)
+        st_global_v4(x, 4, a, b, c, d)
+        st_shared_f32(s, 15, float32(-1.0))
+        cuda.syncthreads()
+        x[3, 3] = s[3, 3]
+    return move
+
+
 def test_vector_fallbacks_move_four_floats():
+    """Under the simulator the 16-byte intrinsics are plain Python; on a GPU, real PTX."""
+    from lab import device
     from lab.vector import ld_global_v4, st_global_v4, st_shared_f32
     x = np.arange(16, dtype=np.float32).reshape(4, 4)
+    if device.GPU:
+        from numba import cuda
+        d_x = cuda.to_device(x)
+        _v4_kernel()[1, 1](d_x)
+        y = d_x.copy_to_host()
+        assert list(y[1]) == [8, 9, 10, 11] and y[3, 3] == -1
+        return
     assert ld_global_v4(x, 8) == (8, 9, 10, 11)
     st_global_v4(x, 4, 1, 2, 3, 4)
     assert list(x[1]) == [1, 2, 3, 4]
