@@ -204,9 +204,11 @@ LADDER_T4 = [
 
 
 # ------------------------------------------------------------- chapter 4: reference, not a seed
-# The project's reference notes (../shared/reference/h200-2026-11-30.md) ran a public CUDA C
-# teaching ladder, siboehm/SGEMM_CUDA (nvcc), on this same H200 at 4096³. Numbers are % of the
-# cuBLAS FP32 it was timed beside; its double-buffering rungs failed or fell back (not listed).
+# A public CUDA C teaching ladder, siboehm/SGEMM_CUDA (commit 60cba6f9), built with nvcc 13.0
+# (-O3 -arch=sm_90) and run with its own timer (`./sgemm K`) on the same H200 (driver
+# 580.159.04) on 2026-11-30, at 4096³. Not measured by this project's code, so quoted like a
+# seed's numbers: % of the cuBLAS FP32 it timed beside itself; its double-buffering rungs failed
+# their own check or fell back, and are not listed.
 
 #: (rung, % of cuBLAS FP32) at 4096³, H200, in the ladder's order.
 SGEMM_CUDA_H200 = [
@@ -216,7 +218,8 @@ SGEMM_CUDA_H200 = [
 ]
 #: Its best rung in TFLOP/s, and the cuBLAS FP32 (TF32 off) of the same notes, 4096³.
 SGEMM_CUDA_H200_BEST_TFLOPS = 36.3
-SGEMM_CUDA_H200_SOURCE = "reference notes h200-2026-11-30 (siboehm/SGEMM_CUDA, nvcc)"
+SGEMM_CUDA_H200_SOURCE = ("siboehm/SGEMM_CUDA 60cba6f9, nvcc 13.0 -O3 -arch=sm_90, its own timer, "
+                          "H200, 2026-11-30")
 
 
 # ----------------------------------------------------------------------------- chapter 8
