@@ -5,7 +5,7 @@ would see broken.
 
 The book is served from 127.0.0.1; every request to any other host is blocked and counted.
 A page fails on: raw TeX left in its text after MathJax ran, any request that leaves the book,
-a table or image wider than the content column (horizontal scrolling at 1280 px), an image that
+a table, image or displayed formula wider than the content column (horizontal scrolling at 1280 px), an image that
 did not load, or a console error. One full-page screenshot per page is saved for review.
 """
 from __future__ import annotations
@@ -29,7 +29,7 @@ MEASURE = """() => {
   const article = document.querySelector('article.bd-article') || document.querySelector('main');
   const box = article.getBoundingClientRect();
   const out = {wide: [], broken: [], tex: ''};
-  for (const el of article.querySelectorAll('table, img')) {
+  for (const el of article.querySelectorAll('table, img, mjx-container[display="true"] > mjx-math')) {
     const r = el.getBoundingClientRect();
     if (r.width === 0) continue;
     if (r.right > box.right + 2 || r.width > box.width + 2) {
