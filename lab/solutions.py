@@ -593,6 +593,118 @@ def ex06_4(k: int = 4096, n: int = 4096) -> dict:
     return out
 
 
+# ----------------------------------------------------------------------------- chapter 7
+
+def ex07_1(rung: str = "wgmma_2wg", stage: int = 2, wg: int = 1, ks: int = 3) -> dict:
+    """The A and B descriptors one consumer warpgroup of ``rung`` builds for k-step ``ks`` of
+    ``stage`` (dynamic shared memory taken to start at address 0), the fields they decode to,
+    and a check with the NumPy twins that they read what TMA wrote there."""
+    from lab import hopper
+    from lab.kernels import k09_hopper as k9
+
+    cfg = k9.RUNG_CONFIGS[rung]
+    base = stage * cfg.stage_bytes
+    b_box = k9.BK * k9.ROW
+    a_addr = base + wg * cfg.wg_rows * k9.ROW + 32 * ks        # mi = 0: the first 64 rows
+    b_addr = base + cfg.a_bytes + ks * 16 * k9.ROW
+    da, db = hopper.desc_value(a_addr, 16, 1024), hopper.desc_value(b_addr, b_box, 1024)
+    fa, fb = hopper.desc_fields(da), hopper.desc_fields(db)
+    # What the descriptors address, against where TMA put each element (offsets in the stage).
+    a_off, b_off = a_addr - base, b_addr - base                  # offsets inside the stage
+    r, kk = np.meshgrid(np.arange(64), np.arange(16), indexing="ij")
+    a_ok = np.array_equal(hopper.swizzle_128b(a_off + hopper.k_major_offset(r, kk)),
+                          hopper.swizzle_128b(hopper.tma_box_offset(wg * cfg.wg_rows + r,
+                                                                    16 * ks + kk)))
+    kk, nn = np.meshgrid(np.arange(16), np.arange(cfg.bn), indexing="ij")
+    b_ok = np.array_equal(
+        hopper.swizzle_128b(b_off + hopper.mn_major_offset(nn, kk, b_box)),
+        hopper.swizzle_128b(cfg.a_bytes + hopper.tma_box_offset(16 * ks + kk, nn % 64)
+                            + (nn // 64) * b_box))
+    return {"rung": rung, "stage": stage, "wg": wg, "ks": ks, "stage_bytes": cfg.stage_bytes,
+            "a_address": a_addr, "b_address": b_addr, "a_desc": hex(da), "b_desc": hex(db),
+            "a_field": (da & 0x3FFF), "b_field": (db & 0x3FFF), "a_lbo": fa["lbo"],
+            "a_sbo": fa["sbo"], "b_lbo": fb["lbo"], "b_sbo": fb["sbo"], "swizzle": fb["swizzle"],
+            "a_step": 32, "b_step": 16 * k9.ROW, "reads_what_tma_wrote": bool(a_ok and b_ok)}
+
+
+def ex07_2() -> dict:
+    """Shared memory per stage and the deepest ring that fits in 227 KB, per tile shape of the
+    rungs (the kernel's own check: stages × stage bytes + 1 KB for barriers and alignment)."""
+    from dataclasses import replace
+
+    from lab.kernels import k09_hopper as k9
+
+    out = {"max_kb": k9.MAX_SHARED // 1024, "reserve": 1024}
+    for name, cfg in (("128x128", k9.RUNG_CONFIGS["wgmma_tma"]),
+                      ("128x256", k9.RUNG_CONFIGS["wgmma_ws"])):
+        deepest = (k9.MAX_SHARED - out["reserve"]) // cfg.stage_bytes
+        try:                                   # one stage more than fits: the check refuses it
+            replace(cfg, stages=deepest + 1).validate()
+            refused = False
+        except ValueError:
+            refused = True
+        replace(cfg, stages=min(deepest, 8)).validate()
+        out.update({f"stage_kb_{name}": cfg.stage_bytes // 1024, f"max_stages_{name}": deepest,
+                    f"used_kb_{name}": cfg.shared_bytes // 1024, f"stages_{name}": cfg.stages,
+                    f"refused_{name}": refused})
+    out["pingpong_stages"] = k9.RUNG_CONFIGS["wgmma_pingpong"].stages
+    out["pingpong_kb"] = k9.RUNG_CONFIGS["wgmma_pingpong"].shared_bytes // 1024
+    return out
+
+
+def ex07_3(kind: str = "fp16") -> dict:
+    """Each rung's gain over the one before at 4096³ and 8192³ (committed H200 run), and the
+    slices per tile that set how much persistence can hide."""
+    from lab.kernels import k09_hopper as k9
+
+    data = results.load("hopper")
+    ladder = ["tc", *k9.RUNG_CONFIGS]
+    out = {}
+    for size in data["parameters"]["sizes"]:
+        t = [_row(data, kernel=f"{k}_{kind}", m=size)["tflops"] for k in ladder]
+        gains = {ladder[i]: t[i] / t[i - 1] for i in range(1, len(ladder))}
+        best = max(gains, key=gains.get)
+        out[f"best_{size}"] = best
+        out[f"best_gain_{size}"] = gains[best]
+        for name, g in gains.items():
+            out[f"gain_{name}_{size}"] = g
+        cfg = k9.RUNG_CONFIGS["wgmma_persistent"]
+        out[f"slices_{size}"] = size // k9.BK
+        out[f"tiles_{size}"] = model.tile_grid(size, size, cfg.bm, cfg.bn)
+        out[f"tiles_per_sm_{size}"] = out[f"tiles_{size}"] / data["provenance"]["sm_count"]
+    out["same_best"] = len({out[f"best_{s}"] for s in data["parameters"]["sizes"]}) == 1
+    return out
+
+
+def ex07_4(rung: str = "wgmma_ws", consumers_alt: int = 3) -> dict:
+    """setmaxnreg's budget: registers per thread at entry with one block of ``threads`` per SM,
+    the most a consumer can take once the producer drops to 40 (multiples of 8), and what
+    remains beside its accumulators; the same for ``consumers_alt`` consumer warpgroups."""
+    from lab import compiler
+    from lab.kernels import k09_hopper as k9
+
+    regs_sm = model.SM90_LIMITS["registers"]
+    cfg = k9.RUNG_CONFIGS[rung]
+    producer = 40
+
+    def budget(consumers: int) -> dict:
+        threads = 128 * (consumers + 1)
+        entry = regs_sm // threads // 8 * 8
+        top = (regs_sm - 128 * producer) // (128 * consumers) // 8 * 8
+        return {"threads": threads, "entry": entry, "max_consumer": min(top, 256)}
+
+    b, alt = budget(cfg.consumers), budget(consumers_alt)
+    acc = cfg.mt * cfg.bn // 2
+    return {"threads": b["threads"], "entry": b["entry"],
+            "ptxas": compiler.report(f"{rung}_fp16")[0].registers, "producer": producer,
+            "max_consumer": b["max_consumer"], "chosen": cfg.regs,
+            "used": 128 * producer + 128 * cfg.consumers * cfg.regs, "file": regs_sm,
+            "accumulators": acc, "left": cfg.regs - acc,
+            "alt_consumers": consumers_alt, "alt_threads": alt["threads"],
+            "alt_entry": alt["entry"], "alt_max": alt["max_consumer"],
+            "alt_left": alt["max_consumer"] - acc}
+
+
 # ----------------------------------------------------------------------------- the page
 
 #: Keys whose values are shares, printed as percentages.

@@ -10,7 +10,7 @@ from lab import model, solutions
 
 
 def test_every_chapter_glues_its_solutions():
-    for chapter in range(7):
+    for chapter in range(8):
         vals = solutions.values(chapter)
         assert vals and all(k.startswith(f"ex{chapter:02d}_") for k in vals)
         assert all(isinstance(v, str) and v for v in vals.values())
@@ -95,3 +95,46 @@ def test_precision_answer():
 def test_alignment_cliff():
     out = solutions.ex06_2()
     assert out["cliff"] == 8 and out["slow_max"] < out["fast_min"]
+
+
+def test_hopper_descriptor_answer():
+    from lab import hopper
+    out = solutions.ex07_1()
+    assert out["reads_what_tma_wrote"]
+    assert (out["a_sbo"], out["b_lbo"], out["b_sbo"], out["swizzle"]) == (1024, 8192, 1024, 1)
+    assert hopper.desc_fields(int(out["a_desc"], 16))["address"] == out["a_address"]
+    assert out["b_address"] - out["a_address"] > out["ks"] * out["a_step"]
+    # The twins' comparison can fail: an A start 16 bytes (not 32) per k-step reads other data.
+    r, kk = np.meshgrid(np.arange(64), np.arange(16), indexing="ij")
+    assert not np.array_equal(hopper.swizzle_128b(16 * 3 + hopper.k_major_offset(r, kk)),
+                              hopper.swizzle_128b(hopper.tma_box_offset(r, 16 * 3 + kk)))
+    assert np.array_equal(hopper.swizzle_128b(32 * 3 + hopper.k_major_offset(r, kk)),
+                          hopper.swizzle_128b(hopper.tma_box_offset(r, 16 * 3 + kk)))
+
+
+def test_hopper_stage_and_register_budgets():
+    from lab.kernels import k09_hopper as k9
+    s = solutions.ex07_2()
+    assert s["refused_128x128"] and s["refused_128x256"]
+    assert s["max_stages_128x256"] == k9.RUNG_CONFIGS["wgmma_ws"].stages
+    assert k9.RUNG_CONFIGS["wgmma_pingpong"].stages <= s["max_stages_128x128"]
+    r = solutions.ex07_4()
+    assert r["entry"] == r["ptxas"] and r["max_consumer"] == r["chosen"]
+    assert r["used"] <= r["file"] < r["used"] + 128 * 2 * 8     # 8 more each would not fit
+    assert r["alt_left"] < r["left"]
+
+
+def test_hopper_ladder_answer():
+    out = solutions.ex07_3()
+    assert out["same_best"] and out["best_4096"] == "wgmma_2wg"
+    assert out["gain_wgmma_persistent_4096"] > 1 > out["gain_wgmma_persistent_8192"]
+    assert out["slices_8192"] == 2 * out["slices_4096"]
+
+
+def test_ch3_twin_table_has_every_measured_twin():
+    from lab import results, twins
+    from lab.chapters import ch3
+    measured = {r["kernel"] for exp in ("naive_tiled", "patch_sweep") for r in results.rows(exp)
+                if r.get("impl") == "twin" and "median_ms" in r}
+    shown = {(r["ours"], r["twin"]) for r in ch3.twin_rows()}
+    assert measured and {(twins.TWINS[t].twin_of, t) for t in measured} == shown
