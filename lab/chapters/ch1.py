@@ -512,9 +512,9 @@ def ncu_table(kernels=("naive", "naive_swapped", "naive_literal")):
 
 # ----------------------------------------------------------------------------- this GPU
 
-def measure_here():
-    """On a GPU: time both mappings at 1024³ (a few seconds) and return them beside the H200
-    reference. Without a GPU: print one line, return None."""
+def measure_here(kernels=MAPPINGS, *, tflops: bool = False):
+    """On a GPU: time ``kernels`` at 1024³ (a few seconds) and return them beside the H200
+    reference (with TFLOP/s if ``tflops``). Without a GPU: print one line, return None."""
     if not device.GPU:
         print("No GPU in this run: nothing measured here.")
         return None
@@ -522,12 +522,13 @@ def measure_here():
            ["rows"] if r["part"] == "size"}
     here = gpu_label(device.provenance()["gpu"] or "this GPU")
     rows = []
-    for kernel in MAPPINGS:
+    for kernel in kernels:
         live = bench.time_kernel(kernel, 1024, 1024, 1024, repeats=10)
-        rows.append({"kernel": kernel, "here": live["median_ms"],
+        rows.append({"kernel": kernel, "here": live["median_ms"], "tflops": live["tflops"],
                      "ref": ref[(kernel, 1024)]["median_ms"]})
-    return page.table(rows, ["kernel", "here", "ref"],
-                      {"here": f"{here}, now (ms)", "ref": "H200 reference (ms)"},
+    columns = ["kernel", "here", "tflops", "ref"] if tflops else ["kernel", "here", "ref"]
+    return page.table(rows, columns, {"here": f"{here}, now (ms)", "tflops": "TFLOP/s",
+                                      "ref": "H200 reference (ms)"},
                       title="1024³, median of 10 calls")
 
 

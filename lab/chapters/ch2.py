@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import functools
 
-from lab import bench, compiler, device, model, page, plots, results, roofline, seeds, twins
+from lab import bench, compiler, model, page, plots, results, roofline, seeds, twins
 from lab.chapters import ch1
-from lab.chapters.ch0 import gpu_label
 from lab.kernels import k01_naive, k02_tiled
 
 #: Tile sizes of the chapter's kernels (``tiled8``, ``tiled16``, ``tiled32``).
@@ -440,20 +439,7 @@ def ceiling_table():
 def measure_here():
     """On a GPU: time the naive kernel and the three tile sizes at 1024³ (a few seconds) beside
     the H200 reference. Without a GPU: print one line, return None."""
-    if not device.GPU:
-        print("No GPU in this run: nothing measured here.")
-        return None
-    ref = {(r["kernel"], r["n"]): r for r in results.load("naive_tiled", results.REFERENCE_GPU)
-           ["rows"] if r["part"] == "size"}
-    here = gpu_label(device.provenance()["gpu"] or "this GPU")
-    rows = []
-    for kernel in ("naive", *KERNELS):
-        live = bench.time_kernel(kernel, 1024, 1024, 1024, repeats=10)
-        rows.append({"kernel": kernel, "here": live["median_ms"], "tflops": live["tflops"],
-                     "ref": ref[(kernel, 1024)]["median_ms"]})
-    return page.table(rows, ["kernel", "here", "tflops", "ref"],
-                      {"here": f"{here}, now (ms)", "tflops": "TFLOP/s",
-                       "ref": "H200 reference (ms)"}, title="1024³, median of 10 calls")
+    return ch1.measure_here(("naive", *KERNELS), tflops=True)
 
 
 # ----------------------------------------------------------------------------- glued values
