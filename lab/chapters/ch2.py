@@ -682,23 +682,19 @@ def bank_runs() -> dict:
             "padded_check": bench.compare(C_pad, A, B).passed}
 
 
-def _counted(launch, A, B, tries: int = 5):
-    """:func:`lab.chapters.ch8.count_accesses` until a run in which every thread worked on the
-    same two shared arrays, ``shared0`` and ``shared1`` (the A and B tiles). At 1024 threads
-    a block's first threads can race to create a shared array and one thread keep a private
-    copy; such a run is recognised (a third array, or a thread without one of the two) and
-    repeated. Raises RuntimeError when no run in ``tries`` is whole."""
+def _counted(launch, A, B):
+    """:func:`lab.chapters.ch8.count_accesses`, checked to be whole: every thread worked on the
+    same two shared arrays, ``shared0`` and ``shared1`` (the A and B tiles); RuntimeError if not."""
     from lab.chapters import ch8
 
-    for _ in range(tries):
-        C, events = ch8.count_accesses(launch, A, B)
-        arrays: dict = {}
-        for space, _op, array, _idx, blk, thr, _bar in events:
-            if space == "shared":
-                arrays.setdefault((blk, thr), set()).add(array)
-        if {frozenset(a) for a in arrays.values()} == {frozenset({"shared0", "shared1"})}:
-            return C, events
-    raise RuntimeError(f"no counted run with one pair of shared tiles in {tries} tries")
+    C, events = ch8.count_accesses(launch, A, B)
+    arrays: dict = {}
+    for space, _op, array, _idx, blk, thr, _bar in events:
+        if space == "shared":
+            arrays.setdefault((blk, thr), set()).add(array)
+    if {frozenset(a) for a in arrays.values()} != {frozenset({"shared0", "shared1"})}:
+        raise RuntimeError("a counted run did not share one pair of tiles among its threads")
+    return C, events
 
 
 def _bank_runs_in_simulator() -> dict:

@@ -211,19 +211,22 @@ def _counting(recorder: _Recorder):
             recorder.record("shared", "store", self.lab_name, idx)
             np.ndarray.__setitem__(self, idx, val)
 
+    made = threading.Lock()
+
     def shared_array(self, shape, dtype, alignment=None):
         # One array per line of the kernel that asks for it, as the simulator does.
         frame = sys._getframe(1)
         where = (frame.f_code.co_filename, frame.f_lineno)
-        found = recorder.shared_names.get(where)
-        if found is None:
-            from numba.np import numpy_support
-            from numba.core import types
-            if isinstance(dtype, types.Type):
-                dtype = numpy_support.as_dtype(dtype)
-            found = np.zeros(shape, dtype).view(CountedShared)
-            found.lab_name = f"shared{len(recorder.shared_names)}"
-            recorder.shared_names[where] = found
+        with made:  # threads of one block ask at once: exactly one of them creates the array
+            found = recorder.shared_names.get(where)
+            if found is None:
+                from numba.core import types
+                from numba.np import numpy_support
+                if isinstance(dtype, types.Type):
+                    dtype = numpy_support.as_dtype(dtype)
+                found = np.zeros(shape, dtype).view(CountedShared)
+                found.lab_name = f"shared{len(recorder.shared_names)}"
+                recorder.shared_names[where] = found
         return found
 
     def syncthreads(self):
