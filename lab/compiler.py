@@ -18,9 +18,7 @@ numba, numba-cuda, llvmlite and the NVVM/ptxas/nvdisasm wheels: an edit or an up
 """
 from __future__ import annotations
 
-import base64
 import functools
-import gzip
 import hashlib
 import json
 import os
@@ -351,27 +349,24 @@ def stored(kind: str, name: str):
     facts = committed_facts()
     if _recording() or facts.get("source_digest") != source_digest():
         return None
-    value = facts.get("entries", {}).get(f"{kind}:{name}")
-    return None if value is None else _unpack(value)
+    return facts.get("entries", {}).get(f"{kind}:{name}")
+
+
+_KEEP_SASS = re.compile(r"^\s*(?:/\*[0-9a-f]{4,}\*/|\.L_x_\d+:|\.target\b)")
+
+
+def compact_sass(sass: str) -> str:
+    """The SASS lines the facts are read from: the target, branch labels and instructions with
+    their addresses (no section directives or mangled symbol names), whitespace collapsed."""
+    return "\n".join(" ".join(ln.split()) for ln in sass.splitlines() if _KEEP_SASS.match(ln))
 
 
 def _pack(value):
-    """A fact as stored: no PTX text (not a fact the book shows), the SASS gzip-compressed."""
+    """A fact as stored: no PTX text (not a fact the book shows), the SASS compacted."""
     def one(d):
         if not isinstance(d, dict) or "sass" not in d:
             return d
-        sass = base64.b64encode(gzip.compress(d["sass"].encode(), mtime=0)).decode()
-        return dict(d, ptx="", sass="", sass_gz=sass)
-    return [one(d) for d in value] if isinstance(value, list) else one(value)
-
-
-def _unpack(value):
-    def one(d):
-        if not isinstance(d, dict) or "sass_gz" not in d:
-            return d
-        d = dict(d)
-        d["sass"] = gzip.decompress(base64.b64decode(d.pop("sass_gz"))).decode()
-        return d
+        return dict(d, ptx="", sass=compact_sass(d["sass"]))
     return [one(d) for d in value] if isinstance(value, list) else one(value)
 
 
