@@ -321,6 +321,18 @@ def toolchain() -> dict:
     return out
 
 
+def pinned_toolchain() -> dict:
+    """The versions requirements.txt pins for the compilers behind the facts (``None`` where it
+    pins none): what the committed facts must have been recorded with."""
+    pins = dict.fromkeys(_TOOL_DISTS)
+    path = Path(__file__).resolve().parent.parent / "requirements.txt"
+    for line in path.read_text().splitlines():
+        m = re.match(r"\s*([A-Za-z0-9_.-]+)(?:\[[^]]*\])?\s*==\s*([^\s;#]+)", line)
+        if m and m.group(1).lower() in pins:
+            pins[m.group(1).lower()] = m.group(2)
+    return pins
+
+
 def _recording() -> bool:
     return os.environ.get("LAB_FACTS", "").lower() == "record"
 
