@@ -301,6 +301,31 @@ def ex02_7() -> dict:
             "occ_tiled32": occ["tiled32"]}
 
 
+def ex02_8(size: int = 4096) -> dict:
+    """Warp shuffles instead of the A tile: the compiled loops (committed facts) and the two
+    kernels timed side by side on the H200 (the ``shuffle`` experiment)."""
+    from lab import compiler
+
+    loops = {n: compiler.report(n)[0].loop_mix for n in ("tiled32", "tiled32_shuffle")}
+    lds = {n: {op: c for op, c in loop.items() if op.startswith("LDS")}
+           for n, loop in loops.items()}
+    data = results.load("shuffle")
+    plain = _row(data, kernel="tiled32", m=size)
+    shfl = _row(data, kernel="tiled32_shuffle", m=size)
+    return {"size": size,
+            "lds_plain": sum(lds["tiled32"].values()),
+            "lds128_plain": lds["tiled32"].get("LDS.128", 0),
+            "lds_shfl": sum(lds["tiled32_shuffle"].values()),
+            "shfl": loops["tiled32_shuffle"].get("SHFL", 0),
+            "ffma": loops["tiled32"].get("FFMA", 0),
+            "loop_plain": sum(loops["tiled32"].values()),
+            "loop_shfl": sum(loops["tiled32_shuffle"].values()),
+            "smem_kb_plain": compiler.report("tiled32")[0].shared_bytes / 1024,
+            "smem_kb_shfl": compiler.report("tiled32_shuffle")[0].shared_bytes / 1024,
+            "tflops_plain": plain["tflops"], "tflops_shfl": shfl["tflops"],
+            "shfl_over_plain": shfl["median_ms"] / plain["median_ms"]}
+
+
 # ----------------------------------------------------------------------------- chapter 3
 
 def ex03_1(patch: int = 16, n: int = 4096) -> dict:

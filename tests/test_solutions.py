@@ -138,3 +138,14 @@ def test_ch3_twin_table_has_every_measured_twin():
                 if r.get("impl") == "twin" and "median_ms" in r}
     shown = {(r["ours"], r["twin"]) for r in ch3.twin_rows()}
     assert measured and {(twins.TWINS[t].twin_of, t) for t in measured} == shown
+
+
+def test_shuffles_trade_vector_shared_loads_for_one_instruction_per_value():
+    """Exercise 2.8's compiled-loop claims: the A tile's 16-byte broadcast loads become one SHFL
+    per value, the B loads stay, and the kernel holds half the shared memory."""
+    out = solutions.ex02_8()
+    assert out["lds128_plain"] > 0 and out["shfl"] == out["ffma"] == 32
+    assert out["lds_shfl"] == out["lds_plain"] - out["lds128_plain"]
+    assert out["shfl"] > out["lds128_plain"] and out["loop_shfl"] > out["loop_plain"]
+    assert out["smem_kb_shfl"] == out["smem_kb_plain"] / 2
+    assert out["shfl_over_plain"] > 0

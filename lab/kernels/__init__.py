@@ -126,7 +126,7 @@ def runnable(kernel: str | KernelSpec, cc: tuple[int, int] | None = None) -> tup
     saying why not (or where it runs).
 
     Without ``cc`` the answer is for this process's device: under the simulator, kernels built
-    on inline PTX cannot run; in compile-only mode nothing runs; on a GPU its compute capability
+    on inline PTX or warp shuffles cannot run; in compile-only mode nothing runs; on a GPU its compute capability
     is compared with the kernel's ``min_cc`` (and ``max_cc``). The line names the capability,
     e.g. ``tc_fp16 needs compute capability 8.0 (mma.sync m16n8k16, …); this GPU is 7.5``.
     """
@@ -135,8 +135,8 @@ def runnable(kernel: str | KernelSpec, cc: tuple[int, int] | None = None) -> tup
         if device.SIMULATOR:
             if spec.simulator:
                 return True, f"{spec.name} runs in the CUDA simulator"
-            return False, (f"{spec.name} needs a GPU: it is built on inline PTX ({spec.needs}) "
-                           "that the CUDA simulator cannot run")
+            return False, (f"{spec.name} needs a GPU: the CUDA simulator cannot run "
+                           f"{spec.needs}")
         cc = current_cc()
         if cc is None:
             return False, f"{spec.name} cannot run: no GPU (device mode {device.MODE!r})"

@@ -93,6 +93,47 @@ def make_launch(tile: int):
     return launch
 
 
+# region: shuffle_kernel
+@cuda.jit
+def tiled32_shuffle_kernel(A, B, C):
+    """``tiled32`` without the A tile: a warp is one row of the 32 × 32 block, so the row's 32
+    values of A for this k-step sit one per lane, in registers, and reach the other lanes by
+    warp shuffle."""
+    b_tile = cuda.shared.array((32, 32), float32)
+    m = uint32(C.shape[0])
+    n = uint32(C.shape[1])
+    k_total = uint32(A.shape[1])
+    tx = uint32(cuda.threadIdx.x)                # the lane: the warp is row ty of the block
+    ty = uint32(cuda.threadIdx.y)
+    row = uint32(cuda.blockIdx.y) * uint32(32) + ty
+    col = uint32(cuda.blockIdx.x) * uint32(32) + tx
+    acc = float32(0.0)
+    k0 = uint32(0)
+    while k0 < k_total:
+        a_col = k0 + tx
+        a_value = float32(0.0)                   # stays in this lane's register
+        if row < m and a_col < k_total:
+            a_value = A[row, a_col]
+        b_row = k0 + ty
+        b_value = float32(0.0)
+        if b_row < k_total and col < n:
+            b_value = B[b_row, col]
+        b_tile[ty, tx] = b_value
+        cuda.syncthreads()
+        for i in range(uint32(32)):              # lane i's value of A, sent to the whole warp
+            acc += cuda.shfl_sync(0xFFFFFFFF, a_value, i) * b_tile[i, tx]
+        cuda.syncthreads()
+        k0 += uint32(32)
+    if row < m and col < n:
+        C[row, col] = acc
+# endregion: shuffle_kernel
+
+
+def launch_tiled32_shuffle(A, B, C) -> None:
+    m, n = C.shape
+    tiled32_shuffle_kernel[((n + 31) // 32, (m + 31) // 32), (32, 32)](A, B, C)
+
+
 SPECS = [
     KernelSpec(f"tiled{tile}", f"shared-memory tiles {tile}×{tile}, zero-padded edges",
                np.float32, make_launch(tile), chapter=2,
@@ -100,4 +141,10 @@ SPECS = [
                edges="zero-padded tiles in shared memory; guarded store",
                tile=(tile, tile, tile))
     for tile in TILES
+] + [
+    KernelSpec("tiled32_shuffle", "tiled32 with A passed by warp shuffle instead of shared memory",
+               np.float32, launch_tiled32_shuffle, chapter=2, simulator=False,
+               compile=((tiled32_shuffle_kernel, SIGNATURE),),
+               edges="zero-padded A values and B tile; guarded store", tile=(32, 32, 32),
+               needs="warp shuffles (shfl.sync)"),
 ]
