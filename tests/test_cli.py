@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import lab
-from lab import device, experiments, kernels, notebooks, results
+from lab import device, experiments, kernels, notebooks, results, tables
 from lab.__main__ import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -109,17 +109,22 @@ def test_experiments_are_skipped_where_their_kernels_cannot_run(monkeypatch, cc,
 
 
 def test_the_gpu_page_lists_every_experiment_with_its_estimate():
-    """book/gpu.md states each experiment's H200 estimate and the totals; they are the code's."""
-    page = (ROOT / "book" / "gpu.md").read_text()
-    row = re.compile(r"^\| `(\w+)` \|.*\| (\d+) s \|$", re.M)
-    stated = {name: int(seconds) for name, seconds in row.findall(page)}
-    order = experiments.book_order()
-    assert list(stated) == order
-    for name in order:
-        assert stated[name] == experiments.info(name).h200_seconds, name
-    total, quick = (round(sum(experiments.info(n).estimate(q) for n in order) / 60)
-                    for q in (False, True))
-    assert f"about {total} minutes, or about {quick} with `--quick`" in page
+    """The GPU page's experiment table is built from the code: every experiment in the order
+    `measure all` runs them, with its module's estimate and the committed run's wall time."""
+    from lab.chapters import gpu
+
+    rows = gpu.rows()
+    assert [r["experiment"] for r in rows] == experiments.book_order()
+    for r in rows:
+        exp = experiments.info(r["experiment"])
+        assert r["estimate_s"] == exp.h200_seconds and r["measures"], r
+        if r["measured_s"] is not None:
+            data = results.load(r["experiment"], gpu=results.REFERENCE_GPU)
+            assert r["measured_s"] == data["provenance"]["wall_seconds"]
+    text = repr(gpu.table())
+    assert all(f"{r['experiment']} " in text for r in rows)
+    total = sum(r["estimate_s"] for r in rows) / 60
+    assert gpu.totals()["total_min"] == tables.fmt(total, 2)
 
 
 def _fake_experiment(chapter, run, needs=(), needs_kernels=(), seconds=5, **extra):

@@ -18,6 +18,8 @@ import sys
 
 from lab import twins
 
+SUMMARY = ("memcheck and racecheck on the chapter 1–2 kernels and their twins, the pipelined "
+           "FP32 and the tensor-core kernels, at odd and round shapes")
 CHAPTER = 2
 NEEDS = ("compute-sanitizer",)
 H200_SECONDS = 150  # estimate: 48 child processes, 8 at a time
