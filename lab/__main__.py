@@ -114,7 +114,7 @@ def cmd_check(args) -> int:
         shapes = bench.shapes_for(spec, gpu=device.GPU)
         bad = 0
         for m, n, k in shapes:
-            verdict = bench.check(spec.name, m, n, k)
+            verdict = kernels.check_kernel(spec.name, m, n, k)
             bad += not verdict.passed
             if not verdict.passed or args.verbose:
                 print(verdict.line())

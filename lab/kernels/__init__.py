@@ -37,7 +37,10 @@ class KernelSpec:
     ``(BM, BN, BK)``: the rows and columns of C one block owns and the k-step it walks.
     ``min_cc`` is the oldest compute capability the kernel runs on, ``needs`` what sets it
     (instructions, or the toolkit); ``max_cc`` is set only for code built for one architecture
-    (``sm_90a`` features run on compute capability 9.0 alone).
+    (``sm_90a`` features run on compute capability 9.0 alone). ``check`` is set only for a
+    kernel that computes more than its ``launch`` shows (a fused epilogue):
+    ``check(m, n, k, seed=None) -> lab.bench.CheckResult`` checks all of it against its own
+    float64 reference; :func:`check_kernel` picks it over the plain product check.
     """
     name: str
     title: str
@@ -52,6 +55,7 @@ class KernelSpec:
     min_cc: tuple[int, int] = TOOLKIT_MIN_CC
     max_cc: tuple[int, int] | None = None
     needs: str = TOOLKIT_NEEDS
+    check: Callable | None = field(default=None, repr=False)
 
     def __post_init__(self):
         if not self.dtype_name:
@@ -73,7 +77,8 @@ class KernelSpec:
 
 #: Rung modules in ladder order.
 RUNGS = ("k01_naive", "k02_tiled", "k03_registers", "k04_vectorized", "k05_pipelined",
-         "k06_warptile", "k07_tensor_core", "k08_tc_pipeline", "k09_hopper")
+         "k06_warptile", "k07_tensor_core", "k08_tc_pipeline", "k09_hopper", "k10_epilogue",
+         "k11_splitk")
 
 
 def _collect() -> dict[str, KernelSpec]:
@@ -101,6 +106,18 @@ def get_spec(name: str) -> KernelSpec:
     except KeyError:
         raise ValueError(f"unknown kernel {name!r}; registered kernels: "
                          f"{', '.join(REGISTRY)}") from None
+
+
+def check_kernel(name: str, m: int, n: int, k: int, *, seed: int | None = None):
+    """Check registered kernel ``name`` once at M×N×K: its own check where it has one
+    (``spec.check``: a fused epilogue against the float64 reference of the whole epilogue),
+    else :func:`lab.bench.check` (the product against float64)."""
+    spec = get_spec(name)
+    if spec.check is not None:
+        return spec.check(m, n, k, seed=seed)
+    from lab import bench
+
+    return bench.check(name, m, n, k, seed=seed)
 
 
 class KernelUnavailable(RuntimeError):

@@ -114,8 +114,18 @@ class Config:
                 f"{self.threads} threads, {self.stages} buffer(s)")
 
 
-def make_gemm(cfg: Config, EDGES: bool = False):
-    """One kernel (a new dispatcher) for one configuration; ``EDGES`` adds bounds checks."""
+def make_gemm(cfg: Config, EDGES: bool = False, tail=None):
+    """One kernel (a new dispatcher) for one configuration; ``EDGES`` adds bounds checks.
+
+    ``tail`` (default None: the plain kernel ``gemm(A, B, C)``) changes what happens around the
+    main loop without touching it: an object with device functions ``store(C, row, col, v,
+    split, X)`` and ``store4(C, row, col, v0, v1, v2, v3, split, X)`` that write finished
+    elements (a fused epilogue, :mod:`lab.kernels.k10_epilogue`; a partial sum,
+    :mod:`lab.kernels.k11_splitk`), or None to store plainly, and ``k_range(k_total, split, X)
+    -> (k_lo, k_hi)``, the slice of K this block walks (None: all of it). The kernel then takes
+    a fourth argument ``X``, a tuple passed through to those functions, and ``split`` is
+    ``blockIdx.z``.
+    """
     cfg.validate()
     BM, BN, BK, WM, WN, LM = cfg.BM, cfg.BN, cfg.BK, cfg.WM, cfg.WN, cfg.LM
     LN, TM, TN, NT = cfg.LN, cfg.TM, cfg.TN, cfg.threads
@@ -141,6 +151,12 @@ def make_gemm(cfg: Config, EDGES: bool = False):
     # such option and needs none)
     bounded = cfg.min_blocks and not device.SIMULATOR
     jit = cuda.jit(launch_bounds=(NT, cfg.min_blocks)) if bounded else cuda.jit
+    TAIL = tail is not None
+    STORE = TAIL and tail.store is not None
+    SPLIT = TAIL and tail.k_range is not None
+    store = tail.store if STORE else None
+    store4 = tail.store4 if STORE else None
+    k_range = tail.k_range if SPLIT else None
 
     # region: k_loop
     @cuda.jit(device=True, inline="always")
@@ -215,8 +231,8 @@ def make_gemm(cfg: Config, EDGES: bool = False):
             st_shared_v4(Bs, b_buf + sb[l], pb[l * 4 + 0], pb[l * 4 + 1], pb[l * 4 + 2],
                          pb[l * 4 + 3])
 
-    @jit
-    def gemm(A, B, C):
+    @cuda.jit(device=True, inline="always")
+    def gemm_body(A, B, C, X):
         As = cuda.shared.array(A_SHARED, float32)   # two buffers of As[k][m] (transposed)
         Bs = cuda.shared.array(B_SHARED, float32)   # two buffers of Bs[k][n]
         acc = cuda.local.array((TM, TN), float32)
@@ -235,7 +251,13 @@ def make_gemm(cfg: Config, EDGES: bool = False):
 
         m = int32(C.shape[0])
         n = int32(C.shape[1])
-        k_total = int32(A.shape[1])
+        k_total = int32(A.shape[1])      # the row length of A
+        split = int32(0)
+        k_lo = int32(0)
+        k_hi = k_total
+        if SPLIT:
+            split = int32(cuda.blockIdx.z)
+            k_lo, k_hi = k_range(k_total, split, X)
         tid = int32(cuda.threadIdx.x)
         warp = int32(tid // int32(32))
         lane = int32(tid % int32(32))
@@ -259,22 +281,24 @@ def make_gemm(cfg: Config, EDGES: bool = False):
             r = int32(w // int32(KQ))
             q = int32((w % int32(KQ)) * int32(4))
             ra[l] = int32(bm + r)
-            qa[l] = q
-            ga[l] = int32((bm + r) * k_total + q)
+            qa[l] = int32(q + k_lo)
+            ga[l] = int32((bm + r) * k_total + q + k_lo)
             sa[l] = int32(q * int32(AP) + r)
         for l in range(int32(LB)):
             w = int32(tid + l * int32(NT))
             r = int32(w // int32(NQ))
             q = int32((w % int32(NQ)) * int32(4))
-            rb[l] = r
+            rb[l] = int32(r + k_lo)
             qb[l] = int32(bn + q)
-            gb[l] = int32(r * n + bn + q)
+            gb[l] = int32((r + k_lo) * n + bn + q)
             sb[l] = int32(r * int32(BN) + q)
         for i in range(int32(TM)):
             for j in range(int32(TN)):
                 acc[i, j] = float32(0.0)
 
-        n_tiles = int32((k_total + int32(BK - 1)) // int32(BK))
+        # from here on k_total is where this block's k-range ends (all of K without a split)
+        k_total = k_hi
+        n_tiles = int32((k_hi - k_lo + int32(BK - 1)) // int32(BK))
         load_tile(A, B, int32(0), ga, gb, ra, qa, rb, qb, pa, pb, m, n, k_total)
         store_tile(As, Bs, int32(0), int32(0), sa, sb, pa, pb)
         cuda.syncthreads()
@@ -318,11 +342,29 @@ def make_gemm(cfg: Config, EDGES: bool = False):
                     if EDGES:
                         for j in range(int32(4)):
                             if row < m and col + j < n:
-                                C[row, col + j] = acc[si * 4 + i, sj * 4 + j]
+                                if STORE:
+                                    store(C, row, col + j, acc[si * 4 + i, sj * 4 + j], split,
+                                          X)
+                                else:
+                                    C[row, col + j] = acc[si * 4 + i, sj * 4 + j]
+                    elif STORE:
+                        store4(C, row, col, acc[si * 4 + i, sj * 4 + 0],
+                               acc[si * 4 + i, sj * 4 + 1], acc[si * 4 + i, sj * 4 + 2],
+                               acc[si * 4 + i, sj * 4 + 3], split, X)
                     else:
                         st_global_v4(C, row * n + col, acc[si * 4 + i, sj * 4 + 0],
                                      acc[si * 4 + i, sj * 4 + 1], acc[si * 4 + i, sj * 4 + 2],
                                      acc[si * 4 + i, sj * 4 + 3])
+
+    if TAIL:
+        @jit
+        def gemm_tail(A, B, C, X):
+            gemm_body(A, B, C, X)
+        return gemm_tail
+
+    @jit
+    def gemm(A, B, C):
+        gemm_body(A, B, C, int32(0))
 
     return gemm
 

@@ -134,8 +134,15 @@ def swizzle(row: int, chunk: int, chunks_per_row: int) -> int:
 # endregion: swizzle
 
 
-def build(cfg: TileConfig):
-    """Compile-ready ``@cuda.jit`` kernel for ``cfg`` (constants baked in as closure values)."""
+def build(cfg: TileConfig, tail=None):
+    """Compile-ready ``@cuda.jit`` kernel for ``cfg`` (constants baked in as closure values).
+
+    ``tail`` (default None: the plain kernel ``tc_kernel(A, B, C)``) is the hook of
+    :func:`lab.kernels.k04_vectorized.make_gemm`: device functions ``store(C, row, col, v,
+    split, X)`` (a fused epilogue, a partial sum; None: a plain store) and ``k_range(k_total,
+    split, X) -> (k_lo, k_hi)`` (None: all of K; else multiples of BK), a fourth kernel
+    argument ``X`` passed through to them, and ``split = blockIdx.y``.
+    """
     cfg.validate()
     BM, BN, BK, WM, WN, STAGES = cfg.bm, cfg.bn, cfg.bk, cfg.wm, cfg.wn, cfg.stages
     GROUP_M = cfg.group_m
@@ -165,6 +172,11 @@ def build(cfg: TileConfig):
     A_REGS = MT * 4
     B_REGS = NT * 2
     mma = ptx.mma_f16 if cfg.kind == "f16" else ptx.mma_bf16
+    TAIL = tail is not None
+    STORE = TAIL and tail.store is not None
+    SPLIT = TAIL and tail.k_range is not None
+    store = tail.store if STORE else None
+    k_range = tail.k_range if SPLIT else None
 
     @cuda.jit(device=True, inline="always")
     def copy_stage(stage, a_row, a_chunk, b_row, b_chunk, a_src, b_src, a_src_step,
@@ -181,8 +193,8 @@ def build(cfg: TileConfig):
                    + ((b_chunk ^ ((r // B_LINE_ROWS) & B_MASK)) << 4))
             ptx.cp_async_16(stage + uint32(dst), b_src + i * b_src_step)
 
-    @cuda.jit
-    def tc_kernel(A, B, C):
+    @cuda.jit(device=True, inline="always")
+    def tc_body(A, B, C, X):
         smem = cuda.shared.array(0, dtype=uint8, alignment=128)
         tid = int32(cuda.threadIdx.x)
         lane = tid & 31
@@ -192,6 +204,12 @@ def build(cfg: TileConfig):
         k_padded = int32(A.shape[1])
         n_padded = int32(B.shape[1])
         k_tiles = k_padded // BK
+        split = int32(0)
+        k_lo = int32(0)
+        if SPLIT:                           # this block walks K[k_lo : k_hi] only
+            split = int32(cuda.blockIdx.y)
+            k_lo, k_hi = k_range(k_padded, split, X)
+            k_tiles = (k_hi - k_lo) // BK
 
         # region: block_order
         # Block order: GROUP_M block-rows at a time, column by column inside a group.
@@ -216,6 +234,9 @@ def build(cfg: TileConfig):
                  + int64(block_m * BM + a_row) * int64(2 * k_padded) + int64(16 * a_chunk))
         b_src = (ptx.global_address(B)
                  + int64(b_row) * int64(2 * n_padded) + int64(2 * block_n * BN + 16 * b_chunk))
+        if SPLIT:
+            a_src += int64(2) * int64(k_lo)
+            b_src += int64(k_lo) * int64(2 * n_padded)
         a_src_step = int64(A_STEP) * int64(2 * k_padded)
         b_src_step = int64(B_STEP) * int64(2 * n_padded)
         b_src_tile = int64(BK) * int64(2 * n_padded)
@@ -314,10 +335,26 @@ def build(cfg: TileConfig):
                     for nj in range(int32(NT)):
                         col = col_base + nj * 8
                         c = 4 * (mi * NT + nj) + 2 * half
-                        if col < n:
-                            C[row, col] = acc[c]
-                        if col + 1 < n:
-                            C[row, col + 1] = acc[c + 1]
+                        if STORE:
+                            if col < n:
+                                store(C, row, col, acc[c], split, X)
+                            if col + 1 < n:
+                                store(C, row, col + 1, acc[c + 1], split, X)
+                        else:
+                            if col < n:
+                                C[row, col] = acc[c]
+                            if col + 1 < n:
+                                C[row, col + 1] = acc[c + 1]
+
+    if TAIL:
+        @cuda.jit
+        def tc_tail(A, B, C, X):
+            tc_body(A, B, C, X)
+        return tc_tail
+
+    @cuda.jit
+    def tc_kernel(A, B, C):
+        tc_body(A, B, C, int32(0))
 
     return tc_kernel
 
@@ -335,7 +372,7 @@ def kernel_for(cfg: TileConfig):
 _READY: set = set()
 
 
-def _allow_shared(kernel, cfg: TileConfig) -> None:
+def _allow_shared(kernel, cfg: TileConfig, signature=None) -> None:
     """Compile for this context and allow ``cfg.shared_bytes`` of dynamic shared memory.
 
     Above 48 KB a kernel must opt in (``CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES``);
@@ -346,7 +383,7 @@ def _allow_shared(kernel, cfg: TileConfig) -> None:
     key = (id(kernel), id(cuda.current_context()))
     if key in _READY:
         return
-    compiled = kernel.compile(SIGNATURE[cfg.kind])
+    compiled = kernel.compile(signature or SIGNATURE[cfg.kind])
     cufunc = compiled._codelibrary.get_cufunc()
     if cfg.shared_bytes > STATIC_SHARED_LIMIT:
         attr = binding.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
