@@ -137,3 +137,18 @@ def test_epilogue_region_is_the_device_function():
 
     code = page.source_of(epi, "epilogue")
     assert "def finish(acc, row, col, X)" in code and "def gelu" in code
+
+
+def test_unfused_elementwise_pass_gives_the_same_result():
+    from numba import cuda
+
+    a, b, c, bias = _operands()
+    m, n = a.shape[0], b.shape[1]
+    p = cuda.to_device(np.full((m, n), np.nan, np.float32))
+    get_spec("warptile_tuned").launch(cuda.to_device(a), cuda.to_device(b), p)
+    d = cuda.to_device(np.full((m, n), np.nan, np.float32))
+    epi.launch_elementwise(p, d, C=cuda.to_device(c), bias=cuda.to_device(bias), alpha=0.75,
+                           beta=-0.5, activation="gelu")
+    v = epi.compare(d.copy_to_host(), a, b, C=c, bias=bias, alpha=0.75, beta=-0.5,
+                    activation="gelu")
+    assert v.passed, v.line()

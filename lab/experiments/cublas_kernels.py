@@ -3,7 +3,8 @@
 "cuBLAS is not one kernel" (seed 004): the library picks a kernel per shape and type. Nsight
 Compute names every launch; one child process per (kind, n) runs a single cuBLAS call through
 :mod:`lab.baselines` under ``ncu --clock-control none`` and records the kernel name(s) and
-duration. On Hopper the names tell which instruction family the library uses (``sm90_xmma``
+duration, for every size of the chapter's alignment table in FP16 and FP32 (and BF16, TF32 at
+4096). On Hopper the names tell which instruction family the library uses (``sm90_xmma``
 … ``gmma`` kernels are built on wgmma, which ``mma.sync`` kernels such as ours cannot use).
 """
 from __future__ import annotations
@@ -17,10 +18,13 @@ from lab.experiments.ncu_dram import ncu_path
 
 CHAPTER = 6
 NEEDS = ("cupy", "ncu")
-H200_SECONDS = 30  # estimate: six ncu child processes
+H200_SECONDS = 100  # estimate: twenty ncu child processes of ~5 s each
 
-CASES = (("fp16", 4096), ("fp16", 4097), ("bf16", 4096), ("fp32", 4096), ("fp32", 4097),
-         ("tf32", 4096))
+#: Every size of chapter 6's alignment table (``shapes``' ALIGN_SIZES), FP16 and FP32: the
+#: kernel behind each timed cell is named, not inferred from its speed.
+ALIGN_SIZES = (2048, 2049, 4088, 4092, 4096, 4097, 4100, 4104)
+CASES = tuple((kind, n) for kind in ("fp16", "fp32") for n in ALIGN_SIZES) + (
+    ("bf16", 4096), ("tf32", 4096))
 
 CHILD = """
 import sys, numpy as np
@@ -63,7 +67,14 @@ def names(kind: str, n: int) -> dict:
 
 
 def run(progress) -> dict:
-    rows = [names(kind, n) for kind, n in progress(CASES, desc="cublas kernels")]
-    return {"rows": rows, "row_fields": ["kernel", "n", "launched"],
+    rows = []
+    for kind, n in progress(CASES, desc="cublas kernels"):
+        try:
+            rows.append(names(kind, n))
+        except subprocess.TimeoutExpired:
+            rows.append({"kernel": f"cublas_{kind}", "n": n, "launched": None,
+                         "duration_us": None, "ncu_unit": None,
+                         "error": "ncu child process timed out after 300 s"})
+    return {"rows": rows, "row_fields": ["kernel", "n"],
             "parameters": {"cases": [list(c) for c in CASES], "ncu": ncu_path(),
                            "options": "--clock-control none, one call per process"}}

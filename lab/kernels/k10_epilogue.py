@@ -253,6 +253,35 @@ def launch_tc(A, B, D, *, C=None, bias=None, alpha=1.0, beta=0.0, activation="no
     kernel[blocks, cfg.threads, 0, cfg.shared_bytes](a, b, D, _x(ep, C, bias, alpha, beta))
 
 
+# region: unfused
+def make_elementwise(ep: Epilogue):
+    """The unfused epilogue: a second kernel that reads the product P back and writes
+    D[i, j] = finish(P[i, j]) — the same :func:`make_finish`, one thread per element."""
+    finish = make_finish(ep)
+
+    @cuda.jit
+    def elementwise(P, D, X):
+        j, i = cuda.grid(2)
+        if i < D.shape[0] and j < D.shape[1]:
+            D[i, j] = finish(P[i, j], i, j, X)
+
+    return elementwise
+# endregion: unfused
+
+
+def launch_elementwise(P, D, *, C=None, bias=None, alpha=1.0, beta=0.0,
+                       activation="none") -> None:
+    """D = act(α·P + β·C + bias) element by element (device arrays; P and D are M×N float32)."""
+    m, n = D.shape
+    if tuple(P.shape) != (m, n):
+        raise ValueError(f"P must be {m}×{n} like D; got shape {tuple(P.shape)}")
+    ep = resolve(m, n, C=C, bias=bias, alpha=alpha, beta=beta, activation=activation)
+    key = ("elementwise", ep)
+    if key not in _KERNELS:
+        _KERNELS[key] = make_elementwise(ep)
+    _KERNELS[key][((n + 31) // 32, (m + 7) // 8), (32, 8)](P, D, _x(ep, C, bias, alpha, beta))
+
+
 #: Registered kernel name -> its fused launch.
 FUSED = {"warptile_tuned_epilogue": launch_fp32, "tc_fp16_epilogue": launch_tc}
 

@@ -1,0 +1,350 @@
+"""Experiment ``splitk`` (chapter 6): split-K measured, its non-determinism counted, and small K.
+
+Rows told apart by ``part``:
+
+* ``check`` — every split-K kernel (two-pass and atomic, FP32 and tensor-core designs) against
+  float64 at the timed shape and at an odd one, before anything is timed.
+* ``splitk`` — few output tiles and a long K: (M × K)·(K × N) for each of :data:`SPLIT_SHAPES`,
+  the unsplit kernel (``warptile_tuned`` / ``tc_fp16``), both split-K versions at each factor of
+  :data:`SPLITS`, and cuBLAS (FP32 with TF32 off / FP16 in, FP32 out) — one process run.
+  ``splits`` is the factor asked for, ``slices`` the slices used; ``extra_bytes`` what the
+  model says split-K adds (:func:`lab.kernels.k11_splitk.extra_bytes`).
+* ``determinism`` — the atomic version run :data:`RUNS` times on the same inputs at each
+  factor; per run against the first run and against the two-pass result: elements whose bits
+  differ, total differing bits (popcount of the XOR) and the largest difference in units in the
+  last place. The two-pass version is run as often as a control (its counts must be 0).
+* ``small_k`` — M = N = 4096 with K from 16 to 256: the product's time against writing its
+  output, unfused (GEMM, then the element-wise epilogue) and fused (bias + ReLU), for both
+  designs and cuBLAS; ``model_bytes`` the bytes each row moves at least.
+
+Short calls (under ~100 µs) are timed *queued* (:func:`time_queued`): a busy kernel holds the GPU
+while a batch of calls is queued behind it, so the host's launch path is hidden; every row says
+``timing``. Inputs are cache-hot. Budget: ≈ 60–90 s, most of it compiling eight kernels.
+"""
+from __future__ import annotations
+
+import time as clock
+
+import numpy as np
+
+from lab import baselines, bench, model
+from numba import cuda, float32, int32  # noqa: E402  (after lab: simulator decided first)
+
+CHAPTER = 6
+NEEDS = ("cupy",)
+NEEDS_KERNELS = ("tc_fp16_splitk",)
+H200_SECONDS = 90  # estimate: ~8 kernel compiles (5–8 s each) plus ~15 s of timing and checks
+
+#: (design, M, N, K): few tiles, long K.
+SPLIT_SHAPES = (("fp32", 512, 512, 16384), ("fp16", 512, 512, 16384),
+                ("fp16", 256, 256, 16384))
+SPLITS = (1, 2, 3, 4, 8, 16, 32)
+#: Atomic non-determinism: factors and runs.
+DET_SPLITS = (2, 3, 8, 16)
+RUNS = 10
+#: Small K: M = N = SMALL_MN, K from SMALL_K.
+SMALL_MN = 4096
+SMALL_K = (16, 32, 64, 128, 256)
+ODD_CHECK = (255, 257, 1000)
+
+DESIGNS = {"fp32": {"plain": "warptile_tuned", "two_pass": "warptile_tuned_splitk",
+                    "atomic": "warptile_tuned_splitk_atomic", "fused": "warptile_tuned_epilogue",
+                    "cublas": "fp32", "dtype": np.float32},
+           "fp16": {"plain": "tc_fp16", "two_pass": "tc_fp16_splitk",
+                    "atomic": "tc_fp16_splitk_atomic", "fused": "tc_fp16_epilogue",
+                    "cublas": "fp16", "dtype": np.float16}}
+
+#: Queued timing: calls per batch, batches, the least busy time in front of a batch.
+BATCH = 20
+BATCHES = 10
+SPIN_MIN_MS = 1.0
+#: Calls whose per-call median is below this are re-timed queued.
+QUEUE_BELOW_MS = 0.1
+
+
+# ----------------------------------------------------------------------------- timing
+
+@cuda.jit
+def spin_kernel(iterations, out):
+    """One thread, one dependent FMA chain: the GPU is busy for a known time."""
+    x = out[0]
+    i = int32(0)
+    while i < iterations:
+        x = x * float32(0.9999999) + float32(1e-7)
+        i += int32(1)
+    out[0] = x
+
+
+class Spinner:
+    """Launches :func:`spin_kernel` for a requested time (calibrated once)."""
+
+    def __init__(self):
+        self.out = cuda.to_device(np.ones(1, np.float32))
+        n = 1 << 18
+        t = bench.time_gpu(lambda i: spin_kernel[1, 1](np.int32(n), self.out), warmup=1,
+                           repeats=10)
+        self.ms_per_iteration = t.median_ms / n
+
+    def spin(self, ms: float) -> None:
+        n = min(int(ms / self.ms_per_iteration) + 1, 2**31 - 1)
+        spin_kernel[1, 1](np.int32(n), self.out)
+
+
+_SPINNER: list = []
+
+
+def spinner() -> Spinner:
+    if not _SPINNER:
+        _SPINNER.append(Spinner())
+    return _SPINNER[0]
+
+
+def time_queued(call) -> tuple[bench.Timing, float]:
+    """GPU time per call of ``call(i)`` with the host's launch path hidden: a spin kernel runs
+    while :data:`BATCH` calls are queued between two events, :data:`BATCHES` times. Also the
+    share of batches whose spin outlasted the enqueueing (1.0: the calls ran back to back)."""
+    sp = spinner()
+    for i in range(3):
+        call(i)
+    cuda.synchronize()
+    t0 = clock.perf_counter()
+    for i in range(BATCH):
+        call(i)
+    cuda.synchronize()
+    spin_ms = max(SPIN_MIN_MS, 3e3 * (clock.perf_counter() - t0))
+    per_call, covered = [], 0
+    for b in range(BATCHES):
+        e0, e1, e2 = (cuda.event(timing=True) for _ in range(3))
+        h0 = clock.perf_counter()
+        e0.record()
+        sp.spin(spin_ms)
+        e1.record()
+        for i in range(BATCH):
+            call(i)
+        e2.record()
+        host_ms = 1e3 * (clock.perf_counter() - h0)
+        e2.synchronize()
+        covered += cuda.event_elapsed_time(e0, e1) > host_ms
+        per_call.append(cuda.event_elapsed_time(e1, e2) / BATCH)
+    t = bench.Timing(float(np.median(per_call)), float(min(per_call)), float(max(per_call)),
+                     BATCHES, 3, False, per_call)
+    return t, covered / BATCHES
+
+
+def timed(call, repeats: int = 20) -> dict:
+    """Per-call CUDA-event timing (warm-up 3, ``repeats`` calls); re-timed queued when the
+    median is under :data:`QUEUE_BELOW_MS`. The row fields of the timing."""
+    t = bench.time_gpu(call, warmup=3, repeats=repeats)
+    if t.median_ms >= QUEUE_BELOW_MS:
+        return {**t.row(), "timing": "per call"}
+    q, covered = time_queued(call)
+    return {**q.row(), "timing": "queued", "batch": BATCH, "spin_covered": covered}
+
+
+# ----------------------------------------------------------------------------- helpers
+
+def _device(*arrays):
+    return [cuda.to_device(x) for x in arrays]
+
+
+def _inputs(design: str, m: int, n: int, k: int, seed: int = 11):
+    a, b = bench.random_inputs(m, n, k, DESIGNS[design]["dtype"], np.random.default_rng(seed))
+    return a, b
+
+
+def _launcher(name: str, splits: int | None = None):
+    from lab.kernels import get_spec
+    from lab.kernels.k11_splitk import launcher
+
+    return launcher(name, splits) if splits is not None else get_spec(name).launch
+
+
+def _check_row(verdict, **extra) -> dict:
+    m, n, k = verdict.shape
+    if not verdict.passed:
+        raise AssertionError(f"check failed before timing: {verdict.line()}")
+    return {"part": "check", "kernel": verdict.kernel, "m": m, "n": n, "k": k,
+            "dtype": verdict.dtype, "rel_frobenius": verdict.rel_frobenius,
+            "err_over_bound": verdict.err_over_bound, "passed": True, **extra}
+
+
+def _check_split(name: str, splits: int, a, b) -> dict:
+    m, n = a.shape[0], b.shape[1]
+    d_a, d_b = _device(a, b)
+    d_c = cuda.to_device(np.full((m, n), np.nan, np.float32))
+    _launcher(name, splits)(d_a, d_b, d_c)
+    v = bench.compare(d_c.copy_to_host(), a, b, kernel=name)
+    return _check_row(v, splits=splits)
+
+
+def _bits(x: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(x, np.float32).view(np.uint32)
+
+
+def bit_difference(x: np.ndarray, y: np.ndarray) -> dict:
+    """Elements whose bits differ, differing bits in all (popcount of the XOR) and the largest
+    difference in units in the last place (ordered integer view of float32)."""
+    bx, by = _bits(x), _bits(y)
+    xor = bx ^ by
+    bits = int(np.unpackbits(xor.view(np.uint8)).sum())
+
+    def ordered(b):
+        s = b.astype(np.int64)
+        return np.where(s & 0x80000000, 0x80000000 - s, s)
+    ulps = int(np.max(np.abs(ordered(bx) - ordered(by)))) if xor.any() else 0
+    return {"elements_differ": int(np.count_nonzero(xor)), "bits_differ": bits,
+            "max_ulps": ulps}
+
+
+# ----------------------------------------------------------------------------- parts
+
+def _splitk_rows(progress) -> list[dict]:
+    rows = []
+    for design, m, n, k in progress(SPLIT_SHAPES, desc="split-K"):
+        d = DESIGNS[design]
+        a, b = _inputs(design, m, n, k)
+        rows.append(_check_row(bench.check(d["plain"], m, n, k)))
+        rows.append(_check_row(baselines.check(d["cublas"], m, n, k)))
+        for mode in ("two_pass", "atomic"):
+            rows.append(_check_split(d[mode], 8, a, b))
+            oa, ob = _inputs(design, *ODD_CHECK)
+            rows.append(_check_split(d[mode], 3, oa, ob))
+        d_a, d_b = _device(a, b)
+        d_c = cuda.device_array((m, n), np.float32)
+        base = {"part": "splitk", "design": design, "m": m, "n": n, "k": k,
+                "dtype": np.dtype(d["dtype"]).name}
+        flops = model.flops(m, n, k)
+        plain = _launcher(d["plain"])
+        t = timed(lambda i: plain(d_a, d_b, d_c))
+        rows.append({**base, "kernel": d["plain"], "impl": "numba", "mode": "unsplit",
+                     "splits": 1, "slices": 1, "extra_bytes": 0, **t,
+                     "tflops": flops / (t["median_ms"] * 1e-3) / 1e12})
+        kind = d["cublas"]
+        t = timed(lambda i: baselines.launch(kind, d_a, d_b, d_c))
+        rows.append({**base, "kernel": f"cublas_{kind}", "impl": "cublas", "mode": "library",
+                     **t, "tflops": flops / (t["median_ms"] * 1e-3) / 1e12})
+        from lab.kernels import get_spec
+        from lab.kernels.k11_splitk import extra_bytes, plan
+
+        bk = get_spec(d["plain"]).tile[2]
+        for splits in SPLITS:
+            for mode in ("two_pass", "atomic"):
+                launch = _launcher(d[mode], splits)
+                t = timed(lambda i: launch(d_a, d_b, d_c))
+                slices = plan(k, bk, splits)[1]
+                rows.append({**base, "kernel": d[mode], "impl": "numba", "mode": mode,
+                             "splits": splits, "slices": slices,
+                             "extra_bytes": extra_bytes(m, n, slices, mode), **t,
+                             "tflops": flops / (t["median_ms"] * 1e-3) / 1e12})
+    return rows
+
+
+def _determinism_rows(progress) -> list[dict]:
+    rows = []
+    for design, m, n, k in progress(SPLIT_SHAPES[:2], desc="determinism"):
+        d = DESIGNS[design]
+        a, b = _inputs(design, m, n, k, seed=12)
+        d_a, d_b = _device(a, b)
+        d_c = cuda.device_array((m, n), np.float32)
+        for splits in DET_SPLITS:
+            outs = {}
+            for mode in ("two_pass", "atomic"):
+                launch = _launcher(d[mode], splits)
+                outs[mode] = []
+                for _ in range(RUNS):
+                    launch(d_a, d_b, d_c)
+                    outs[mode].append(d_c.copy_to_host())
+            ref = outs["two_pass"][0]
+            for mode in ("two_pass", "atomic"):
+                runs = outs[mode]
+                vs_first = [bit_difference(runs[0], r) for r in runs[1:]]
+                vs_two_pass = [bit_difference(ref, r) for r in runs]
+                distinct = len({r.tobytes() for r in runs})
+                rows.append({"part": "determinism", "design": design,
+                             "kernel": d[mode], "mode": mode, "m": m, "n": n, "k": k,
+                             "splits": splits, "runs": RUNS, "distinct_results": distinct,
+                             "elements": m * n,
+                             "max_elements_vs_first": max(x["elements_differ"]
+                                                          for x in vs_first),
+                             "max_bits_vs_first": max(x["bits_differ"] for x in vs_first),
+                             "max_ulps_vs_first": max(x["max_ulps"] for x in vs_first),
+                             "max_elements_vs_two_pass": max(x["elements_differ"]
+                                                             for x in vs_two_pass),
+                             "max_ulps_vs_two_pass": max(x["max_ulps"] for x in vs_two_pass)})
+    return rows
+
+
+def _small_k_rows(progress) -> list[dict]:
+    from lab.kernels import get_spec
+    from lab.kernels import k10_epilogue as epi
+
+    rows = []
+    m = n = SMALL_MN
+    rng = np.random.default_rng(13)
+    bias = cuda.to_device(rng.uniform(-1, 1, n).astype(np.float32))
+    p = cuda.device_array((m, n), np.float32)
+    out = cuda.device_array((m, n), np.float32)
+    for k in progress(SMALL_K, desc="small K"):
+        for design, d in DESIGNS.items():
+            a, b = _inputs(design, m, n, k)
+            e = np.dtype(d["dtype"]).itemsize
+            d_a, d_b = _device(a, b)
+            base = {"part": "small_k", "design": design, "m": m, "n": n, "k": k,
+                    "dtype": np.dtype(d["dtype"]).name}
+            flops = model.flops(m, n, k)
+            io = e * (m * k + k * n)
+            plain = get_spec(d["plain"]).launch
+            fused = epi.FUSED[d["fused"]]
+            kind = d["cublas"]
+            if k == SMALL_K[0]:
+                v = epi.check(d["fused"], 1024, 1024, k, activation="relu", use_c=False)
+                rows.append(_check_row(v))
+            calls = {
+                ("gemm", d["plain"], "numba"): (lambda i: plain(d_a, d_b, p), io + 4 * m * n),
+                ("gemm", f"cublas_{kind}", "cublas"):
+                    (lambda i: baselines.launch(kind, d_a, d_b, p), io + 4 * m * n),
+                ("epilogue_only", "elementwise", "numba"):
+                    (lambda i: epi.launch_elementwise(p, out, bias=bias, activation="relu"),
+                     8 * m * n + 4 * n),
+                ("unfused", d["plain"] + "+elementwise", "numba"):
+                    (lambda i: (plain(d_a, d_b, p),
+                                epi.launch_elementwise(p, out, bias=bias, activation="relu")),
+                     io + 12 * m * n + 4 * n),
+                ("fused", d["fused"], "numba"):
+                    (lambda i: fused(d_a, d_b, out, bias=bias, activation="relu"),
+                     io + 4 * m * n + 4 * n),
+            }
+            for (variant, kernel, impl), (call, nbytes) in calls.items():
+                t = timed(call)
+                row = {**base, "variant": variant, "kernel": kernel, "impl": impl,
+                       "epilogue": "bias+relu" if variant != "gemm" else "none", **t,
+                       "model_bytes": nbytes,
+                       "gbps": nbytes / (t["median_ms"] * 1e-3) / 1e9}
+                if variant != "epilogue_only":
+                    row["tflops"] = flops / (t["median_ms"] * 1e-3) / 1e12
+                rows.append(row)
+    return rows
+
+
+def run(progress) -> dict:
+    bench.require_gpu("the splitk experiment")
+    for kind in ("fp32", "fp16"):
+        if kind not in baselines.available():
+            raise RuntimeError(f"cuBLAS {kind} is not available (CuPy missing?)")
+    rows = _splitk_rows(progress)
+    rows += _determinism_rows(progress)
+    rows += _small_k_rows(progress)
+    return {"rows": rows, "row_fields": ["part", "kernel", "m", "n", "k"],
+            "parameters": {"split_shapes": [list(s) for s in SPLIT_SHAPES],
+                           "splits": list(SPLITS), "det_splits": list(DET_SPLITS),
+                           "runs": RUNS, "small_mn": SMALL_MN, "small_k": list(SMALL_K),
+                           "odd_check": list(ODD_CHECK), "batch": BATCH, "batches": BATCHES,
+                           "queue_below_ms": QUEUE_BELOW_MS,
+                           "spinner_ms_per_iteration": spinner().ms_per_iteration,
+                           "inputs": "cache-hot (one buffer set per shape)",
+                           "cublas": "cublasGemmEx via CuPy; fp32 = TF32 off; fp16 = FP16 in, "
+                                     "FP32 accumulate and out"},
+            "notes": "timing = 'per call' (CUDA events around each call, warm-up 3, 20 calls) "
+                     "or 'queued' (calls under 0.1 ms: batches of 20 behind a spin kernel, "
+                     "10 batches). extra_bytes: split-K's added DRAM bytes by the model; "
+                     "model_bytes (small_k): the bytes a row's calls move at least."}
