@@ -264,3 +264,147 @@ def step_counters(size: int = 16, block: int = 8, bk: int = 4, patch: int = 1) -
                              "tiled_shared_stores": tiled_ss, "tiled_shared_loads": tiled_sl,
                              "fma": fmas})
     return rows
+
+
+# ----------------------------------------------------------------------------- chapter 10
+# One GEMM on several GPUs: the bytes each scheme moves between GPUs, the time of a collective
+# from a latency and a bus bandwidth (the nccl-tests convention), and each scheme's time from
+# the one-GPU rate and the link. Chapter 10 fits the link to the measured collectives, checks
+# the two-GPU predictions against the measurements, then draws 4, 8 and 64 GPUs (model only).
+
+#: Bus bandwidth assumed per GPU between hosts (one 400 Gb/s NIC per GPU), for P > GPUS_PER_HOST.
+INTER_HOST_GBPS = 50.0
+#: GPUs one NVLink/NVSwitch domain holds (an HGX board).
+GPUS_PER_HOST = 8
+COLLECTIVES = ("all_gather", "all_reduce", "reduce_scatter", "broadcast")
+
+
+def collective_factor(op: str, p: int) -> float:
+    """Bytes each rank moves over its link per byte of the whole buffer, for ring-style
+    collectives over ``p`` ranks: (p−1)/p for all-gather and reduce-scatter, 2(p−1)/p for
+    all-reduce (a reduce-scatter then an all-gather), 1 for a pipelined broadcast; 0 alone."""
+    if op not in COLLECTIVES:
+        raise ValueError(f"unknown collective {op!r}; known: {', '.join(COLLECTIVES)}")
+    if not isinstance(p, int) or p < 1:
+        raise ValueError(f"the number of ranks must be a positive int, got {p!r}")
+    if p == 1:
+        return 0.0
+    return {"all_gather": (p - 1) / p, "reduce_scatter": (p - 1) / p,
+            "all_reduce": 2 * (p - 1) / p, "broadcast": 1.0}[op]
+
+
+def collective_seconds(op: str, nbytes: float, p: int, bus_gbps: float,
+                       latency_s: float = 0.0) -> float:
+    """Time of one collective on a buffer of ``nbytes`` (the whole, gathered or reduced,
+    buffer): ``latency + factor · bytes / bus bandwidth``; nothing to do on one rank."""
+    factor = collective_factor(op, p)
+    if factor == 0.0:
+        return 0.0
+    return latency_s + factor * nbytes / (bus_gbps * 1e9)
+
+
+def fit_link(rows: list[dict]) -> dict:
+    """Latency and bus bandwidth of each collective from measured ``bandwidth`` rows
+    (``what``, ``bytes``, ``median_ms``, ``world``): a least-squares line through time against
+    bytes. Returns ``{op: {"latency_s", "bus_gbps"}}``."""
+    import numpy as np
+
+    out = {}
+    for op in COLLECTIVES:
+        pts = [r for r in rows if r.get("what") == op]
+        if len(pts) < 2:
+            continue
+        p = pts[0]["world"]
+        x = np.array([collective_factor(op, p) * r["bytes"] for r in pts], dtype=float)
+        y = np.array([r["median_ms"] * 1e-3 for r in pts])
+        slope, intercept = np.polyfit(x, y, 1)
+        out[op] = {"latency_s": max(0.0, float(intercept)), "bus_gbps": 1e-9 / float(slope)}
+    return out
+
+
+def comm_bytes_per_gpu(scheme: str, m: int, n: int, k: int, p: int, e: int = 2,
+                       out: int = 4, grid: tuple[int, int] | None = None) -> float:
+    """Bytes each GPU receives over its links for one product, by scheme (``e``: input bytes,
+    ``out``: bytes of C). ``summa`` on a ``grid`` (rows × columns of GPUs; default 1 × p)."""
+    if scheme == "column":
+        return 0.0
+    if scheme in ("column_gather", "column_overlap"):
+        return collective_factor("all_gather", p) * m * n * out
+    if scheme == "row_allreduce":
+        return collective_factor("all_reduce", p) * m * n * out
+    if scheme == "row_reduce_scatter":
+        return collective_factor("reduce_scatter", p) * m * n * out
+    if scheme == "summa":
+        pr, pc = grid or (1, p)
+        if pr * pc != p:
+            raise ValueError(f"grid {pr}×{pc} does not hold {p} GPUs")
+        return (m / pr) * k * e * (pc - 1) / pc + k * (n / pc) * e * (pr - 1) / pr
+    raise ValueError(f"unknown scheme {scheme!r}")
+
+
+def _link(link, op: str) -> tuple[float, float]:
+    """(latency s, bus GB/s) of ``op`` from a number (GB/s, no latency) or :func:`fit_link`."""
+    if isinstance(link, (int, float)):
+        return 0.0, float(link)
+    return link[op]["latency_s"], link[op]["bus_gbps"]
+
+
+def scheme_seconds(scheme: str, m: int, n: int, k: int, p: int, *, rate_tflops: float,
+                   link, e: int = 2, out: int = 4, chunks: int = 4, panels_per_rank: int = 2,
+                   add_gbps: float = 3000.0, grid: tuple[int, int] | None = None) -> dict:
+    """Predicted seconds of one product by ``scheme`` on ``p`` GPUs: ``compute``, ``comm``
+    (the collectives alone) and ``total``.
+
+    Arithmetic runs at ``rate_tflops`` (the one-GPU rate), collectives as
+    :func:`collective_seconds` with ``link`` (GB/s, or :func:`fit_link`'s dict), SUMMA's
+    ``C += T`` at ``add_gbps`` (3 × 4 bytes per element). Unoverlapped schemes add compute and
+    communication; ``column_overlap`` is a two-stage pipeline over ``chunks`` (chunk j's gather
+    beside chunk j+1's product); ``summa`` broadcasts its first panel, then each panel's product
+    and add run beside the next panel's broadcast.
+    """
+    def mm(mm_, nn_, kk_):
+        return 2.0 * mm_ * nn_ * kk_ / (rate_tflops * 1e12)
+
+    def coll(op, nbytes, ranks):
+        lat, bw = _link(link, op)
+        return collective_seconds(op, nbytes, ranks, bw, lat)
+
+    w = -(-n // p)
+    if scheme == "column":
+        t = mm(m, w, k)
+        return {"compute": t, "comm": 0.0, "total": t}
+    if scheme == "column_gather":
+        c, g = mm(m, w, k), coll("all_gather", m * w * p * out, p)
+        return {"compute": c, "comm": g, "total": c + g}
+    if scheme == "column_overlap":
+        c, g = mm(m, w, k), coll("all_gather", m * w * p * out, p)
+        lat = _link(link, "all_gather")[0]
+        tc, tg = c / chunks, (g - lat) / chunks + lat
+        return {"compute": c, "comm": tg * chunks,
+                "total": tc + (chunks - 1) * max(tc, tg) + tg}
+    if scheme in ("row_allreduce", "row_reduce_scatter"):
+        op = "all_reduce" if scheme == "row_allreduce" else "reduce_scatter"
+        rows = -(-m // p) * p
+        c, r = mm(m, n, -(-k // p)), coll(op, rows * n * out, p)
+        return {"compute": c, "comm": r, "total": c + r}
+    if scheme == "summa":
+        pr, pc = grid or (1, p)
+        if pr * pc != p:
+            raise ValueError(f"grid {pr}×{pc} does not hold {p} GPUs")
+        steps = panels_per_rank * pc
+        b = k / steps
+        mb, nb = m / pr, n / pc
+        panel = mm(mb, nb, b)
+        add = 3 * 4 * mb * nb / (add_gbps * 1e9)
+        talk = coll("broadcast", mb * b * e, pc) + coll("broadcast", b * nb * e, pr)
+        total = talk + panel + (steps - 1) * max(panel + add, talk)
+        return {"compute": steps * panel + (steps - 1) * add, "comm": steps * talk,
+                "total": total}
+    raise ValueError(f"unknown scheme {scheme!r}")
+
+
+def link_for(p: int, host_link, inter_host_gbps: float = INTER_HOST_GBPS):
+    """The link a ring over ``p`` GPUs runs at: the host's (measured) up to
+    :data:`GPUS_PER_HOST`, the inter-host network beyond (a ring is as fast as its slowest
+    hop)."""
+    return host_link if p <= GPUS_PER_HOST else inter_host_gbps

@@ -182,9 +182,24 @@ def type_of(field: str) -> Kind | None:
 
 # ----------------------------------------------------------------------------- validation
 
+#: Experiments that run on several GPUs of one host, and on how many: their files live in
+#: ``<gpu>-x<count>/`` beside the one-GPU folder (``h200-x2/multi_gpu.json``).
+MULTI_GPU = {"multi_gpu": 2}
+
+
+def folder_for(experiment: str, gpu: str) -> str:
+    """The results folder of ``experiment`` for the GPU folder name ``gpu``: ``gpu`` itself,
+    or ``<gpu>-x<count>`` for a :data:`MULTI_GPU` experiment (unchanged if already so)."""
+    count = MULTI_GPU.get(experiment)
+    if count and not gpu.endswith(f"-x{count}"):
+        return f"{gpu}-x{count}"
+    return gpu
+
+
 def path_for(experiment: str, gpu: str = REFERENCE_GPU, root: Path | None = None) -> Path:
-    """Where the results of ``experiment`` on ``gpu`` live: ``<root>/<gpu>/<experiment>.json``."""
-    return (root or RESULTS_DIR) / gpu / f"{experiment}.json"
+    """Where the results of ``experiment`` on ``gpu`` live: ``<root>/<gpu>/<experiment>.json``
+    (``<gpu>-x<count>`` for a multi-GPU experiment: :func:`folder_for`)."""
+    return (root or RESULTS_DIR) / folder_for(experiment, gpu) / f"{experiment}.json"
 
 
 def _fail(source: str, where: str, message: str):

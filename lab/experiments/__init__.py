@@ -8,8 +8,8 @@ A module also declares what it needs and what it costs, read by :func:`info`:
 
 * ``CHAPTER`` — the chapter whose tables it feeds (``measure all`` runs in chapter order);
 * ``NEEDS`` — tools it cannot do without, names from :data:`TOOLS` (``"cupy"``, ``"ncu"``,
-  ``"compute-sanitizer"``); on a machine that lacks one it is skipped, not failed (``nvcc`` and
-  ``ptxas`` come with requirements.txt);
+  ``"compute-sanitizer"``, ``"torch-nccl-2gpu"``: two GPUs, PyTorch and NCCL); on a machine
+  that lacks one it is skipped, not failed (``nvcc`` and ``ptxas`` come with requirements.txt);
 * ``NEEDS_KERNELS`` — registered kernels it cannot do without; where one cannot run
   (:func:`lab.kernels.runnable`: the GPU's compute capability is outside the kernel's range) the
   experiment is skipped with that kernel's one line;
@@ -55,8 +55,15 @@ def _sanitizer() -> str | None:
             "needs compute-sanitizer (CUDA toolkit): not on PATH nor in /usr/local/cuda")
 
 
+def _two_gpus() -> str | None:
+    from lab.multi.launch import missing
+
+    return missing(world=2)
+
+
 #: Tool name -> a function returning None when the tool is here, else why it is missing.
-TOOLS = {"cupy": _cupy, "ncu": _ncu, "compute-sanitizer": _sanitizer}
+TOOLS = {"cupy": _cupy, "ncu": _ncu, "compute-sanitizer": _sanitizer,
+         "torch-nccl-2gpu": _two_gpus}
 
 
 @dataclass(frozen=True)
