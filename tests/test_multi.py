@@ -1,0 +1,257 @@
+"""Chapter 10: the multi-GPU schemes on two simulated ranks (threads, our kernels in the CUDA
+simulator or a float64 stand-in), the model's formulas, the results folder of a 2-GPU run, and
+the refusals that come before any launch. GPU-only tests skip without two GPUs."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lab import model, results
+from lab.multi import comm as mcomm
+from lab.multi import launch, schemes
+
+SHAPE = (37, 45, 29)          # M, N, K: N and K odd, so the two ranks' shards differ
+
+
+def _inputs(dtype, shape=SHAPE, seed=0):
+    m, n, k = shape
+    rng = np.random.default_rng(seed)
+    return (rng.uniform(-1, 1, (m, k)).astype(dtype), rng.uniform(-1, 1, (k, n)).astype(dtype))
+
+
+@pytest.mark.parametrize("scheme", schemes.SCHEMES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_every_scheme_matches_float64_on_two_ranks(scheme, dtype):
+    A, B = _inputs(dtype)
+    out = schemes.simulate(scheme, A, B, matmul_fn=schemes.numpy_matmul, chunks=3)
+    assert out["verdict"].passed, out["verdict"].line()
+    for C in out["C"]:
+        assert np.isfinite(C).all()
+    expect = len(out["views"]) if scheme in schemes.FULL_C_ON_EVERY_RANK else 1
+    assert len(out["C"]) == expect
+
+
+@pytest.mark.parametrize("scheme", ["column_overlap", "row_reduce_scatter", "summa"])
+def test_schemes_with_our_fp32_kernel_in_the_simulator(scheme):
+    A, B = _inputs(np.float32)
+    out = schemes.simulate(scheme, A, B, kernel="warptile_tuned", chunks=2)
+    assert out["verdict"].passed, out["verdict"].line()
+
+
+def test_three_ranks_and_uneven_everything():
+    A, B = _inputs(np.float32, (10, 7, 5))
+    for scheme in schemes.SCHEMES:
+        out = schemes.simulate(scheme, A, B, world=3, matmul_fn=schemes.numpy_matmul,
+                               chunks=3, panels_per_rank=2)
+        assert out["verdict"].passed, (scheme, out["verdict"].line())
+
+
+def test_shards_are_balanced_and_padded():
+    assert schemes.split(45, 2) == [(0, 23), (23, 45)]
+    assert schemes.split(29, 2) == [(0, 15), (15, 29)]
+    assert schemes.split(7, 3) == [(0, 3), (3, 5), (5, 7)]
+    A, B = _inputs(np.float32)
+    out = schemes.simulate("column", A, B, matmul_fn=schemes.numpy_matmul)
+    c0, c1 = out["views"]
+    assert c0["c"].shape == c1["c"].shape == (37, 23)
+    assert np.all(c1["c"][:, 22] == 0)          # the padding column of rank 1's B block
+
+
+class DropsRankOne(mcomm.SimComm):
+    """An all-gather that forgets rank 1's piece (the poisoned output keeps its NaN)."""
+
+    def _all_gather(self, out, inp, async_op=False):
+        for r, piece in enumerate(self._exchange(inp)):
+            if r != 1:
+                out[r] = piece
+        return mcomm._Done() if async_op else None
+
+
+class MaxNotSum(mcomm.SimComm):
+    """An all-reduce and a reduce-scatter that take the largest partial instead of the sum."""
+
+    def _all_reduce(self, buf, async_op=False):
+        buf[...] = np.maximum.reduce(self._exchange(buf))
+
+    def _reduce_scatter(self, out, inp, async_op=False):
+        out[...] = np.maximum.reduce([p[self.rank] for p in self._exchange(inp)])
+
+
+class WrongOwner(mcomm.SimComm):
+    """A broadcast that always sends rank 0's buffer, whoever owns the panel."""
+
+    def _broadcast(self, buf, src, async_op=False):
+        buf[...] = self._exchange(buf)[0]
+        return mcomm._Done() if async_op else None
+
+
+@pytest.mark.parametrize("scheme,faulty", [("column_gather", DropsRankOne),
+                                           ("column_overlap", DropsRankOne),
+                                           ("row_allreduce", MaxNotSum),
+                                           ("row_reduce_scatter", MaxNotSum),
+                                           ("summa", WrongOwner)])
+def test_a_dropped_shard_or_a_wrong_reduction_fails_the_check(scheme, faulty):
+    A, B = _inputs(np.float32)
+    out = schemes.simulate(scheme, A, B, matmul_fn=schemes.numpy_matmul, comm_class=faulty)
+    assert not out["verdict"].passed
+
+
+def test_a_kernel_that_skips_a_row_fails_the_check():
+    def lazy(a, b):
+        c = schemes.numpy_matmul(a, b)
+        c[-1] = np.nan
+        return c
+    A, B = _inputs(np.float32)
+    for scheme in ("column", "row_reduce_scatter", "summa"):
+        assert not schemes.simulate(scheme, A, B, matmul_fn=lazy)["verdict"].passed
+
+
+def test_outputs_are_poisoned_before_the_scheme_runs():
+    A, B = _inputs(np.float32)
+    sim = mcomm.SimWorld(1)
+    comm = mcomm.SimComm(0, sim, schemes.numpy_matmul)
+    for scheme in schemes.SCHEMES:
+        mine = schemes.prepare(comm, scheme, A, B)
+        written = [mine.c, mine.gathered, mine.out, mine.tmp,
+                   *(g for _, _, g in mine.chunks)]
+        assert all(np.isnan(x).all() for x in written if x is not None), scheme
+        if mine.partial is not None:
+            assert np.isnan(mine.partial_rows[:37]).all()
+            assert not np.isnan(mine.partial_rows[37:]).any()     # padding stays zero
+
+
+def test_compute_only_and_comm_only_switches():
+    A, B = _inputs(np.float32)
+    calls = []
+
+    class Counting(mcomm.SimComm):
+        def __init__(self, *a, **kw):
+            super().__init__(*a, **kw)
+            self.do_comm = False
+
+        def _all_gather(self, out, inp, async_op=False):
+            calls.append("gather")
+            return super()._all_gather(out, inp, async_op)
+
+    out = schemes.simulate("column_gather", A, B, matmul_fn=schemes.numpy_matmul,
+                           comm_class=Counting)
+    assert calls == [] and not out["verdict"].passed    # nothing gathered: NaN remains
+
+
+@pytest.mark.parametrize("call,match", [
+    (lambda A, B: schemes.simulate("column", A, B, world=0), "world size"),
+    (lambda A, B: schemes.simulate("column", A, B, world=-1), "world size"),
+    (lambda A, B: schemes.simulate("column", A, B.T.copy()), "A.shape"),
+    (lambda A, B: schemes.simulate("diagonal", A, B), "unknown scheme"),
+    (lambda A, B: schemes.simulate("column", A[:1], B, world=2), "smaller than the world"),
+    (lambda A, B: schemes.simulate("column", A.astype(np.float16), B.astype(np.float16)),
+     "takes float32"),
+])
+def test_bad_input_is_refused_before_anything_runs(call, match, monkeypatch):
+    def never(*a, **kw):
+        raise AssertionError("a rank was started")
+    monkeypatch.setattr(mcomm, "run_ranks", never)
+    A, B = _inputs(np.float32)
+    with pytest.raises(ValueError, match=match):
+        call(A, B)
+    with pytest.raises(TypeError):
+        schemes.simulate("column", [[1.0]], B)
+
+
+def test_a_failing_rank_is_reported_not_hung():
+    def boom(a, b):
+        raise RuntimeError("kernel exploded")
+    A, B = _inputs(np.float32)
+    with pytest.raises(RuntimeError, match="simulated rank .* kernel exploded"):
+        schemes.simulate("row_allreduce", A, B, matmul_fn=boom)
+
+
+# ----------------------------------------------------------------------------- the model
+
+def test_collective_factors_and_bytes():
+    assert model.collective_factor("all_gather", 2) == 0.5
+    assert model.collective_factor("all_reduce", 4) == 1.5
+    assert model.collective_factor("broadcast", 8) == 1.0
+    assert model.collective_factor("all_reduce", 1) == 0.0
+    with pytest.raises(ValueError):
+        model.collective_factor("all_to_all", 2)
+    with pytest.raises(ValueError):
+        model.collective_factor("all_gather", 0)
+    n = 1024
+    assert model.comm_bytes_per_gpu("column", n, n, n, 2) == 0
+    assert model.comm_bytes_per_gpu("column_gather", n, n, n, 2) == 0.5 * n * n * 4
+    assert model.comm_bytes_per_gpu("row_allreduce", n, n, n, 2) == n * n * 4
+    assert model.comm_bytes_per_gpu("summa", n, n, n, 2, e=2) == 0.5 * n * n * 2
+    # a square grid moves less per GPU than a line of the same GPUs
+    line = model.comm_bytes_per_gpu("summa", n, n, n, 16, grid=(1, 16))
+    square = model.comm_bytes_per_gpu("summa", n, n, n, 16, grid=(4, 4))
+    assert square < line
+    with pytest.raises(ValueError, match="grid"):
+        model.comm_bytes_per_gpu("summa", n, n, n, 8, grid=(3, 3))
+
+
+def test_scheme_times():
+    kw = dict(rate_tflops=400.0, link=400.0)
+    n = 16384
+    one = 2 * n**3 / 400e12
+    col = model.scheme_seconds("column", n, n, n, 2, **kw)
+    assert col["total"] == pytest.approx(one / 2)
+    gather = model.scheme_seconds("column_gather", n, n, n, 2, **kw)
+    assert gather["comm"] == pytest.approx(0.5 * n * n * 4 / 400e9)
+    lapped = model.scheme_seconds("column_overlap", n, n, n, 2, chunks=4, **kw)
+    assert col["total"] < lapped["total"] < gather["total"]
+    ar = model.scheme_seconds("row_allreduce", n, n, n, 2, **kw)
+    assert ar["comm"] == pytest.approx(2 * gather["comm"])
+    assert model.scheme_seconds("column", n, n, n, 1, **kw)["total"] == pytest.approx(one)
+
+
+def test_fit_link_recovers_a_line():
+    rows = [{"what": "all_gather", "world": 2, "bytes": s,
+             "median_ms": (20e-6 + 0.5 * s / 300e9) * 1e3} for s in (2**20, 2**24, 2**28)]
+    fit = model.fit_link(rows)["all_gather"]
+    assert fit["bus_gbps"] == pytest.approx(300, rel=1e-6)
+    assert fit["latency_s"] == pytest.approx(20e-6, rel=1e-6)
+
+
+# ----------------------------------------------------------------------------- plumbing
+
+def test_a_two_gpu_run_is_filed_under_x2():
+    assert results.path_for("multi_gpu", "h200").parent.name == "h200-x2"
+    assert results.path_for("multi_gpu", "h200-x2").parent.name == "h200-x2"
+    assert results.path_for("shapes", "h200").parent.name == "h200"
+
+
+def test_the_experiment_declares_its_tool_and_chapter():
+    from lab import experiments
+
+    exp = experiments.info("multi_gpu")
+    assert exp.chapter == 10 and exp.needs == ("torch-nccl-2gpu",)
+    assert 0 < exp.h200_seconds <= 600
+
+
+def test_without_two_gpus_the_tool_says_why(monkeypatch):
+    from lab import device
+
+    monkeypatch.setattr(device, "_driver_device_count", lambda: 1)
+    assert "needs 2 GPUs" in launch.missing(2) and "has 1" in launch.missing(2)
+    with pytest.raises(RuntimeError, match="needs 2 GPUs"):
+        launch.launch({}, world=2)
+    with pytest.raises(ValueError, match="world size"):
+        launch.launch({}, world=0)
+
+
+def test_workers_keep_nvlink_multicast_off():
+    assert launch.NO_MULTICAST == {"NCCL_NVLS_ENABLE": "0",
+                                   "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+                                   "NVSHMEM_DISABLE_NVLS": "1"}
+
+
+@pytest.mark.skipif(launch.missing(2) is not None, reason="needs two GPUs, PyTorch and NCCL")
+def test_two_gpus_check_every_scheme():
+    from lab.experiments import multi_gpu
+
+    work = multi_gpu.plan(sizes=())
+    work.update(check_shapes=[[133, 67, 45]], bandwidth_bytes=[2**20])
+    out = launch.launch(work, world=2, timeout_s=900)
+    checks = [r for r in out["rows"] if r["part"] == "check"]
+    assert checks and all(r["passed"] for r in checks)
