@@ -9,7 +9,8 @@ Usage (numba device arrays in, result written into ``C``)::
     from lab import baselines
     baselines.available()                 # kinds that work here: [] without CuPy or a GPU
     baselines.launch("fp32", A, B, C)     # C = A @ B through cublasGemmEx
-    row = baselines.time("fp32", 4096, 4096, 4096)   # checked, then timed like bench.time_kernel
+    row = baselines.time("fp32", 4096, 4096, 4096)   # = bench.time("cublas_fp32", ...)
+    baselines.launch_layout("TN", A_stored_transposed, B, C)   # A and/or B stored transposed
 
 Kinds (:data:`KINDS`), inputs → output, and the cuBLAS compute type:
 
@@ -42,6 +43,10 @@ no transposes: ``gemmEx(N, N, m=N, n=M, k=K, B, ldb=N, A, lda=K, C, ldc=N)``.
 Streams: the call goes on CuPy's current stream, which by default is the legacy default stream
 that Numba launches and CUDA events also use, so :func:`lab.bench.time_gpu` times it correctly.
 CuPy is imported lazily: importing this module never needs CuPy or a GPU.
+
+Each kind is also the provider ``cublas_<kind>`` of :mod:`lab.providers`, so
+:func:`lab.bench.check` and :func:`lab.bench.time` take it by name; :func:`check` and
+:func:`time` here are those two under the kind's short name.
 """
 from __future__ import annotations
 
@@ -152,50 +157,97 @@ def launch(kind: str, A, B, C) -> None:
 
 
 def check(kind: str, m: int, n: int, k: int, *, seed: int | None = None):
-    """One call on fresh random inputs against float64; a :class:`lab.bench.CheckResult`."""
-    from numba import cuda
-
+    """:func:`lab.bench.check` of the provider ``cublas_<kind>`` (a CheckResult)."""
     from lab import bench
 
-    spec = get_kind(kind)
-    seed = bench.new_seed() if seed is None else seed
-    a, b = bench.random_inputs(m, n, k, spec.in_dtype, np.random.default_rng(seed))
-    d_c = cuda.to_device(np.full((m, n), np.nan, dtype=spec.out_dtype))
-    launch(kind, cuda.to_device(a), cuda.to_device(b), d_c)
-    cuda.synchronize()
-    # FP32 runs on CUDA cores; TF32 rounds the inputs to 10 stored bits, which the reference
-    # does not see; the FP16 output of fp16_out16 is accounted for by compare() itself.
-    return bench.compare(d_c.copy_to_host(), a, b, kernel=f"cublas_{kind}", seed=seed,
-                         tensor_cores=kind != "fp32", dtype_name=spec.in_name,
-                         input_unit=bench.TF32_INPUT_UNIT if kind == "tf32" else 0.0)
+    get_kind(kind)
+    return bench.check(f"cublas_{kind}", m, n, k, seed=seed)
 
 
 def time(kind: str, m: int, n: int, k: int, *, rotate: bool = False, warmup: int = 3,
          repeats: int = 20, check_first: bool = True) -> dict:
-    """Check, then time ``kind`` at one shape; a results row shaped like
-    :func:`lab.bench.time_kernel`'s (``kernel`` is ``"cublas_<kind>"``)."""
+    """:func:`lab.bench.time` of the provider ``cublas_<kind>`` (a results row)."""
+    from lab import bench
+
+    get_kind(kind)
+    return bench.time(f"cublas_{kind}", m, n, k, rotate=rotate, warmup=warmup,
+                      repeats=repeats, check_first=check_first)
+
+
+# ----------------------------------------------------------------------------- layouts
+
+#: Storage layouts of A and B: first letter A's, second B's; ``T`` = stored transposed.
+LAYOUTS = ("NN", "TN", "NT", "TT")
+CUBLAS_OP_T = 1          # cublasOperation_t (cublas_api.h)
+
+
+def gemm_arguments(layout: str, m: int, n: int, k: int) -> dict:
+    """The column-major ``gemm`` arguments for row-major ``C = op(A)·op(B)`` stored as
+    ``layout``: the first cuBLAS operand is B's storage, the second A's (pure arithmetic,
+    tested against a NumPy model of column-major ``gemm`` in ``tests/test_shapes.py``)."""
+    a_t, b_t = layout[0] == "T", layout[1] == "T"
+    return {"op_first": CUBLAS_OP_T if b_t else CUBLAS_OP_N,
+            "op_second": CUBLAS_OP_T if a_t else CUBLAS_OP_N,
+            "m": n, "n": m, "k": k, "ld_first": k if b_t else n,
+            "ld_second": m if a_t else k, "ld_out": n}
+
+
+def layout_operands(layout: str, a: np.ndarray, b: np.ndarray):
+    """Host A (M×K) and B (K×N) stored as ``layout`` asks (transposed copies for ``T``)."""
+    a_store = np.ascontiguousarray(a.T) if layout[0] == "T" else a
+    b_store = np.ascontiguousarray(b.T) if layout[1] == "T" else b
+    return a_store, b_store
+
+
+def launch_layout(layout: str, A, B, C, kind: str = "fp16") -> None:
+    """Row-major ``C = op(A) · op(B)`` through ``cublasGemmEx`` with its op flags.
+
+    ``layout`` is two letters, A's then B's: ``N`` = stored as used (A is M×K, B is K×N),
+    ``T`` = stored transposed (A as K×M, B as N×K), all C-contiguous. cuBLAS is column-major,
+    so the call computes Cᵀ (N×M) = op(B-storage) · op(A-storage): a row-major K×N B is the
+    column-major N×K matrix Bᵀ (no op, ld = N); a row-major N×K B is column-major K×N, which
+    needs op T (ld = K). Likewise for A with ld K (as used) or M (transposed).
+    """
+    if layout not in LAYOUTS:
+        raise ValueError(f"unknown layout {layout!r}; known: {', '.join(LAYOUTS)}")
+    spec = get_kind(kind)
+    a_t, b_t = layout[0] == "T", layout[1] == "T"
+    m, n = C.shape
+    k = A.shape[0] if a_t else A.shape[1]
+    if (B.shape[1] if b_t else B.shape[0]) != k:
+        raise ValueError(f"layout {layout}: shapes do not chain: A {A.shape}, B {B.shape}")
+    if (A.shape[1] if a_t else A.shape[0]) != m or (B.shape[0] if b_t else B.shape[1]) != n:
+        raise ValueError(f"layout {layout}: C {C.shape} does not match A {A.shape}, "
+                         f"B {B.shape}")
+    for name, x, want in (("A", A, spec.in_dtype), ("B", B, spec.in_dtype),
+                          ("C", C, spec.out_dtype)):
+        if np.dtype(x.dtype) != np.dtype(want) or not x.is_c_contiguous():
+            raise ValueError(f"layout {layout}: {name} must be C-contiguous "
+                             f"{np.dtype(want).name}")
+    call = gemm_arguments(layout, m, n, k)
+    cupy, cublas = _cupy()
+    handle = cupy.cuda.device.get_cublas_handle()
+    cublas.setPointerMode(handle, CUBLAS_POINTER_MODE_HOST)
+    cublas.setMathMode(handle, CUBLAS_DEFAULT_MATH)
+    cublas.gemmEx(handle, call["op_first"], call["op_second"], call["m"], call["n"], call["k"],
+                  _ONE.ctypes.data, _ptr(B), spec.in_cuda, call["ld_first"],
+                  _ptr(A), spec.in_cuda, call["ld_second"],
+                  _ZERO.ctypes.data, _ptr(C), spec.out_cuda, call["ld_out"],
+                  spec.compute, CUBLAS_GEMM_DEFAULT)
+
+
+def check_layout(layout: str, m: int, n: int, k: int, kind: str = "fp16"):
+    """One call of :func:`launch_layout` on fresh inputs against float64 (a CheckResult named
+    ``cublas_<kind>_<layout>``)."""
     from numba import cuda
 
     from lab import bench
 
-    bench.require_gpu()
     spec = get_kind(kind)
-    verdict = check(kind, m, n, k) if check_first else None
-    if verdict is not None and not verdict.passed:
-        raise AssertionError(f"cuBLAS {kind} failed its check: {verdict.line()}")
-    per_set = (np.dtype(spec.in_dtype).itemsize * (m * k + k * n)
-               + np.dtype(spec.out_dtype).itemsize * m * n)
-    sets = []
-    for _ in range(bench.buffer_sets(per_set, rotate)):
-        a, b = bench.random_inputs(m, n, k, spec.in_dtype)
-        sets.append((cuda.to_device(a), cuda.to_device(b),
-                     cuda.device_array((m, n), dtype=spec.out_dtype)))
-    timing = bench.time_gpu(lambda i: launch(kind, *sets[i % len(sets)]),
-                            warmup=warmup, repeats=repeats, rotated=rotate)
-    row = {"kernel": f"cublas_{kind}", "m": m, "n": n, "k": k, "dtype": spec.in_name,
-           "out_dtype": np.dtype(spec.out_dtype).name, **timing.row(),
-           "tflops": timing.tflops(2.0 * m * n * k)}
-    if verdict is not None:
-        row.update(rel_frobenius=verdict.rel_frobenius,
-                   max_err_over_max_entry=verdict.max_err_over_max_entry)
-    return row
+    a, b = bench.random_inputs(m, n, k, spec.in_dtype)
+    a_s, b_s = layout_operands(layout, a, b)
+    d_c = cuda.to_device(np.full((m, n), np.nan, dtype=spec.out_dtype))
+    launch_layout(layout, cuda.to_device(a_s), cuda.to_device(b_s), d_c, kind)
+    cuda.synchronize()
+    return bench.compare(d_c.copy_to_host(), a, b, dtype_name=spec.in_name,
+                         kernel=f"cublas_{kind}_{layout}")

@@ -38,12 +38,17 @@ smaller than ``|A|·|B|`` — which is why every kernel is also checked at small
 ``max|C − R| / max|R|``, are reported beside ``err_over_bound`` (the largest ratio of error to
 bound; a pass is ≤ 1).
 
-*Time* (:func:`time_gpu`, :func:`time_kernel`): CUDA events around each call after warm-up,
-at least 10 repeats, median with min and max; inputs either cache-hot (one buffer set) or rotated
-through enough buffer sets to exceed the L2 cache, so each call starts with cold operands.
+*Time* (:func:`time`, :func:`time_gpu`): CUDA events around each call after warm-up, at least
+10 repeats, median with min and max; inputs either cache-hot (one buffer set) or rotated through
+enough buffer sets to exceed the L2 cache, so each call starts with cold operands. Calls shorter
+than the host's launch path are timed queued behind a busy kernel (:func:`time_queued`).
+
+:func:`check` and :func:`time` take the name of any provider (:mod:`lab.providers`): one of our
+kernels, ``cublas_<kind>``, a CUDA C twin or a library peer.
 """
 from __future__ import annotations
 
+import functools
 import math
 import os
 from dataclasses import asdict, dataclass, field
@@ -196,18 +201,36 @@ def new_seed() -> int:
     return int.from_bytes(os.urandom(4), "little")
 
 
-def check(kernel: str, m: int, n: int, k: int, *, seed: int | None = None) -> CheckResult:
-    """Run ``kernel`` once on random inputs drawn from ``seed`` (fresh when None) and compare
-    with float64; the result carries the seed, so ``check(kernel, m, n, k, seed=s)`` replays it.
-    Raises :class:`lab.kernels.KernelUnavailable` for a kernel that cannot run here."""
-    from lab.api import matmul
-    from lab.kernels import get_spec
+def check(name: str, m: int, n: int, k: int, *, seed: int | None = None) -> CheckResult:
+    """Run provider ``name`` (:mod:`lab.providers`: one of our kernels, ``cublas_<kind>``, a
+    twin, a library) once on random inputs drawn from ``seed`` (fresh when None), its output
+    poisoned with NaN, and compare with float64; the result carries the seed, so
+    ``check(name, m, n, k, seed=s)`` replays it.
 
-    spec = get_spec(kernel)
+    An unknown name raises ValueError listing the known ones; a provider that cannot run here
+    (or at this shape) raises :class:`lab.providers.ProviderUnavailable` (a
+    :class:`lab.kernels.KernelUnavailable`) with its reason, before anything is allocated."""
+    from lab import providers
+
+    provider = providers.get(name)
+    if provider.family == "numba":
+        from lab.api import matmul
+
+        seed = new_seed() if seed is None else seed
+        a, b = random_inputs(m, n, k, provider.dtype, np.random.default_rng(seed))
+        out = matmul(a, b, kernel=name)
+        return compare(out, a, b, kernel=name, seed=seed, dtype_name=provider.dtype_name)
+    provider.require(m, n, k)
+    from numba import cuda
+
     seed = new_seed() if seed is None else seed
-    a, b = random_inputs(m, n, k, spec.dtype, np.random.default_rng(seed))
-    out = matmul(a, b, kernel=kernel)
-    return compare(out, a, b, kernel=kernel, seed=seed, dtype_name=spec.dtype_name)
+    a, b = random_inputs(m, n, k, provider.dtype, np.random.default_rng(seed))
+    d_c = cuda.to_device(np.full((m, n), np.nan, dtype=provider.out_dtype))
+    provider.prepare(cuda.to_device(a), cuda.to_device(b), d_c)()
+    cuda.synchronize()
+    return compare(d_c.copy_to_host(), a, b, kernel=name, seed=seed,
+                   tensor_cores=provider.tensor_cores, input_unit=provider.input_unit,
+                   dtype_name=provider.dtype_name)
 
 
 def shapes_for(spec, *, gpu: bool) -> list[tuple[int, int, int]]:
@@ -291,38 +314,151 @@ def buffer_sets(nbytes_per_set: int, rotate: bool, l2_bytes: int | None = None) 
     return max(2, math.ceil(2 * l2 / max(nbytes_per_set, 1)) + 1)
 
 
-def time_kernel(kernel: str, m: int, n: int, k: int, *, rotate: bool = False,
-                warmup: int = 3, repeats: int = 20, check_first: bool = True) -> dict:
-    """Check then time a registered kernel at one shape; returns a results row."""
+def time(name: str, m: int, n: int, k: int, *, rotate: bool = False, warmup: int = 3,
+         repeats: int = 20, check_first: bool = True) -> dict:
+    """Check, then time provider ``name`` at one shape with CUDA events; a results row:
+    kernel, m, n, k, dtype (out_dtype and twin_of where the provider is not one of our
+    kernels), median/min/max ms, repeats, warmup, rotated, tflops and, when checked, the
+    check's errors. ``rotate`` cycles through enough buffer sets to exceed the L2 cache.
+
+    An unknown name raises ValueError, a provider that cannot run here
+    :class:`lab.providers.ProviderUnavailable`, both before anything is launched; a failed
+    check raises AssertionError before anything is timed."""
     from numba import cuda
 
-    from lab.kernels import KernelUnavailable, get_spec, runnable
+    from lab import providers
 
+    provider = providers.get(name)
+    provider.require(m, n, k)
     require_gpu()
-    spec = get_spec(kernel)
-    ok, why = runnable(spec)
-    if not ok:
-        raise KernelUnavailable(why)
-    verdict = check(kernel, m, n, k) if check_first else None
+    verdict = check(name, m, n, k) if check_first else None
     if verdict is not None and not verdict.passed:
-        raise AssertionError(f"{kernel} failed its check before timing: {verdict.line()}")
-    itemsize = np.dtype(spec.dtype).itemsize
-    per_set = itemsize * (m * k + k * n) + 4 * m * n
-    sets = []
+        raise AssertionError(f"{name} failed its check before timing: {verdict.line()}")
+    per_set = (np.dtype(provider.dtype).itemsize * (m * k + k * n)
+               + np.dtype(provider.out_dtype).itemsize * m * n)
+    calls = []
     for _ in range(buffer_sets(per_set, rotate)):
-        a, b = random_inputs(m, n, k, spec.dtype)
-        sets.append((cuda.to_device(a), cuda.to_device(b),
-                     cuda.device_array((m, n), dtype=np.float32)))
-    timing = time_gpu(lambda i: spec.launch(*sets[i % len(sets)]),
-                      warmup=warmup, repeats=repeats, rotated=rotate)
-    flops = 2.0 * m * n * k
-    row = {"kernel": kernel, "m": m, "n": n, "k": k, "dtype": spec.dtype_name,
-           **timing.row(), "tflops": timing.tflops(flops)}
+        a, b = random_inputs(m, n, k, provider.dtype)
+        calls.append(provider.prepare(cuda.to_device(a), cuda.to_device(b),
+                                      cuda.device_array((m, n), dtype=provider.out_dtype)))
+    timing = time_gpu(lambda i: calls[i % len(calls)](), warmup=warmup, repeats=repeats,
+                      rotated=rotate)
+    row = {"kernel": name}
+    if provider.family == "twin":
+        from lab import twins
+
+        row["twin_of"] = twins.get_twin(name).twin_of
+    row.update(m=m, n=n, k=k, dtype=provider.dtype_name)
+    if provider.family != "numba":
+        row["out_dtype"] = np.dtype(provider.out_dtype).name
+    row.update(**timing.row(), tflops=timing.tflops(2.0 * m * n * k))
     if verdict is not None:
         row.update(rel_frobenius=verdict.rel_frobenius,
                    max_err_over_max_entry=verdict.max_err_over_max_entry,
                    err_over_bound=verdict.err_over_bound)
     return row
+
+
+def time_kernel(kernel: str, m: int, n: int, k: int, *, rotate: bool = False,
+                warmup: int = 3, repeats: int = 20, check_first: bool = True) -> dict:
+    """:func:`time` under its older name (every provider is accepted)."""
+    return time(kernel, m, n, k, rotate=rotate, warmup=warmup, repeats=repeats,
+                check_first=check_first)
+
+
+# ----------------------------------------------------------------------------- queued timing
+# A call shorter than the host's launch path (tens of µs through CuPy or Numba) cannot be
+# timed call by call: the GPU idles between the start event and the kernel while the host is
+# still launching it, so the event pair measures the host. Queued timing first gives the GPU a
+# busy kernel to chew on (a single thread running a dependent FMA chain for >= 1 ms), and
+# records the start event, the batch of calls and the stop event while it runs: the calls then
+# sit in the queue and execute back to back, and (stop - start) / batch is the GPU's own time
+# per call, the small gaps between kernels included.
+
+#: Defaults of :func:`time_queued`: calls per batch, batches, untimed calls, shortest spin.
+QUEUE_BATCH = 20
+QUEUE_BATCHES = 10
+QUEUE_WARMUP = 3
+SPIN_MIN_MS = 1.0
+
+
+@functools.lru_cache(maxsize=1)
+def _busy_kernel():
+    from numba import cuda, float32, int32
+
+    @cuda.jit
+    def busy_kernel(iterations, out):
+        """One thread, one dependent FMA chain: keeps the GPU occupied for a known time."""
+        x = out[0]
+        i = int32(0)
+        while i < iterations:
+            x = x * float32(0.9999999) + float32(1e-7)
+            i += int32(1)
+        out[0] = x
+    return busy_kernel
+
+
+class Spinner:
+    """Launches a busy kernel for a requested number of milliseconds (calibrated once)."""
+
+    CALIBRATION_ITERATIONS = 1 << 18
+
+    def __init__(self):
+        from numba import cuda
+
+        self.out = cuda.to_device(np.ones(1, dtype=np.float32))
+        t = time_gpu(lambda i: self.launch_iterations(self.CALIBRATION_ITERATIONS),
+                     warmup=1, repeats=10)
+        self.ms_per_iteration = t.median_ms / self.CALIBRATION_ITERATIONS
+
+    def launch_iterations(self, iterations: int) -> None:
+        _busy_kernel()[1, 1](np.int32(min(iterations, 2**31 - 1)), self.out)
+
+    def launch(self, ms: float) -> None:
+        self.launch_iterations(int(ms / self.ms_per_iteration) + 1)
+
+
+def time_queued(call, *, spinner: Spinner, batch: int | None = None,
+                batches: int | None = None, warmup: int | None = None,
+                rotated: bool = False, spin_min_ms: float | None = None
+                ) -> tuple[Timing, float]:
+    """GPU time per call of ``call(i)`` with the launch path hidden: a :class:`Spinner` kernel
+    runs while ``batch`` calls are queued between two events; ``batches`` such measurements,
+    each divided by ``batch``, give median/min/max. Also returns the share of batches whose
+    spin outlasted the host's enqueueing (1.0 = every batch ran back to back on the GPU)."""
+    import time as clock
+
+    from numba import cuda
+
+    batch = batch or QUEUE_BATCH
+    batches = batches or QUEUE_BATCHES
+    warmup = QUEUE_WARMUP if warmup is None else warmup
+    spin_min_ms = SPIN_MIN_MS if spin_min_ms is None else spin_min_ms
+    for i in range(warmup):
+        call(i)
+    cuda.synchronize()
+    t0 = clock.perf_counter()
+    for i in range(batch):
+        call(i)
+    cuda.synchronize()
+    spin_ms = max(spin_min_ms, 3e3 * (clock.perf_counter() - t0))
+    per_call, covered = [], 0
+    for b in range(batches):
+        e_spin, e_start, e_stop = (cuda.event(timing=True) for _ in range(3))
+        h0 = clock.perf_counter()
+        e_spin.record()
+        spinner.launch(spin_ms)
+        e_start.record()
+        for i in range(batch):
+            call(b * batch + i)
+        e_stop.record()
+        host_ms = 1e3 * (clock.perf_counter() - h0)
+        e_stop.synchronize()
+        covered += cuda.event_elapsed_time(e_spin, e_start) > host_ms
+        per_call.append(cuda.event_elapsed_time(e_start, e_stop) / batch)
+    t = Timing(float(np.median(per_call)), float(min(per_call)), float(max(per_call)),
+               batches, warmup, rotated, per_call)
+    return t, covered / batches
 
 
 def summarize(rows: Sequence[dict], keys: Sequence[str]) -> list[dict]:

@@ -67,25 +67,25 @@ def _colmajor(buf: np.ndarray, rows: int, cols: int, ld: int) -> np.ndarray:
 def gemm_model(call: dict, first: np.ndarray, second: np.ndarray, out: np.ndarray) -> None:
     """Column-major C = op(X)·op(Y) with the call's m, n, k and leading dimensions."""
     m, n, k = call["m"], call["n"], call["k"]
-    x = (_colmajor(first, k, m, call["ld_first"]).T if call["op_first"] == shapes.CUBLAS_OP_T
+    x = (_colmajor(first, k, m, call["ld_first"]).T if call["op_first"] == baselines.CUBLAS_OP_T
          else _colmajor(first, m, k, call["ld_first"]))
     y = (_colmajor(second, n, k, call["ld_second"]).T
-         if call["op_second"] == shapes.CUBLAS_OP_T else _colmajor(second, k, n, call["ld_second"]))
+         if call["op_second"] == baselines.CUBLAS_OP_T else _colmajor(second, k, n, call["ld_second"]))
     flat = out.reshape(-1)
     idx = np.arange(m)[:, None] + call["ld_out"] * np.arange(n)[None, :]
     flat[idx] = x.astype(np.float64) @ y.astype(np.float64)
 
 
-@pytest.mark.parametrize("layout", shapes.LAYOUTS)
+@pytest.mark.parametrize("layout", baselines.LAYOUTS)
 def test_layout_arguments(layout, rng):
     m, n, k = 5, 7, 3
     a = rng.uniform(-1, 1, (m, k))
     b = rng.uniform(-1, 1, (k, n))
-    a_s, b_s = shapes._layout_operands(layout, a, b)
+    a_s, b_s = baselines.layout_operands(layout, a, b)
     assert a_s.shape == ((k, m) if layout[0] == "T" else (m, k))
     assert b_s.shape == ((n, k) if layout[1] == "T" else (k, n))
     c = np.full((m, n), np.nan)
-    gemm_model(shapes.gemm_arguments(layout, m, n, k), b_s, a_s, c)
+    gemm_model(baselines.gemm_arguments(layout, m, n, k), b_s, a_s, c)
     np.testing.assert_allclose(c, a @ b, rtol=1e-12)
 
 
@@ -116,7 +116,7 @@ def test_dry_run(monkeypatch):
         m, n = C.shape
         k = A.shape[0] if layout[0] == "T" else A.shape[1]
         out = np.zeros((m, n))
-        gemm_model(shapes.gemm_arguments(layout, m, n, k), B.copy_to_host(),
+        gemm_model(baselines.gemm_arguments(layout, m, n, k), B.copy_to_host(),
                    A.copy_to_host(), out)
         C.copy_to_device(out.astype(spec.out_dtype))
 
@@ -135,7 +135,7 @@ def test_dry_run(monkeypatch):
     monkeypatch.setattr(baselines, "available", lambda: list(baselines.KINDS))
     monkeypatch.setattr(baselines, "launch", fake_launch)
     monkeypatch.setattr(baselines, "check", fake_check)
-    monkeypatch.setattr(shapes, "launch_layout", fake_layout)
+    monkeypatch.setattr(baselines, "launch_layout", fake_layout)
     monkeypatch.setattr(bench, "time_gpu", fake_time)
     monkeypatch.setattr(bench, "require_gpu", lambda what="": None)
     monkeypatch.setattr(bench, "buffer_sets", lambda nbytes, rotate, l2=None: 2 if rotate else 1)
@@ -157,18 +157,18 @@ def test_dry_run(monkeypatch):
         def synchronize(self):
             pass
 
-    monkeypatch.setattr(shapes, "Spinner", FakeSpinner)
+    monkeypatch.setattr(bench, "Spinner", FakeSpinner)
     monkeypatch.setattr(shapes.cuda, "event", FakeEvent)
     monkeypatch.setattr(shapes.cuda, "event_elapsed_time", lambda a, b: 5.0, raising=False)
     monkeypatch.setattr(shapes, "QUEUED_SIZES", (16,))
-    monkeypatch.setattr(shapes, "QUEUE_BATCHES", 1)
-    monkeypatch.setattr(shapes, "QUEUE_BATCH", 1)
-    monkeypatch.setattr(shapes, "QUEUE_WARMUP", 0)
+    monkeypatch.setattr(bench, "QUEUE_BATCHES", 1)
+    monkeypatch.setattr(bench, "QUEUE_BATCH", 1)
+    monkeypatch.setattr(bench, "QUEUE_WARMUP", 0)
     monkeypatch.setattr(shapes, "BURST_IDLE_S", 0.0)
     # tiny shapes; tc_fp16 (inline PTX) replaced by tiled16, warptile_tuned by tiled8, tiled32
     # (1024-thread blocks, slow in the simulator) by naive
     swap = {"tc_fp16": "tiled16", "warptile_tuned": "tiled8", "tiled32": "naive"}
-    fix = lambda impls: tuple((w, swap.get(n, n)) for w, n in impls)  # noqa: E731
+    fix = lambda impls: tuple(swap.get(n, n) for n in impls)  # noqa: E731
     for name in ("SIZE_IMPLS", "ALIGN_IMPLS", "SKINNY_IMPLS"):
         monkeypatch.setattr(shapes, name, fix(getattr(shapes, name)))
     monkeypatch.setattr(shapes, "SIZES", (16, 24))
@@ -196,7 +196,7 @@ def test_dry_run(monkeypatch):
     skinny = [r for r in rows if r["part"] == "skinny"]
     assert {r["rotated"] for r in skinny} == {False, True}
     assert all("weight_gbps" in r for r in skinny)
-    assert [r["layout"] for r in rows if r["part"] == "burst"] == list(shapes.LAYOUTS)
+    assert [r["layout"] for r in rows if r["part"] == "burst"] == list(baselines.LAYOUTS)
     from lab import results
     results.validate({"schema_version": results.SCHEMA_VERSION, "experiment": "shapes",
                       "parameters": out["parameters"], "rows": rows, "command": "test",

@@ -37,10 +37,11 @@ class KernelSpec:
     ``(BM, BN, BK)``: the rows and columns of C one block owns and the k-step it walks.
     ``min_cc`` is the oldest compute capability the kernel runs on, ``needs`` what sets it
     (instructions, or the toolkit); ``max_cc`` is set only for code built for one architecture
-    (``sm_90a`` features run on compute capability 9.0 alone). ``check`` is set only for a
-    kernel that computes more than its ``launch`` shows (a fused epilogue):
-    ``check(m, n, k, seed=None) -> lab.bench.CheckResult`` checks all of it against its own
-    float64 reference; :func:`check_kernel` picks it over the plain product check.
+    (``sm_90a`` features run on compute capability 9.0 alone). ``paths(m, n, k)`` names the
+    code path the launch takes at a shape, for kernels that switch or pad (:meth:`code_path`).
+    ``check`` is set only for a kernel that computes more than its ``launch`` shows (a fused
+    epilogue): ``check(m, n, k, seed=None) -> lab.bench.CheckResult`` checks all of it against
+    its own float64 reference; :func:`check_kernel` picks it over the plain product check.
     """
     name: str
     title: str
@@ -55,6 +56,8 @@ class KernelSpec:
     min_cc: tuple[int, int] = TOOLKIT_MIN_CC
     max_cc: tuple[int, int] | None = None
     needs: str = TOOLKIT_NEEDS
+    paths: Callable[[int, int, int], str] | None = field(default=None, repr=False,
+                                                        compare=False)
     check: Callable | None = field(default=None, repr=False)
 
     def __post_init__(self):
@@ -68,6 +71,12 @@ class KernelSpec:
             if cc is not None and (len(cc) != 2 or not all(isinstance(c, int) for c in cc)):
                 raise ValueError(f"kernel {self.name!r}: {label} must be (major, minor), "
                                  f"got {cc!r}")
+
+    def code_path(self, m: int, n: int, k: int) -> str:
+        """Which code path the launch takes at M×N×K (no GPU needed): ``paths(m, n, k)``
+        where the kernel switches or pads by shape, else its one kernel and how it meets the
+        edges."""
+        return self.paths(m, n, k) if self.paths else f"one kernel, {self.edges}"
 
     def target(self, cc: tuple[int, int]) -> tuple:
         """The numba ``compile_ptx`` target for capability ``cc``: ``cc`` itself, or

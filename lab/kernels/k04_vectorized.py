@@ -381,6 +381,12 @@ def tiles_fit(cfg, m: int, n: int, k: int) -> bool:
     return m % cfg.BM == 0 and n % cfg.BN == 0 and k % cfg.BK == 0
 
 
+def code_path(cfg: Config, m: int, n: int, k: int) -> str:
+    """Which kernel the launch picks at M×N×K (:meth:`lab.kernels.KernelSpec.code_path`)."""
+    return ("16-byte kernel" if tiles_fit(cfg, m, n, k)
+            else f"bounds-checked twin ({cfg.BM}x{cfg.BN}x{cfg.BK} tile)")
+
+
 def make_launch(cfg: Config, fast, edges):
     """Launch function: the unchecked kernel on tile multiples, the edge kernel otherwise."""
     def launch(A, B, C):
@@ -410,7 +416,8 @@ def spec_for(name: str, cfg: Config, title: str, chapter: int = 4) -> tuple:
     built = build(cfg)
     spec = KernelSpec(name, f"{title}: {cfg.label()}", np.float32, built[2], chapter=chapter,
                       compile=((built[0], SIGNATURE), (built[1], SIGNATURE)),
-                      edges=EDGES_NOTE, tile=(cfg.BM, cfg.BN, cfg.BK))
+                      edges=EDGES_NOTE, tile=(cfg.BM, cfg.BN, cfg.BK),
+                      paths=lambda m, n, k: code_path(cfg, m, n, k))
     return spec, built
 
 

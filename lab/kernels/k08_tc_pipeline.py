@@ -445,6 +445,13 @@ EDGES = ("launch pads A and B with zeros to multiples of the block tile (BM, BN,
          "epilogue checks row < M, col < N")
 
 
+def code_path(cfg: TileConfig, m: int, n: int, k: int) -> str:
+    """Whether the launch pads A and B at M×N×K, and to what
+    (:meth:`lab.kernels.KernelSpec.code_path`)."""
+    padded = tuple(-(-x // t) * t for x, t in ((m, cfg.bm), (n, cfg.bn), (k, cfg.bk)))
+    return "no padding" if padded == (m, n, k) else "pads to {}x{}x{}".format(*padded)
+
+
 def _spec(name: str, cfg: TileConfig) -> KernelSpec:
     kernel = kernel_for(cfg)
     bf16 = cfg.kind == "bf16"
@@ -452,6 +459,7 @@ def _spec(name: str, cfg: TileConfig) -> KernelSpec:
                       simulator=False, chapter=5, compile=((kernel, SIGNATURE[cfg.kind]),),
                       edges=EDGES, dtype_name="bfloat16" if bf16 else "",
                       tile=(cfg.bm, cfg.bn, cfg.bk), min_cc=(8, 0),
+                      paths=lambda m, n, k: code_path(cfg, m, n, k),
                       needs=f"mma.sync m16n8k16 {'BF16' if bf16 else 'FP16'}, ldmatrix, "
                             "cp.async")
 

@@ -19,7 +19,7 @@ Usage (numba device arrays; CuPy is imported lazily, GPU only)::
     twins.available()                        # [] without a GPU and CuPy
     twins.launch("s003_naive", A, B, C)
     twins.TWINS["s003_naive"].twin_of        # "naive": the Numba kernel it twins
-    row = twins.time("s004_tiled16", 1024, 1024, 1024)
+    row = twins.time("s004_tiled16", 1024, 1024, 1024)   # = bench.time("s004_tiled16", ...)
 
 Offline (no GPU): :func:`compile_report` compiles a twin with ``nvcc -O3 -arch=sm_90`` and gives
 the same register / hottest-loop mix as :func:`lab.compiler.report` does for Numba kernels.
@@ -147,39 +147,20 @@ def launch(name: str, A, B, C) -> None:
 
 
 def check(name: str, m: int, n: int, k: int, *, seed: int | None = None):
-    """One launch on fresh random inputs against float64 (a :class:`lab.bench.CheckResult`)."""
-    from numba import cuda
-
+    """:func:`lab.bench.check` of the twin ``name`` (a CheckResult)."""
     from lab import bench
 
-    seed = bench.new_seed() if seed is None else seed
-    a, b = bench.random_inputs(m, n, k, np.float32, np.random.default_rng(seed))
-    d_c = cuda.to_device(np.full((m, n), np.nan, dtype=np.float32))
-    launch(name, cuda.to_device(a), cuda.to_device(b), d_c)
-    cuda.synchronize()
-    return bench.compare(d_c.copy_to_host(), a, b, kernel=name, seed=seed)
+    get_twin(name)
+    return bench.check(name, m, n, k, seed=seed)
 
 
 def time(name: str, m: int, n: int, k: int, *, warmup: int = 3, repeats: int = 20,
          check_first: bool = True) -> dict:
-    """Check, then time the twin (cache-hot inputs); a row like ``bench.time_kernel``'s."""
-    from numba import cuda
-
+    """:func:`lab.bench.time` of the twin ``name``, cache-hot (a row with ``twin_of``)."""
     from lab import bench
 
-    bench.require_gpu()
-    verdict = check(name, m, n, k) if check_first else None
-    if verdict is not None and not verdict.passed:
-        raise AssertionError(f"twin {name} failed its check: {verdict.line()}")
-    a, b = bench.random_inputs(m, n, k, np.float32)
-    args = (cuda.to_device(a), cuda.to_device(b), cuda.device_array((m, n), np.float32))
-    timing = bench.time_gpu(lambda i: launch(name, *args), warmup=warmup, repeats=repeats)
-    row = {"kernel": name, "twin_of": get_twin(name).twin_of, "m": m, "n": n, "k": k,
-           "dtype": "float32", **timing.row(), "tflops": timing.tflops(2.0 * m * n * k)}
-    if verdict is not None:
-        row.update(rel_frobenius=verdict.rel_frobenius,
-                   max_err_over_max_entry=verdict.max_err_over_max_entry)
-    return row
+    get_twin(name)
+    return bench.time(name, m, n, k, warmup=warmup, repeats=repeats, check_first=check_first)
 
 
 def _function_sass(sass: str, fragment: str) -> str:
