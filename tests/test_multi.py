@@ -255,3 +255,79 @@ def test_two_gpus_check_every_scheme():
     out = launch.launch(work, world=2, timeout_s=900)
     checks = [r for r in out["rows"] if r["part"] == "check"]
     assert checks and all(r["passed"] for r in checks)
+
+
+def _fake_run() -> dict:
+    """A results dict shaped like the worker's (made-up numbers, only to exercise the chapter's
+    code paths; never saved)."""
+    rows = []
+    for what in model.COLLECTIVES:
+        for nbytes in (2**20, 2**24, 2**28):
+            ms = (2e-5 + model.collective_factor(what, 2) * nbytes / 300e9) * 1e3
+            rows.append({"part": "bandwidth", "what": what, "bytes": nbytes, "world": 2,
+                         "median_ms": ms, "min_ms": ms, "max_ms": ms,
+                         "algbw_gbps": nbytes / ms / 1e6, "busbw_gbps": 1.0})
+    for dtype, rate in (("float16", 400.0), ("float32", 45.0)):
+        for n in (4096, 8192):
+            one = 2 * n**3 / rate / 1e9
+            base = {"dtype": dtype, "kernel": "k", "m": n, "n": n, "k": n, "world": 2}
+            rows.append({"part": "one_gpu", "scheme": "one_gpu", **base, "median_ms": one,
+                         "min_ms": one, "max_ms": one, "tflops": rate,
+                         "tflops_per_gpu": rate})
+            rows.append({"part": "add", "dtype": "float32", "m": n, "n": n // 2, "world": 2,
+                         "median_ms": 0.1, "min_ms": 0.1, "max_ms": 0.1,
+                         "bytes": 12 * n * n // 2})
+            for s in schemes.SCHEMES:
+                ms = one / 1.8
+                rows.append({"part": "scheme", "scheme": s, **base, "median_ms": ms,
+                             "min_ms": ms, "max_ms": ms, "tflops": 2 * n**3 / ms / 1e9,
+                             "tflops_per_gpu": n**3 / ms / 1e9, "speedup": 1.8,
+                             "efficiency": 0.9, "compute_ms": one / 2, "comm_ms": 0.1 * ms,
+                             "exposed_comm_ms": ms - one / 2, "comm_share": 0.1,
+                             "chunks": 4, "panels_per_rank": 2})
+    return {"schema_version": 1, "experiment": "multi_gpu", "parameters": {}, "rows": rows,
+            "command": "x", "row_fields": ["part"],
+            "provenance": {"gpu": "NVIDIA H200", "compute_capability": "9.0", "sm_count": 132,
+                           "driver": "1", "cuda_runtime": "13.0", "numba": "1",
+                           "numba_cuda": "1", "numpy": "1", "date": "2026-12-01T00:00:00",
+                           "host": "h"}}
+
+
+def test_the_chapter_reads_a_run(monkeypatch, tmp_path):
+    from lab import page
+    from lab.chapters import ch10
+
+    data = results.validate(_fake_run())
+    results.save("multi_gpu", data["rows"], parameters={}, command="x",
+                 provenance=data["provenance"], row_fields=["part"], root=tmp_path)
+    assert (tmp_path / "h200-x2" / "multi_gpu.json").exists()
+    monkeypatch.setattr(ch10, "_load", lambda: data)
+    monkeypatch.setattr(results, "source_line", lambda *a, **k: "Source: fake")
+    assert "TFLOP/s per GPU" in repr(ch10.measured_table("float16"))
+    assert "comm / whole" in repr(ch10.share_table())
+    assert "busbw" in repr(ch10.bandwidth_table())
+    assert ch10.link()["all_gather"]["bus_gbps"] == pytest.approx(300, rel=1e-6)
+    assert "model / measured" in repr(ch10.model_table())
+    assert "overlapped" in repr(ch10.verdicts())
+    for fig in (ch10.rate_figure(), ch10.scaling_figure()):
+        assert "figure" in repr(page.figure(fig))
+
+
+def test_the_chapter_without_a_run_says_so(monkeypatch, tmp_path):
+    from lab.chapters import ch10
+
+    monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
+    line = repr(ch10.measured_table())
+    assert line.startswith("not measured yet: lab/results/h200-x2/multi_gpu.json")
+
+
+def test_solutions():
+    from lab.multi import solutions
+
+    one = solutions.ex10_1()
+    assert one["efficiency"] >= 0.9 and one["n"] >= one["n_closed"]
+    assert solutions.ex10_2()["best"] == "4x4"
+    three = solutions.ex10_3()
+    assert three["times_ms"][three["best"]] < three["times_ms"][1]
+    assert solutions.ex10_4()["passed"] == len(schemes.SCHEMES)
+    assert all(k.startswith("ex10_") for k in solutions.values())

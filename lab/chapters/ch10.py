@@ -1,0 +1,370 @@
+"""Chapter 10, one GEMM on two GPUs: how each scheme splits A, B and C, the bytes it moves, the
+schemes run on two simulated ranks (here, on every machine), then the measured 2 × H200 run
+(``lab/results/h200-x2/multi_gpu.json``), the model against it, and the model alone for 4, 8
+and 64 GPUs.
+
+Functions that read the measurements (:func:`measured_table`, :func:`rate_figure`,
+:func:`share_table`, :func:`bandwidth_table`, :func:`model_table`, :func:`scaling_figure`,
+:func:`verdicts`) say "not measured yet" — a line, or a figure holding only that line — until
+the file exists.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from lab import model, page, plots, results
+from lab.multi import schemes
+
+EXPERIMENT = "multi_gpu"
+WORLD = 2
+#: The simulated check: N and K odd, so the ranks' shards differ; tails in every tile.
+SIM_SHAPE = (37, 45, 29)
+#: The size the bytes table and the done criteria speak about.
+N_REF = 16384
+LABELS = {"one_gpu": "one GPU (whole product)", "column": "column-parallel (C in blocks)",
+          "column_gather": "column-parallel + all-gather", "column_overlap":
+          "column-parallel, overlapped all-gather", "row_allreduce": "row-parallel + all-reduce",
+          "row_reduce_scatter": "row-parallel + reduce-scatter", "summa": "SUMMA 1 × 2"}
+KERNEL_OF = {"float16": "tc_fp16", "float32": "warptile_tuned"}
+#: Model curves: GPUs, and the schemes drawn for each (SUMMA on a square grid where one exists).
+MODEL_GPUS = (4, 8, 64)
+GRIDS = {4: (2, 2), 8: (2, 4), 64: (8, 8)}
+
+
+def not_measured(exc: Exception) -> str:
+    """The one line a cell shows while the run is not committed (no machine-specific path)."""
+    gpu, _ = results.resolve(EXPERIMENT)
+    where = f"lab/results/{results.folder_for(EXPERIMENT, gpu)}/{EXPERIMENT}.json"
+    return (f"not measured yet: {where} does not exist (run `python -m lab measure "
+            f"{EXPERIMENT}` on two GPUs)")
+
+
+def _load():
+    return results.load(EXPERIMENT)
+
+
+def _rows(part: str, data=None, **match) -> list[dict]:
+    data = data or _load()
+    return [r for r in data["rows"] if r.get("part") == part
+            and all(r.get(k) == v for k, v in match.items())]
+
+
+class _Text:
+    """Plain text an nbval-checked cell shows (a missing file's one line)."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def _placeholder(title: str, exc: Exception):
+    fig, ax = plots.axes(title, "", "")
+    ax.axis("off")
+    ax.text(0.5, 0.5, "not measured yet:\nrun `python -m lab measure multi_gpu` on two GPUs",
+            ha="center", va="center", fontsize=10)
+    return fig
+
+
+# ----------------------------------------------------------------------------- the idea
+
+def split_figure():
+    """How A, B and C are split (colour = the GPU that holds the block; grey = on every GPU)."""
+    import matplotlib.patches as mpatches
+    import matplotlib.pyplot as plt
+
+    colours = {0: "#4c72b0", 1: "#dd8452", "all": "#bbbbbb"}
+    cases = [
+        ("column-parallel", {"A": [("all", 0, 0, 1, 1)], "B": [(0, 0, 0, .5, 1), (1, .5, 0, .5, 1)],
+                             "C": [(0, 0, 0, .5, 1), (1, .5, 0, .5, 1)]}),
+        ("row-parallel", {"A": [(0, 0, 0, .5, 1), (1, .5, 0, .5, 1)],
+                          "B": [(0, 0, .5, 1, .5), (1, 0, 0, 1, .5)],
+                          "C": [(0, 0, .5, 1, .5), (1, 0, 0, 1, .5)]}),
+        ("SUMMA 1 × 2", {"A": [(0, 0, 0, .25, 1), (0, .25, 0, .25, 1), (1, .5, 0, .25, 1),
+                               (1, .75, 0, .25, 1)],
+                         "B": [(0, 0, 0, .5, 1), (1, .5, 0, .5, 1)],
+                         "C": [(0, 0, 0, .5, 1), (1, .5, 0, .5, 1)]}),
+        ("overlapped gather", {"A": [("all", 0, 0, 1, 1)],
+                               "B": [(0, 0, 0, .5, 1), (1, .5, 0, .5, 1)],
+                               "C": [(r, .5 * r, 1 - .25 * (j + 1), .5, .25)
+                                     for j in range(4) for r in (0, 1)]}),
+    ]
+    fig, axes = plt.subplots(len(cases), 3, figsize=(6.2, 7.4), dpi=110)
+    for row, (name, mats) in enumerate(cases):
+        for col, mat in enumerate("ABC"):
+            ax = axes[row][col]
+            ax.set_xlim(0, 1)
+            ax.set_ylim(0, 1)
+            ax.set_xticks([])
+            ax.set_yticks([])
+            for owner, x, y, w, h in mats[mat]:
+                ax.add_patch(mpatches.Rectangle((x, y), w, h, facecolor=colours[owner],
+                                                edgecolor="white", linewidth=2))
+            if row == 0:
+                ax.set_title(mat, fontsize=11)
+            if col == 0:
+                ax.set_ylabel(name, fontsize=9)
+    handles = [mpatches.Patch(color=colours[0], label="GPU 0"),
+               mpatches.Patch(color=colours[1], label="GPU 1"),
+               mpatches.Patch(color=colours["all"], label="on both GPUs")]
+    fig.legend(handles=handles, loc="lower center", ncol=3, fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    return fig
+
+
+def bytes_rows(n: int = N_REF, e: int = 2) -> list[dict]:
+    """Per scheme at n³ on two GPUs (FP16 inputs, FP32 C): FLOPs per GPU, bytes each GPU
+    receives, and FLOPs per byte moved (the model's formulas)."""
+    rows = []
+    for s in schemes.SCHEMES:
+        moved = model.comm_bytes_per_gpu(s, n, n, n, WORLD, e=e)
+        flops = model.flops(n, n, n) / WORLD
+        rows.append({"scheme": LABELS[s], "gflop": flops / 1e9, "mib": moved / 2**20,
+                     "per_byte": flops / moved if moved else None,
+                     "formula": FORMULAS[s]})
+    return rows
+
+
+FORMULAS = {"column": "0", "column_gather": "½·M·N·4", "column_overlap": "½·M·N·4",
+            "row_allreduce": "2·½·M·N·4", "row_reduce_scatter": "½·M·N·4",
+            "summa": "½·M·K·e"}
+
+
+def bytes_table(n: int = N_REF):
+    return page.table(bytes_rows(n), ["scheme", "formula", "gflop", "mib", "per_byte"],
+                      {"formula": "bytes in per GPU", "gflop": "GFLOP per GPU",
+                       "mib": f"MiB in per GPU at n={n}", "per_byte": "FLOP per byte moved"},
+                      title=f"Two GPUs, n = {n}, FP16 inputs (e = 2), FP32 C")
+
+
+# ----------------------------------------------------------------------------- simulation
+
+def simulated_rows(shape=SIM_SHAPE) -> list[dict]:
+    """Every scheme on two simulated ranks: FP32 through ``warptile_tuned`` (in the simulator
+    where there is no GPU), FP16 through the float64 stand-in (the tensor-core kernel needs a
+    GPU). Each row: the verdict against float64."""
+    m, n, k = shape
+    rng = np.random.default_rng(10)
+    A = rng.uniform(-1, 1, (m, k)).astype(np.float32)
+    B = rng.uniform(-1, 1, (k, n)).astype(np.float32)
+    rows = []
+    for dtype, label in (("float32", "warptile_tuned"), ("float16", "float64 stand-in")):
+        a, b = A.astype(dtype), B.astype(dtype)
+        for s in schemes.SCHEMES:
+            if dtype == "float32":
+                out = schemes.simulate(s, a, b, kernel="warptile_tuned")
+            else:
+                out = schemes.simulate(s, a, b, matmul_fn=schemes.numpy_matmul)
+            v = out["verdict"]
+            rows.append({"scheme": s, "inputs": dtype, "kernel": label,
+                         "copies": len(out["C"]), "bound": "≤ 1" if v.err_over_bound <= 1
+                         else f"{v.err_over_bound:.1f}", "verdict": "PASS" if v.passed
+                         else "FAIL"})
+    return rows
+
+
+def simulated_table(shape=SIM_SHAPE):
+    m, n, k = shape
+    return page.table(simulated_rows(shape), ["scheme", "inputs", "kernel", "copies", "bound",
+                                              "verdict"],
+                      {"copies": "assembled C checked", "bound": "error / bound"},
+                      title=f"Two simulated ranks, M × N × K = {m} × {n} × {k}")
+
+
+# ----------------------------------------------------------------------------- measured
+
+def measured_rows(dtype: str = "float16") -> list[dict]:
+    data = _load()
+    out = []
+    for r in _rows("one_gpu", data, dtype=dtype) + _rows("scheme", data, dtype=dtype):
+        out.append({"n": r["n"], "scheme": LABELS[r["scheme"]], "ms": r["median_ms"],
+                    "spread": f"{r['min_ms']:.3g}–{r['max_ms']:.3g}",
+                    "per_gpu": r["tflops_per_gpu"], "speedup": r.get("speedup", 1.0),
+                    "eff": r.get("efficiency", 1.0)})
+    return sorted(out, key=lambda r: r["n"])
+
+
+def measured_table(dtype: str = "float16"):
+    try:
+        rows = measured_rows(dtype)
+    except results.ResultsMissing as exc:
+        return _Text(not_measured(exc))
+    return page.table(rows, ["n", "scheme", "ms", "spread", "per_gpu", "speedup", "eff"],
+                      {"ms": "median (ms)", "spread": "min–max (ms)",
+                       "per_gpu": "TFLOP/s per GPU", "speedup": "× one GPU",
+                       "eff": "efficiency"},
+                      title=f"{dtype} inputs, {KERNEL_OF[dtype]} on each GPU",
+                      source=results.source_line(EXPERIMENT))
+
+
+def share_table(dtype: str = "float16"):
+    """Per scheme and size: arithmetic alone, communication alone, the whole, and the share."""
+    try:
+        rows = _rows("scheme", dtype=dtype)
+    except results.ResultsMissing as exc:
+        return _Text(not_measured(exc))
+    out = [{"n": r["n"], "scheme": LABELS[r["scheme"]], "compute": r["compute_ms"],
+            "comm": r["comm_ms"], "whole": r["median_ms"], "exposed": r["exposed_comm_ms"],
+            "share": r["comm_share"]} for r in rows if r["scheme"] != "column"]
+    return page.table(sorted(out, key=lambda r: r["n"]),
+                      ["n", "scheme", "compute", "comm", "whole", "exposed", "share"],
+                      {"compute": "compute alone (ms)", "comm": "comm alone (ms)",
+                       "whole": "whole (ms)", "exposed": "not hidden (ms)",
+                       "share": "comm / whole"}, source=results.source_line(EXPERIMENT))
+
+
+def rate_figure():
+    """TFLOP/s per GPU against n: one line per scheme, the one-GPU line, FP16 and FP32."""
+    import matplotlib.pyplot as plt
+
+    try:
+        data = _load()
+    except results.ResultsMissing as exc:
+        return _placeholder("TFLOP/s per GPU", exc)
+    fig, axes = plt.subplots(1, 2, figsize=(9.0, 4.0), dpi=110)
+    for ax, dtype in zip(axes, ("float16", "float32")):
+        rows = _rows("one_gpu", data, dtype=dtype) + _rows("scheme", data, dtype=dtype)
+        for s in ("one_gpu", *schemes.SCHEMES):
+            pts = sorted((r["n"], r["tflops_per_gpu"]) for r in rows if r["scheme"] == s)
+            if pts:
+                style = dict(plots.OURS, linestyle="--" if s == "one_gpu" else "-")
+                ax.plot(*zip(*pts), label=LABELS[s], **style)
+        ax.set_xscale("log", base=2)
+        ax.set_title(f"{dtype} ({KERNEL_OF[dtype]})", fontsize=10)
+        ax.set_xlabel("n (square product)")
+        ax.set_ylabel("TFLOP/s per GPU")
+        ax.grid(True, alpha=0.25)
+    axes[0].legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
+def bandwidth_table():
+    try:
+        rows = _rows("bandwidth")
+    except results.ResultsMissing as exc:
+        return _Text(not_measured(exc))
+    out = [{"what": r["what"], "mib": r["bytes"] / 2**20, "ms": r["median_ms"],
+            "alg": r["algbw_gbps"], "bus": r["busbw_gbps"]} for r in rows]
+    return page.table(out, ["what", "mib", "ms", "alg", "bus"],
+                      {"what": "collective", "mib": "buffer (MiB)", "ms": "median (ms)",
+                       "alg": "algbw (GB/s)", "bus": "busbw (GB/s)"},
+                      source=results.source_line(EXPERIMENT))
+
+
+def link() -> dict:
+    """The model's link: latency and bus bandwidth of each collective, fitted to the run."""
+    return model.fit_link(_rows("bandwidth"))
+
+
+def predict(row: dict, data=None) -> dict:
+    """The model's times for a measured scheme row, from that run's one-GPU rate at the same
+    size and type, its fitted link and its measured add bandwidth."""
+    data = data or _load()
+    one = _rows("one_gpu", data, dtype=row["dtype"], n=row["n"])[0]
+    add = _rows("add", data, m=row["m"], n=-(-row["n"] // WORLD))
+    add_gbps = add[0]["bytes"] / (add[0]["median_ms"] * 1e-3) / 1e9 if add else 3000.0
+    e = 2 if row["dtype"] == "float16" else 4
+    return model.scheme_seconds(row["scheme"], row["m"], row["n"], row["k"], WORLD,
+                                rate_tflops=one["tflops"], link=model.fit_link(
+                                    _rows("bandwidth", data)), e=e,
+                                chunks=row.get("chunks", schemes.CHUNKS),
+                                panels_per_rank=row.get("panels_per_rank",
+                                                        schemes.PANELS_PER_RANK),
+                                add_gbps=add_gbps)
+
+
+def model_rows() -> list[dict]:
+    data = _load()
+    out = []
+    for r in _rows("scheme", data):
+        p = predict(r, data)
+        out.append({"dtype": r["dtype"], "n": r["n"], "scheme": LABELS[r["scheme"]],
+                    "measured": r["median_ms"], "model": p["total"] * 1e3,
+                    "miss": p["total"] * 1e3 / r["median_ms"] - 1})
+    return out
+
+
+def model_table():
+    try:
+        rows = model_rows()
+    except results.ResultsMissing as exc:
+        return _Text(not_measured(exc))
+    return page.table(rows, ["dtype", "n", "scheme", "measured", "model", "miss"],
+                      {"measured": "measured (ms)", "model": "model (ms)",
+                       "miss": "model / measured − 1"}, source=results.source_line(EXPERIMENT))
+
+
+def scaling_figure(dtype: str = "float16"):
+    """The model alone: efficiency against n for 4, 8 and 64 GPUs (measured one-GPU rate and
+    two-GPU link inside a host; :data:`lab.model.INTER_HOST_GBPS` between hosts)."""
+    import matplotlib.pyplot as plt
+
+    try:
+        data = _load()
+        fitted = model.fit_link(_rows("bandwidth", data))
+    except results.ResultsMissing as exc:
+        return _placeholder("model: efficiency on 4, 8 and 64 GPUs", exc)
+    ones = {r["n"]: r["tflops"] for r in _rows("one_gpu", data, dtype=dtype)}
+    sizes = [2**i for i in range(12, 18)]
+    e = 2 if dtype == "float16" else 4
+    fig, axes = plt.subplots(1, len(MODEL_GPUS), figsize=(10.0, 3.8), dpi=110, sharey=True)
+    for ax, p in zip(axes, MODEL_GPUS):
+        lk = model.link_for(p, fitted)
+        for s, grid, label in (("column_gather", None, "column + all-gather"),
+                               ("column_overlap", None, "column, overlapped"),
+                               ("row_allreduce", None, "row + all-reduce"),
+                               ("summa", GRIDS[p], f"SUMMA {GRIDS[p][0]} × {GRIDS[p][1]}")):
+            eff = []
+            for n in sizes:
+                rate = ones.get(n, ones[max(ones)])
+                t = model.scheme_seconds(s, n, n, n, p, rate_tflops=rate, link=lk, e=e,
+                                         grid=grid)["total"]
+                eff.append(2.0 * n ** 3 / (rate * 1e12) / t / p)
+            ax.plot(sizes, eff, label=label, linestyle="-.", marker=".")
+        ax.set_xscale("log", base=2)
+        ax.set_ylim(0, 1.05)
+        ax.set_title(f"model, {p} GPUs", fontsize=10)
+        ax.set_xlabel("n")
+        ax.grid(True, alpha=0.25)
+    axes[0].set_ylabel("efficiency (model)")
+    axes[-1].legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
+def verdicts() -> _Text:
+    """The chapter's three tests, from the run: column-parallel FP16 at 16384 against one GPU,
+    overlapped against unoverlapped gather, the model's largest miss at two GPUs."""
+    try:
+        data = _load()
+    except results.ResultsMissing as exc:
+        return _Text(not_measured(exc))
+    lines = []
+    col = _rows("scheme", data, scheme="column", dtype="float16", n=N_REF)
+    if col:
+        lines.append(f"column-parallel FP16 at n={N_REF}: {col[0]['speedup']:.2f}× one GPU")
+    for dtype in ("float16", "float32"):
+        for n in sorted({r["n"] for r in _rows("scheme", data, dtype=dtype)}):
+            lap = _rows("scheme", data, scheme="column_overlap", dtype=dtype, n=n)
+            gat = _rows("scheme", data, scheme="column_gather", dtype=dtype, n=n)
+            if lap and gat:
+                lines.append(f"{dtype} n={n}: overlapped {lap[0]['median_ms']:.3f} ms vs "
+                             f"unoverlapped {gat[0]['median_ms']:.3f} ms")
+    misses = [abs(r["miss"]) for r in model_rows()]
+    lines.append(f"model vs measured, two GPUs: largest miss {max(misses):.0%}, median "
+                 f"{float(np.median(misses)):.0%}")
+    return _Text("\n".join(lines))
+
+
+def values() -> dict:
+    """Model-only numbers the prose quotes (no measurement needed)."""
+    n = N_REF
+    return {"n_ref": str(n),
+            "gather_mib": f"{model.comm_bytes_per_gpu('column_gather', n, n, n, 2) / 2**20:.0f}",
+            "allreduce_mib": f"{model.comm_bytes_per_gpu('row_allreduce', n, n, n, 2) / 2**20:.0f}",
+            "summa_mib": f"{model.comm_bytes_per_gpu('summa', n, n, n, 2, e=2) / 2**20:.0f}",
+            "gflop_per_gpu": f"{model.flops(n, n, n) / 2 / 1e9:.0f}",
+            "inter_host_gbps": f"{model.INTER_HOST_GBPS:.0f}",
+            "sim_shape": " × ".join(map(str, SIM_SHAPE))}
