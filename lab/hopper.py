@@ -116,7 +116,10 @@ def accumulator_position(thread, index):
 __all__ = ["wgmma_fence", "wgmma_commit", "wgmma_wait", "smem_desc", "mbar_init", "mbar_arrive",
            "mbar_expect_tx", "mbar_try_wait", "mbar_wait", "tma_load_2d", "prefetch_tensormap",
            "fence_proxy_async", "fence_barrier_init", "setmaxnreg_inc", "setmaxnreg_dec",
-           "wgmma", "shared_address", "global_address"]
+           "wgmma", "shared_address", "global_address", "tma_store_2d", "bulk_commit",
+           "bulk_wait", "bulk_wait_read", "st_shared_v2_f32", "named_barrier",
+           "tma_load_2d_multicast", "cluster_ctarank", "cluster_nctarank", "cluster_sync",
+           "mbar_arrive_cluster", "elect_one"]
 __all__ += [f"wgmma_m64n{n}k16_{kind}" for n in WGMMA_N for kind in ("f16", "bf16")]
 
 if SIMULATOR:
@@ -345,6 +348,148 @@ else:
             return context.get_dummy_value()
         return types.void(tensor_map), codegen
 
+    # ------------------------------------------------------------------ TMA store
+
+    @intrinsic
+    def tma_store_2d(typingctx, src, tensor_map, col, row):
+        """``cp.async.bulk.tensor.2d.global.shared::cta.bulk_group``: shared ``src`` (one box,
+        laid out as the map says: 1024-byte aligned for the 128B swizzle) → the box of the
+        tensor whose first element is (``row``, ``col``). Elements outside the tensor are not
+        written (the copy engine clips the box). Asynchronous: the writing threads need
+        :func:`fence_proxy_async` and a barrier before it; :func:`bulk_commit` closes a group,
+        :func:`bulk_wait_read` says when ``src`` may be reused."""
+        def codegen(context, builder, sig, args):
+            ops = [_u32(context, builder, sig.args[0], args[0]),
+                   context.cast(builder, args[1], sig.args[1], types.uint64),
+                   context.cast(builder, args[2], sig.args[2], types.int32),
+                   context.cast(builder, args[3], sig.args[3], types.int32)]
+            _asm(builder, ir.VoidType(), ops,
+                 "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$1, {$2, $3}], [$0];",
+                 "r,l,r,r,~{memory}")
+            return context.get_dummy_value()
+        return types.void(src, tensor_map, col, row), codegen
+
+    bulk_commit = _simple("bulk_commit", "cp.async.bulk.commit_group;",
+                          "``cp.async.bulk.commit_group`` — close the group of bulk copies "
+                          "(TMA stores) issued so far by this thread.")
+
+    def _bulk_wait(read: bool):
+        suffix = ".read" if read else ""
+
+        def impl(typingctx, pending):
+            n = _literal(pending, "the bulk group count")
+
+            def codegen(context, builder, sig, args):
+                _asm(builder, ir.VoidType(), [], f"cp.async.bulk.wait_group{suffix} {n};",
+                     "~{memory}")
+                return context.get_dummy_value()
+            return types.void(pending), codegen
+        impl.__name__ = "bulk_wait_read" if read else "bulk_wait"
+        impl.__doc__ = (f"``cp.async.bulk.wait_group{suffix} N`` — wait until at most N (a "
+                        "constant) bulk groups of this thread are pending"
+                        + (" *reading shared memory* (their sources may be overwritten)"
+                           if read else " (their writes are done)") + ".")
+        return intrinsic(impl)
+
+    bulk_wait = _bulk_wait(False)
+    bulk_wait_read = _bulk_wait(True)
+
+    @intrinsic
+    def st_shared_v2_f32(typingctx, address, x, y):
+        """``st.shared.v2.f32 [address], {x, y}`` — 8 bytes at an 8-byte aligned shared
+        address."""
+        def codegen(context, builder, sig, args):
+            ops = [_u32(context, builder, sig.args[0], args[0]),
+                   context.cast(builder, args[1], sig.args[1], types.float32),
+                   context.cast(builder, args[2], sig.args[2], types.float32)]
+            _asm(builder, ir.VoidType(), ops, "st.shared.v2.f32 [$0], {$1, $2};",
+                 "r,f,f,~{memory}")
+            return context.get_dummy_value()
+        return types.void(address, x, y), codegen
+
+    @intrinsic
+    def named_barrier(typingctx, bar_id, count):
+        """``bar.sync id, count`` — a barrier for ``count`` threads (a constant multiple of 32:
+        whole warps) under hardware barrier ``id`` (1–15; 0 is ``syncthreads``)."""
+        c = _literal(count, "the barrier's thread count")
+        if c % 32 or not 32 <= c <= 1024:
+            raise ValueError(f"named_barrier: the count must be a multiple of 32, got {c}")
+
+        def codegen(context, builder, sig, args):
+            _asm(builder, ir.VoidType(), [_u32(context, builder, sig.args[0], args[0])],
+                 f"bar.sync $0, {c};", "r,~{memory}")
+            return context.get_dummy_value()
+        return types.void(bar_id, count), codegen
+
+    # ------------------------------------------------------------------ clusters
+
+    @intrinsic
+    def tma_load_2d_multicast(typingctx, dst, tensor_map, col, row, bar, cta_mask):
+        """:func:`tma_load_2d` to every CTA of the cluster whose bit is set in ``cta_mask``:
+        the box lands at the same shared offset ``dst`` in each, and each one's mbarrier at
+        offset ``bar`` receives the bytes."""
+        def codegen(context, builder, sig, args):
+            ops = [_u32(context, builder, sig.args[0], args[0]),
+                   context.cast(builder, args[1], sig.args[1], types.uint64),
+                   context.cast(builder, args[2], sig.args[2], types.int32),
+                   context.cast(builder, args[3], sig.args[3], types.int32),
+                   _u32(context, builder, sig.args[4], args[4]),
+                   context.cast(builder, args[5], sig.args[5], types.uint16)]
+            _asm(builder, ir.VoidType(), ops,
+                 "cp.async.bulk.tensor.2d.shared::cluster.global.tile"
+                 ".mbarrier::complete_tx::bytes.multicast::cluster"
+                 " [$0], [$1, {$2, $3}], [$4], $5;",
+                 "r,l,r,r,r,h,~{memory}")
+            return context.get_dummy_value()
+        return types.void(dst, tensor_map, col, row, bar, cta_mask), codegen
+
+    def _special(name, register, doc):
+        def impl(typingctx):
+            def codegen(context, builder, sig, args):
+                return _asm(builder, _I32, [], f"mov.u32 $0, {register};", "=r")
+            return types.uint32(), codegen
+        impl.__name__ = name
+        impl.__doc__ = doc
+        return intrinsic(impl)
+
+    cluster_ctarank = _special("cluster_ctarank", "%cluster_ctarank",
+                               "This block's rank in its cluster (0 … cluster size − 1).")
+    cluster_nctarank = _special("cluster_nctarank", "%cluster_nctarank",
+                                "The number of blocks in this block's cluster (1 when the "
+                                "kernel was launched without clusters).")
+    cluster_sync = _simple("cluster_sync",
+                           "barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;",
+                           "``barrier.cluster.arrive.release`` + ``barrier.cluster.wait."
+                           "acquire`` — every (non-exited) thread of every block of the "
+                           "cluster: after it, the other blocks' earlier shared-memory writes "
+                           "and mbarrier inits are visible, and none has exited.")
+
+    @intrinsic
+    def mbar_arrive_cluster(typingctx, bar, cta):
+        """Arrive on the mbarrier at shared offset ``bar`` *of block ``cta``* of the cluster
+        (``mapa`` turns the offset into that block's address). Default semantics (release,
+        CTA scope): ``.release.cluster`` would put a GPU-wide memory barrier (``MEMBAR.ALL.GPU``)
+        before every arrive; what the arrive orders here — this warpgroup's wgmma reads of the
+        stage, already complete — needs none."""
+        def codegen(context, builder, sig, args):
+            _asm(builder, ir.VoidType(), [_u32(context, builder, sig.args[0], args[0]),
+                                          _u32(context, builder, sig.args[1], args[1])],
+                 "{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, $0, $1;\n"
+                 "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}",
+                 "r,r,~{memory}")
+            return context.get_dummy_value()
+        return types.void(bar, cta), codegen
+
+    @intrinsic
+    def elect_one(typingctx):
+        """``elect.sync`` over the full warp: 1 in exactly one lane (the lowest active), 0 in
+        the others; every lane of the warp must execute it."""
+        def codegen(context, builder, sig, args):
+            return _asm(builder, _I32, [],
+                        "{\n.reg .pred p;\nelect.sync _|p, 0xffffffff;\n"
+                        "selp.u32 $0, 1, 0, p;\n}", "=r,~{memory}")
+        return types.uint32(), codegen
+
     # ------------------------------------------------------------------ registers
 
     def _setmaxnreg(direction: str):
@@ -471,6 +616,85 @@ def allow_dynamic_shared(kernel, signature: str, nbytes: int) -> None:
     driver.cuKernelSetAttribute(attr, nbytes, cufunc.handle, cufunc.device.id)
     cufunc.set_shared_memory_carveout(100)
     _DYNAMIC_READY.add(key)
+
+
+def _launch_config(blocks: int, threads: int, shared: int, cluster: int):
+    from cuda.bindings import driver as cu
+
+    cfg = cu.CUlaunchConfig()
+    cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = blocks, 1, 1
+    cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = threads, 1, 1
+    cfg.sharedMemBytes = shared
+    cfg.hStream = cu.CUstream(0)             # the default stream, as Numba's launches
+    attr = cu.CUlaunchAttribute()
+    attr.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+    attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster, 1, 1
+    cfg.attrs = [attr]
+    cfg.numAttrs = 1
+    return cfg
+
+
+def _cufunction(kernel, signature: str):
+    from cuda.bindings import driver as cu
+
+    compiled = kernel.compile(signature)
+    handle = compiled._codelibrary.get_cufunc().handle
+    return compiled, cu.CUfunction(int(handle))     # a CUkernel launches as a CUfunction
+
+
+_MAX_CLUSTERS: dict = {}
+
+
+def max_active_clusters(kernel, signature: str, threads: int, shared: int,
+                        cluster: int) -> int:
+    """How many clusters of ``cluster`` blocks of this kernel the GPU holds at once
+    (``cuOccupancyMaxActiveClusters``): a persistent grid of clusters should not be larger,
+    since a GPC whose free SMs cannot take a whole cluster leaves them idle."""
+    from cuda.bindings import driver as cu
+    from numba import cuda
+
+    key = (id(kernel), signature, threads, shared, cluster, id(cuda.current_context()))
+    if key not in _MAX_CLUSTERS:
+        _, func = _cufunction(kernel, signature)
+        cfg = _launch_config(cluster, threads, shared, cluster)
+        err, count = cu.cuOccupancyMaxActiveClusters(func, cfg)
+        if err != cu.CUresult.CUDA_SUCCESS or count < 1:
+            raise RuntimeError(f"cuOccupancyMaxActiveClusters failed ({err}, {count}) for "
+                               f"{threads} threads, {shared} bytes, clusters of {cluster}")
+        _MAX_CLUSTERS[key] = int(count)
+    return _MAX_CLUSTERS[key]
+
+
+def launch_cluster(kernel, signature: str, blocks: int, threads: int, shared: int, args,
+                   cluster: int) -> None:
+    """Launch ``kernel`` (compiled for ``signature``) on ``blocks`` blocks in clusters of
+    ``cluster`` along x, on the default stream, with ``cuLaunchKernelEx`` and
+    ``CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION`` (Numba's ``kernel[grid, block]`` has no cluster
+    option). The arguments are marshalled exactly as Numba does (its ``_prepare_args``: an
+    array becomes meminfo, parent, size, itemsize, data, shape…, strides…), then passed as
+    a ``void*[]``.
+    """
+    import ctypes
+
+    from cuda.bindings import driver as cu
+
+    if blocks % cluster:
+        raise ValueError(f"{blocks} blocks do not make whole clusters of {cluster}")
+    compiled, func = _cufunction(kernel, signature)
+    values, keep = [], []
+    for ty, value in zip(compiled.argument_types, args):
+        compiled._prepare_args(ty, value, 0, keep, values)
+    cells = [v if isinstance(v, ctypes._SimpleCData) else ctypes.c_int64(int(v))
+             for v in values]
+    pointers = (ctypes.c_void_p * len(cells))(*[ctypes.addressof(c) for c in cells])
+    res = cu.cuLaunchKernelEx(_launch_config(blocks, threads, shared, cluster), func,
+                              ctypes.addressof(pointers), 0)
+    err = res[0] if isinstance(res, tuple) else res
+    if err != cu.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(f"cuLaunchKernelEx (clusters of {cluster}, {blocks} blocks of "
+                           f"{threads} threads, {shared} bytes of shared memory) failed: {err}")
+    for write_back in keep:
+        write_back()
 
 
 def compile_sm90a(kernel, signature: str) -> dict:

@@ -52,9 +52,12 @@ SIGNATURES = {
     "cpasync": {"f16": "void(float16[:, ::1], float16[:, ::1], float32[:, ::1])",
                 "bf16": "void(uint16[:, ::1], uint16[:, ::1], float32[:, ::1])"},
     "tma": "void(uint64[::1], uint64[::1], float32[:, ::1], int32)",
+    "ws": "void(uint64[::1], uint64[::1], uint64[::1], float32[:, ::1], int32)",
 }
 BK = 64                       # k per stage: one 128-byte row of 16-bit values
 ROW = 128                     # bytes per swizzled row
+EPI_COLS = 32                 # float32 columns per TMA-store box: one 128-byte swizzled row
+EPI_BOX = 64 * ROW            # one 64-row × 32-column float32 staging box: 8 KB
 MAX_SHARED = 227 * 1024
 
 
@@ -72,6 +75,11 @@ class HopperConfig:
     group_m: int = 8           # block-rows per L2 group in the tile order
     pingpong: bool = False     # consumers take whole tiles in turn (else they split one)
     kind: str = "f16"
+    epilogue: str = "direct"   # "direct" (st.global from registers) or "tma" (smem + TMA store)
+    cluster: int = 1           # blocks per cluster; 2: B multicast to both (block rows 2p, 2p+1)
+    wait_depth: int = 1        # wgmma groups a consumer leaves in flight before releasing a stage
+    elect: bool = False        # the producer's warp runs the loop, elect.sync picks the issuer
+    producer_regs: int = 40    # setmaxnreg.dec for the producer (when regs is set)
 
     @property
     def wg_rows(self) -> int:
@@ -94,8 +102,13 @@ class HopperConfig:
         return (self.bm + self.bn) * ROW
 
     @property
+    def epilogue_bytes(self) -> int:
+        """Two 64×32 float32 staging boxes per consumer warpgroup for the TMA store."""
+        return self.consumers * 2 * EPI_BOX if self.epilogue == "tma" else 0
+
+    @property
     def shared_bytes(self) -> int:
-        return self.stages * self.stage_bytes
+        return self.stages * self.stage_bytes + self.epilogue_bytes
 
     @property
     def label(self) -> str:
@@ -104,11 +117,21 @@ class HopperConfig:
         if self.producer:
             parts.append("+ producer WG")
         if self.regs:
-            parts.append(f"setmaxnreg {self.regs}/40")
+            parts.append(f"setmaxnreg {self.regs}/{self.producer_regs}")
         if self.persistent:
             parts.append("persistent")
+            if self.group_m != 8:
+                parts.append(f"group_m {self.group_m}")
         if self.pingpong:
             parts.append("ping-pong (a tile per WG)")
+        if self.epilogue == "tma":
+            parts.append("TMA-store epilogue")
+        if self.cluster > 1:
+            parts.append(f"cluster {self.cluster} (B multicast)")
+        if self.wait_depth != 1 and self.producer and not self.pingpong:
+            parts.append(f"wgmma wait depth {self.wait_depth}")
+        if self.elect:
+            parts.append("elect.sync producer")
         return ", ".join(parts) + f", {self.kind}"
 
     def validate(self) -> "HopperConfig":
@@ -130,13 +153,31 @@ class HopperConfig:
             problems.append("the cp.async rung has one warpgroup and no producer")
         if (self.regs or self.persistent) and not self.producer:
             problems.append("setmaxnreg and persistence are for the specialized kernel")
-        if self.regs and (self.regs % 8 or not 24 <= self.regs <= 256
-                          or 128 * 40 + 128 * self.consumers * self.regs > 65536):
+        if self.regs and (self.regs % 8 or not 24 <= self.regs <= 256):
             problems.append(f"setmaxnreg {self.regs} does not fit the register file")
         if self.pingpong and not (self.persistent and self.consumers == 2):
             problems.append("ping-pong needs the persistent kernel and two consumer warpgroups")
         if not 2 <= self.stages <= 8:
             problems.append("stages must be 2…8")
+        specialized = self.producer and not self.pingpong
+        if self.epilogue not in ("direct", "tma"):
+            problems.append(f"epilogue must be 'direct' or 'tma', not {self.epilogue!r}")
+        if self.epilogue == "tma" and not specialized:
+            problems.append("the TMA-store epilogue is for the specialized (non-ping-pong) kernel")
+        if self.cluster not in (1, 2):
+            problems.append("cluster must be 1 or 2")
+        if self.cluster > 1 and (not specialized or (self.bn // 64) % self.cluster):
+            problems.append("clusters need the specialized (non-ping-pong) kernel and B boxes "
+                            "that split evenly among the blocks")
+        if self.wait_depth not in (0, 1, 2) or self.wait_depth >= self.stages:
+            problems.append("wait_depth must be 0, 1 or 2 and below the stage count")
+        if (self.wait_depth != 1 or self.elect) and not specialized:
+            problems.append("wait_depth and elect are parameters of the specialized kernel")
+        if self.producer_regs % 8 or not 24 <= self.producer_regs <= 256:
+            problems.append("producer_regs must be a multiple of 8 in 24…256")
+        if self.regs and 128 * self.producer_regs + 128 * self.consumers * self.regs > 65536:
+            problems.append(f"setmaxnreg {self.regs}/{self.producer_regs} does not fit the "
+                            "register file (64 K)")
         if problems:
             raise ValueError(f"hopper config {self.label}: " + "; ".join(problems))
         return self
@@ -192,6 +233,107 @@ def _zero(count: int):
         for i in range(count):
             acc[i] = float32(0)
     return zero
+
+
+def _stage_ops(cfg: HopperConfig):
+    """``load_stage`` (one thread: the stage's TMA copies) and ``compute_stage`` (one
+    warpgroup: its wgmma of one k-slice), shared by every TMA rung."""
+    A_BYTES, STAGE_BYTES, MT, BN = cfg.a_bytes, cfg.stage_bytes, cfg.mt, cfg.bn
+    B_BOX = BK * ROW
+    B_BOXES = BN // 64
+    WG_ROWS = cfg.wg_rows
+    mma = hopper.wgmma(cfg.kind, BN)
+
+    # region: tma_stage
+    @cuda.jit(device=True, inline="always")
+    def load_stage(stage, full, map_a, map_b, kt, row0, col0):
+        """One thread: announce the stage's bytes on its full barrier, then ask the copy
+        engine for the A box (BM rows × 64 k) and BN/64 B boxes (64 k-rows × 64 columns)."""
+        hopper.mbar_expect_tx(full, STAGE_BYTES)
+        hopper.tma_load_2d(stage, map_a, kt * BK, row0, full)
+        for j in range(B_BOXES):
+            hopper.tma_load_2d(stage + uint32(A_BYTES + j * B_BOX), map_b, col0 + 64 * j,
+                               kt * BK, full)
+    # endregion: tma_stage
+
+    @cuda.jit(device=True, inline="always")
+    def compute_stage(acc, stage, wg):
+        hopper.wgmma_fence()
+        for ks in range(BK // 16):
+            desc_b = hopper.smem_desc(stage + uint32(A_BYTES + ks * 16 * ROW), B_BOX, 1024)
+            for mi in range(MT):
+                desc_a = hopper.smem_desc(
+                    stage + uint32((wg * WG_ROWS + mi * 64) * ROW + 32 * ks), 16, 1024)
+                mma(acc, mi * (BN // 2), desc_a, desc_b, 1)
+        hopper.wgmma_commit()
+
+    return load_stage, compute_stage
+
+
+def _stage_multicast(cfg: HopperConfig):
+    """``load_stage`` for a cluster: each block loads its own A box and its share of the B
+    boxes, multicast to every block of the cluster (they all use the same B columns)."""
+    A_BYTES, STAGE_BYTES = cfg.a_bytes, cfg.stage_bytes
+    B_BOX = BK * ROW
+    SHARE = cfg.bn // 64 // cfg.cluster           # B boxes this block issues
+    MASK = (1 << cfg.cluster) - 1
+
+    # region: multicast_stage
+    @cuda.jit(device=True, inline="always")
+    def load_stage_multicast(stage, full, map_a, map_b, kt, row0, col0, rank):
+        """The whole stage's bytes are expected on *this* block's full barrier: its A box, its
+        own B share, and the share the partner multicasts (which may land before the
+        expect — the barrier's byte count then goes negative until it; the phase cannot
+        complete before this arrival)."""
+        hopper.mbar_expect_tx(full, STAGE_BYTES)
+        hopper.tma_load_2d(stage, map_a, kt * BK, row0, full)
+        for i in range(SHARE):
+            j = rank * SHARE + i
+            hopper.tma_load_2d_multicast(stage + uint32(A_BYTES + j * B_BOX), map_b,
+                                         col0 + 64 * j, kt * BK, full, MASK)
+    # endregion: multicast_stage
+
+    return load_stage_multicast
+
+
+def _epilogue_tma(cfg: HopperConfig):
+    MT, BN = cfg.mt, cfg.bn
+    QUARTERS = BN // EPI_COLS                     # 32-column boxes per 64-row slab
+
+    # region: epilogue_tma
+    @cuda.jit(device=True, inline="always")
+    def store_tile_tma(acc, boxes, map_c, row0, col0, thread, bar_id):
+        """One warpgroup's accumulators → C through shared memory and the copy engine, one
+        64×32 float32 box at a time, alternating between two 8 KB staging boxes. Per box: the
+        issuing thread (0) waits until the copy engine has *read* the box two back (its
+        buffer), the warpgroup writes the box 128B-swizzled (8-byte stores, no bank
+        conflicts), fences the writes for the async proxy and meets at a named barrier;
+        thread 0 issues the TMA store and commits it. The stores run on while the warpgroup
+        goes back to its main loop; rows and columns outside C are clipped by the copy engine."""
+        warp = thread // 32
+        lane = thread % 32
+        for mi in range(MT):
+            for q in range(QUARTERS):
+                box = boxes + uint32(((mi * QUARTERS + q) % 2) * EPI_BOX)
+                if thread == 0:
+                    hopper.bulk_wait_read(1)          # the box written two boxes ago is free
+                hopper.named_barrier(bar_id, 128)
+                for jj in range(EPI_COLS // 8):
+                    j = q * (EPI_COLS // 8) + jj      # 8-column block of the accumulators
+                    for half in range(2):
+                        r = 16 * warp + lane // 4 + 8 * half
+                        offset = r * ROW + (8 * jj + 2 * (lane % 4)) * 4
+                        i = mi * (BN // 2) + 4 * j + 2 * half
+                        hopper.st_shared_v2_f32(box + uint32(offset ^ ((r % 8) << 4)),
+                                                acc[i], acc[i + 1])
+                hopper.fence_proxy_async()
+                hopper.named_barrier(bar_id, 128)
+                if thread == 0:
+                    hopper.tma_store_2d(box, map_c, col0 + EPI_COLS * q, row0 + 64 * mi)
+                    hopper.bulk_commit()
+    # endregion: epilogue_tma
+
+    return store_tile_tma
 
 
 # ----------------------------------------------------------------------------- rung 1
@@ -294,29 +436,7 @@ def build_tma(cfg: HopperConfig):
     tile_coords = _tile_order(GROUP_M)
     store_tile = _epilogue(MT, BN)
     zero = _zero(ACC)
-
-    # region: tma_stage
-    @cuda.jit(device=True, inline="always")
-    def load_stage(stage, full, map_a, map_b, kt, row0, col0):
-        """One thread: announce the stage's bytes on its full barrier, then ask the copy
-        engine for the A box (BM rows × 64 k) and BN/64 B boxes (64 k-rows × 64 columns)."""
-        hopper.mbar_expect_tx(full, STAGE_BYTES)
-        hopper.tma_load_2d(stage, map_a, kt * BK, row0, full)
-        for j in range(B_BOXES):
-            hopper.tma_load_2d(stage + uint32(A_BYTES + j * B_BOX), map_b, col0 + 64 * j,
-                               kt * BK, full)
-    # endregion: tma_stage
-
-    @cuda.jit(device=True, inline="always")
-    def compute_stage(acc, stage, wg):
-        hopper.wgmma_fence()
-        for ks in range(BK // 16):
-            desc_b = hopper.smem_desc(stage + uint32(A_BYTES + ks * 16 * ROW), B_BOX, 1024)
-            for mi in range(MT):
-                desc_a = hopper.smem_desc(
-                    stage + uint32((wg * WG_ROWS + mi * 64) * ROW + 32 * ks), 16, 1024)
-                mma(acc, mi * (BN // 2), desc_a, desc_b, 1)
-        hopper.wgmma_commit()
+    load_stage, compute_stage = _stage_ops(cfg)
 
     @cuda.jit
     def wgmma_tma(map_a, map_b, C, k):
@@ -369,45 +489,34 @@ def build_tma(cfg: HopperConfig):
 # ----------------------------------------------------------------------------- rungs 4-5
 
 def build_ws(cfg: HopperConfig):
-    """Rungs 4–6: a producer warpgroup (TMA) and consumer warpgroups (wgmma) that meet only
-    at full/empty mbarriers; optionally setmaxnreg, a persistent tile loop, and ping-pong
-    consumers (a whole tile each, in turn)."""
+    """Rungs 4–8: a producer warpgroup (TMA) and consumer warpgroups (wgmma) that meet only
+    at full/empty mbarriers; optionally setmaxnreg, a persistent tile loop, ping-pong
+    consumers (a whole tile each, in turn), an epilogue through shared memory and TMA
+    stores, and clusters whose blocks multicast the B tile to each other."""
     cfg.validate()
     BM, BN, STAGES, MT, GROUP_M = cfg.bm, cfg.bn, cfg.stages, cfg.mt, cfg.group_m
-    A_BYTES, STAGE_BYTES = cfg.a_bytes, cfg.stage_bytes
-    B_BOX = BK * ROW
-    B_BOXES = BN // 64
+    STAGE_BYTES = cfg.stage_bytes
     WG_ROWS = cfg.wg_rows
     CONSUMERS = cfg.consumers
     ACC = MT * BN // 2
     REGS = cfg.regs
+    PRODUCER_REGS = cfg.producer_regs
     PERSISTENT = cfg.persistent
     PINGPONG = cfg.pingpong
+    EPI_TMA = cfg.epilogue == "tma"
+    EPI0 = STAGES * STAGE_BYTES                    # staging boxes after the stage ring
+    CLUSTER = cfg.cluster
+    DEPTH = cfg.wait_depth
+    ELECT = cfg.elect
     BARRIERS = 2 * STAGES + 2             # a full and an empty mbarrier per stage; 2 "order"
-    RELEASERS = 4 if PINGPONG else 4 * CONSUMERS   # warps that hand one stage back
-    mma = hopper.wgmma(cfg.kind, BN)
+    # warps that hand one stage back: each consumer warp of every block of the cluster
+    RELEASERS = 4 if PINGPONG else 4 * CONSUMERS * CLUSTER
     tile_coords = _tile_order(GROUP_M)
     store_tile = _epilogue(MT, BN)
+    store_tile_tma = _epilogue_tma(cfg)
     zero = _zero(ACC)
-
-    @cuda.jit(device=True, inline="always")
-    def load_stage(stage, full, map_a, map_b, kt, row0, col0):
-        hopper.mbar_expect_tx(full, STAGE_BYTES)
-        hopper.tma_load_2d(stage, map_a, kt * BK, row0, full)
-        for j in range(B_BOXES):
-            hopper.tma_load_2d(stage + uint32(A_BYTES + j * B_BOX), map_b, col0 + 64 * j,
-                               kt * BK, full)
-
-    @cuda.jit(device=True, inline="always")
-    def compute_stage(acc, stage, wg):
-        hopper.wgmma_fence()
-        for ks in range(BK // 16):
-            desc_b = hopper.smem_desc(stage + uint32(A_BYTES + ks * 16 * ROW), B_BOX, 1024)
-            for mi in range(MT):
-                desc_a = hopper.smem_desc(
-                    stage + uint32((wg * WG_ROWS + mi * 64) * ROW + 32 * ks), 16, 1024)
-                mma(acc, mi * (BN // 2), desc_a, desc_b, 1)
-        hopper.wgmma_commit()
+    load_stage, compute_stage = _stage_ops(cfg)
+    load_stage_multicast = _stage_multicast(cfg)
 
     # region: pingpong
     @cuda.jit(device=True, inline="always")
@@ -443,23 +552,40 @@ def build_ws(cfg: HopperConfig):
             store_tile(C, acc, block_m * BM, block_n * BN, thread)
     # endregion: pingpong
 
+    @cuda.jit(device=True, inline="always")
+    def release(empty, leader):
+        """A consumer warp hands a stage back: to its own block's empty barrier, and in a
+        cluster to the same barrier of every block (their producers multicast into it)."""
+        if leader:
+            if CLUSTER == 1:
+                hopper.mbar_arrive(empty)
+            else:
+                for r in range(CLUSTER):
+                    hopper.mbar_arrive_cluster(empty, r)
+
     # One block per SM and a register cap at entry: what setmaxnreg needs to take effect.
     bounds = {} if hopper.SIMULATOR else {"launch_bounds": (cfg.threads, 1)}
 
     @cuda.jit(**bounds)
-    def wgmma_ws(map_a, map_b, C, k):
+    def wgmma_ws(map_a, map_b, map_c, C, k):
         smem = cuda.shared.array(0, dtype=uint8, alignment=1024)
         bars = cuda.shared.array(BARRIERS, dtype=uint64)
         tid = int32(cuda.threadIdx.x)
         wg = tid // 128
+        if CLUSTER > 1 and hopper.cluster_nctarank() != CLUSTER:
+            return                    # launched without clusters: C stays unwritten, no hang
+        rank = int32(hopper.cluster_ctarank()) if CLUSTER > 1 else int32(0)
         m = int32(C.shape[0])
         n = int32(C.shape[1])
         k_tiles = (k + BK - 1) // BK
         tiles_m = (m + BM - 1) // BM
         tiles_n = (n + BN - 1) // BN
-        tiles = tiles_m * tiles_n
-        first = int32(cuda.blockIdx.x)
-        step = int32(cuda.gridDim.x) if PERSISTENT else tiles
+        # work units: CLUSTER consecutive block rows in one block column (1 tile alone)
+        units_m = (tiles_m + CLUSTER - 1) // CLUSTER
+        units = units_m * tiles_n
+        first = int32(cuda.blockIdx.x) // CLUSTER
+        step = int32(cuda.gridDim.x) // CLUSTER if PERSISTENT else units
+        tiles = units                                  # (ping-pong: CLUSTER is 1)
         shared = hopper.shared_address(smem)
         full0 = hopper.shared_address(bars)
         empty0 = full0 + uint32(8 * STAGES)
@@ -472,23 +598,35 @@ def build_ws(cfg: HopperConfig):
             hopper.mbar_init(order0 + uint32(8), 1)
             hopper.fence_barrier_init()
         cuda.syncthreads()
+        if CLUSTER > 1:
+            hopper.cluster_sync()     # the partner's barriers exist before we multicast to it
 
         # region: producer
         if wg == 0:                                   # producer warpgroup: copies only
             if REGS:
-                hopper.setmaxnreg_dec(40)
-            if tid == 0:
+                hopper.setmaxnreg_dec(PRODUCER_REGS)
+            if tid == 0 or (ELECT and tid < 32):
                 a_map = hopper.global_address(map_a)
                 b_map = hopper.global_address(map_b)
                 it = int32(0)                         # k-slices issued so far, all tiles
-                for tile in range(first, tiles, step):
-                    block_m, block_n = tile_coords(tile, tiles_m, tiles_n)
+                for unit in range(first, tiles, step):
+                    unit_m, block_n = tile_coords(unit, units_m, tiles_n)
+                    # a block row past M (odd tile rows, cluster 2) reloads the last one
+                    block_m = min(unit_m * CLUSTER + rank, tiles_m - 1)
                     for kt in range(k_tiles):
                         s = it % STAGES
                         # wait until the consumers released this slot's previous use
+                        # (and, in a cluster, the partner's consumers released its copy)
                         hopper.mbar_wait(empty0 + uint32(8 * s), ((it // STAGES) % 2) ^ 1)
-                        load_stage(shared + uint32(s * STAGE_BYTES), full0 + uint32(8 * s),
-                                   a_map, b_map, kt, block_m * BM, block_n * BN)
+                        if not ELECT or hopper.elect_one() != 0:
+                            if CLUSTER == 1:
+                                load_stage(shared + uint32(s * STAGE_BYTES),
+                                           full0 + uint32(8 * s), a_map, b_map, kt,
+                                           block_m * BM, block_n * BN)
+                            else:
+                                load_stage_multicast(shared + uint32(s * STAGE_BYTES),
+                                                     full0 + uint32(8 * s), a_map, b_map, kt,
+                                                     block_m * BM, block_n * BN, rank)
                         it += 1
         # endregion: producer
         # region: consumer
@@ -503,23 +641,36 @@ def build_ws(cfg: HopperConfig):
                 pingpong_consumer(acc, shared, full0, empty0, order0, C, cw, thread, leader,
                                   first, step, tiles, tiles_m, tiles_n, k_tiles)
                 return
+            boxes = shared + uint32(EPI0 + cw * 2 * EPI_BOX)
             it = int32(0)
-            for tile in range(first, tiles, step):
-                block_m, block_n = tile_coords(tile, tiles_m, tiles_n)
+            for unit in range(first, tiles, step):
+                unit_m, block_n = tile_coords(unit, units_m, tiles_n)
+                block_m = unit_m * CLUSTER + rank
                 zero(acc)
                 for kt in range(k_tiles):
                     s = it % STAGES
                     hopper.mbar_wait(full0 + uint32(8 * s), (it // STAGES) % 2)
                     compute_stage(acc, shared + uint32(s * STAGE_BYTES), cw)
-                    hopper.wgmma_wait(1)              # slice it-1's wgmma are done …
-                    if kt > 0 and leader:             # … so its slot goes back
-                        hopper.mbar_arrive(empty0 + uint32(8 * ((it - 1) % STAGES)))
+                    hopper.wgmma_wait(DEPTH)          # all but the DEPTH newest groups done …
+                    if kt >= DEPTH:                   # … so slice it-DEPTH's slot goes back
+                        release(empty0 + uint32(8 * ((it - DEPTH) % STAGES)), leader)
                     it += 1
                 hopper.wgmma_wait(0)
-                if leader:
-                    hopper.mbar_arrive(empty0 + uint32(8 * ((it - 1) % STAGES)))
-                store_tile(C, acc, block_m * BM + cw * WG_ROWS, block_n * BN, thread)
+                for d in range(DEPTH, 0, -1):         # the slots still held
+                    if k_tiles >= d:
+                        release(empty0 + uint32(8 * ((it - d) % STAGES)), leader)
+                if block_m < tiles_m:
+                    if EPI_TMA:
+                        store_tile_tma(acc, boxes, hopper.global_address(map_c),
+                                       block_m * BM + cw * WG_ROWS, block_n * BN, thread,
+                                       1 + cw)
+                    else:
+                        store_tile(C, acc, block_m * BM + cw * WG_ROWS, block_n * BN, thread)
+            if EPI_TMA and thread == 0:
+                hopper.bulk_wait(0)                   # stores done before the block exits
         # endregion: consumer
+        if CLUSTER > 1:
+            hopper.cluster_sync()     # no block exits while its partner may still signal it
 
     return wgmma_ws
 
@@ -542,7 +693,17 @@ def kernel_for(cfg: HopperConfig):
 
 
 def signature(cfg: HopperConfig) -> str:
-    return SIGNATURES["cpasync"][cfg.kind] if cfg.loader == "cpasync" else SIGNATURES["tma"]
+    if cfg.loader == "cpasync":
+        return SIGNATURES["cpasync"][cfg.kind]
+    return SIGNATURES["ws"] if cfg.producer else SIGNATURES["tma"]
+
+
+@cuda.jit
+def _copy_columns(src, dst):
+    """dst[i, j] = src[i, j] for the columns of dst (src is wider: a padded output)."""
+    j, i = cuda.grid(2)
+    if i < dst.shape[0] and j < dst.shape[1]:
+        dst[i, j] = src[i, j]
 
 
 def require_hopper() -> None:
@@ -591,9 +752,35 @@ def launcher(cfg: HopperConfig):
             return
         map_a, map_b, k, keep = tma_operands(A, B, cfg)
         tiles = -(-m // cfg.bm) * -(-n // cfg.bn)
-        blocks = min(tiles, _sm_count()) if cfg.persistent else tiles
-        kernel[blocks, cfg.threads, 0, dynamic](map_a, map_b, C, np.int32(k))
-        launch.keep = (map_a, map_b, keep)    # alive until the next call (async launch)
+        if not cfg.producer:
+            blocks = min(tiles, _sm_count()) if cfg.persistent else tiles
+            kernel[blocks, cfg.threads, 0, dynamic](map_a, map_b, C, np.int32(k))
+            launch.keep = (map_a, map_b, keep)    # alive until the next call (async launch)
+            return
+        out = C
+        if cfg.epilogue == "tma":
+            # the TMA store needs a 16-byte row pitch: an N that is not a multiple of 4
+            # float32 goes through a wider output, copied back after
+            if n % 4:
+                out = cuda.device_array((m, n + (-n) % 4), dtype=np.float32)
+            map_c = hopper.tensor_map_2d(out, 64, EPI_COLS, dtype_name="float32")
+        else:
+            map_c = map_a                         # not read
+        args = (map_a, map_b, map_c, out, np.int32(k))
+        units = -(-m // (cfg.bm * cfg.cluster)) * -(-n // cfg.bn)
+        if cfg.cluster == 1:
+            blocks = min(units, _sm_count()) if cfg.persistent else units
+            kernel[blocks, cfg.threads, 0, dynamic](*args)
+        else:
+            clusters = units
+            if cfg.persistent:
+                clusters = min(units, hopper.max_active_clusters(
+                    kernel, signature(cfg), cfg.threads, dynamic, cfg.cluster))
+            hopper.launch_cluster(kernel, signature(cfg), clusters * cfg.cluster, cfg.threads,
+                                  dynamic, args, cfg.cluster)
+        if out is not C:
+            _copy_columns[(-(-n // 32), -(-m // 8)), (32, 8)](out, C)
+        launch.keep = (map_a, map_b, map_c, out, keep)   # alive until the next call
 
     launch.config = cfg
     return launch
@@ -604,15 +791,36 @@ def make_config(**changes) -> HopperConfig:
 
 
 #: The rungs; each adds one idea to the one before (FP16 here, BF16 the same with kind="bf16").
+#: (Rungs 7 and 8 build on rung 5, the best before them; rung 6, ping-pong, is a side branch.)
+_PERSISTENT = HopperConfig(bm=128, bn=256, stages=4, consumers=2, producer=True, regs=232,
+                           persistent=True)
 RUNG_CONFIGS = {
     "wgmma_cpasync": HopperConfig(loader="cpasync", bm=128, bn=128, stages=4),
     "wgmma_tma": HopperConfig(bm=128, bn=128, stages=4),
     "wgmma_2wg": HopperConfig(bm=128, bn=256, stages=4, consumers=2),
     "wgmma_ws": HopperConfig(bm=128, bn=256, stages=4, consumers=2, producer=True, regs=232),
-    "wgmma_persistent": HopperConfig(bm=128, bn=256, stages=4, consumers=2, producer=True,
-                                     regs=232, persistent=True),
+    "wgmma_persistent": _PERSISTENT,
     "wgmma_pingpong": HopperConfig(bm=128, bn=128, stages=6, consumers=2, producer=True,
                                    regs=232, persistent=True, pingpong=True),
+    "wgmma_tmastore": replace(_PERSISTENT, epilogue="tma"),
+    # setmaxnreg 224/56: the cluster producer's loop needs more than 40 registers (it spilled)
+    "wgmma_cluster": replace(_PERSISTENT, epilogue="tma", cluster=2, regs=224,
+                             producer_regs=56),
+}
+
+#: Cheap variations of rungs 7 and 8, one change each (FP16): the sweep of the ``hopper``
+#: experiment. (5 or 6 stages of 128×256×64 do not fit: 48 KB a stage, 227 KB in all.)
+SWEEP_CONFIGS = {
+    "tmastore": RUNG_CONFIGS["wgmma_tmastore"],
+    "tmastore group_m 16": replace(RUNG_CONFIGS["wgmma_tmastore"], group_m=16),
+    "tmastore wait depth 0": replace(RUNG_CONFIGS["wgmma_tmastore"], wait_depth=0),
+    "tmastore elect.sync": replace(RUNG_CONFIGS["wgmma_tmastore"], elect=True),
+    "tmastore setmaxnreg 240/24": replace(RUNG_CONFIGS["wgmma_tmastore"], regs=240,
+                                          producer_regs=24),
+    "cluster": RUNG_CONFIGS["wgmma_cluster"],
+    "cluster group_m 16": replace(RUNG_CONFIGS["wgmma_cluster"], group_m=16),
+    "cluster direct epilogue": replace(RUNG_CONFIGS["wgmma_cluster"], epilogue="direct"),
+    "cluster elect.sync": replace(RUNG_CONFIGS["wgmma_cluster"], elect=True),
 }
 
 TITLES = {
@@ -623,12 +831,36 @@ TITLES = {
     "wgmma_persistent": "+ persistent blocks (one per SM), grouped tile order",
     "wgmma_pingpong": "+ ping-pong: a 128×128 tile per consumer warpgroup, taken in turn, "
                       "so one stores while the other multiplies",
+    "wgmma_tmastore": "persistent + epilogue through shared memory and TMA stores, "
+                      "overlapping the next tile's main loop",
+    "wgmma_cluster": "+ clusters of 2 blocks sharing B by TMA multicast",
 }
 
-EDGES = {"cpasync": "launch pads A and B with zeros to the block tile; stores check row < M, "
-                    "col < N",
-         "tma": "TMA zero-fills boxes past the edges (K or N is padded to a multiple of 8 only "
-                "when the row pitch is not 16-byte aligned); stores check row < M, col < N"}
+
+def edges(cfg: HopperConfig) -> str:
+    """How ``cfg``'s kernel handles M, N, K that are not multiples of its tile."""
+    if cfg.loader == "cpasync":
+        return ("launch pads A and B with zeros to the block tile; stores check row < M, "
+                "col < N")
+    text = ("TMA zero-fills boxes past the edges (K or N is padded to a multiple of 8 only "
+            "when the row pitch is not 16-byte aligned); ")
+    if cfg.epilogue == "tma":
+        text += ("the TMA store clips its boxes to C (an N that is not a multiple of 4 goes "
+                 "through a wider output, copied back)")
+    else:
+        text += "stores check row < M, col < N"
+    if cfg.cluster > 1:
+        text += ("; with an odd number of block rows the second block of the last pair "
+                 "loads the last block row again and stores nothing")
+    return text
+
+
+def _needs(cfg: HopperConfig) -> str:
+    text = "sm_90a: wgmma" + (", TMA, mbarriers" if cfg.loader == "tma" else ", cp.async")
+    text += ", setmaxnreg" if cfg.regs else ""
+    text += ", TMA store" if cfg.epilogue == "tma" else ""
+    text += ", clusters (multicast)" if cfg.cluster > 1 else ""
+    return text
 
 
 def _spec(name: str, cfg: HopperConfig) -> KernelSpec:
@@ -637,12 +869,9 @@ def _spec(name: str, cfg: HopperConfig) -> KernelSpec:
     suffix = "_bf16" if bf16 else "_fp16"
     return KernelSpec(name + suffix, f"Hopper: {TITLES[name]} ({'BF16' if bf16 else 'FP16'})",
                       np.uint16 if bf16 else np.float16, launcher(cfg), simulator=False,
-                      chapter=7, compile=((kernel, signature(cfg)),), edges=EDGES[cfg.loader],
+                      chapter=7, compile=((kernel, signature(cfg)),), edges=edges(cfg),
                       dtype_name="bfloat16" if bf16 else "", tile=(cfg.bm, cfg.bn, BK),
-                      min_cc=(9, 0), max_cc=(9, 0),
-                      needs="sm_90a: wgmma" + (", TMA, mbarriers" if cfg.loader == "tma" else
-                                               ", cp.async")
-                            + (", setmaxnreg" if cfg.regs else ""))
+                      min_cc=(9, 0), max_cc=(9, 0), needs=_needs(cfg))
 
 
 SPECS = [_spec(name, replace(cfg, kind=kind)) for name, cfg in RUNG_CONFIGS.items()
