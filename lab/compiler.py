@@ -2,7 +2,8 @@
 
 For any registered kernel, :func:`report` gives registers per thread, spill stores/loads, stack
 frame, static shared memory, the SASS, and an instruction-mix summary of the whole kernel and of
-its hottest loop (the backward branch whose body holds the most FFMA/HMMA). ``ptxas`` and
+its hottest loop (the backward branch whose body holds the most FFMA/HMMA/HGMMA; ``loop_hmma``
+counts both tensor-core kinds, ``mma.sync``'s HMMA and Hopper's ``wgmma`` HGMMA). ``ptxas`` and
 ``nvdisasm`` come from the ``nvidia-cuda-nvcc`` / ``nvidia-cuda-nvdisasm`` wheels.
 
 Under the simulator the real ``numba.cuda`` is not loaded, so the work is done in a subprocess
@@ -62,7 +63,7 @@ class CompileReport:
                 "loop_instructions": sum(loop.values()),
                 "loop_ffma_share": round(fma / loop_total, 3),
                 "loop_lds": ", ".join(f"{op}×{n}" for op, n in sorted(lds.items())) or "-",
-                "loop_hmma": loop.get("HMMA", 0)}
+                "loop_hmma": loop.get("HMMA", 0) + loop.get("HGMMA", 0)}
 
 
 def tool(name: str) -> str:
@@ -153,7 +154,7 @@ def hottest_loop(instrs, labels) -> list:
             continue
         start = labels[m.group(1)]
         body = [x for x in instrs if start <= x[0] <= addr]
-        score = sum(1 for _, o, _ in body if o.startswith(("FFMA", "HMMA")))
+        score = sum(1 for _, o, _ in body if o.startswith(("FFMA", "HMMA", "HGMMA")))
         if score > best_score:
             best, best_score = body, score
     return best
