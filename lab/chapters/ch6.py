@@ -811,6 +811,576 @@ def manifest_table():
                       title="FP16 inputs, FP32 accumulation")
 
 
+# ----------------------------------------------------------------------------- measured: waves
+
+def missing(exc: Exception) -> str:
+    """:func:`not_measured` without the file's absolute path (the same text on every machine)."""
+    return f"not measured yet ({str(exc).split(': ', 1)[-1]})"
+
+#: The kernels of the measured wave sweep (``waves``): name -> (label, colour, style).
+WAVE_KERNELS = {"tc_fp16": ("tc_fp16", "C0", "ours"), "cublas_fp16": ("cuBLAS FP16", "C0", "lib"),
+                "warptile_tuned": ("warptile_tuned", "C1", "ours"),
+                "cublas_fp32": ("cuBLAS FP32", "C1", "lib")}
+
+
+def placeholder_figure(what: str, exc: Exception):
+    """A figure that says a results file is missing (so a figure cell always holds a figure)."""
+    fig, ax = plots.plt.subplots(figsize=(6, 1.2), dpi=110)
+    ax.axis("off")
+    ax.text(0.5, 0.5, f"{what}: {missing(exc)}", ha="center", va="center", fontsize=7,
+            wrap=True)
+    return page.figure(fig)
+
+
+def blocks_per_sm(kernel: str) -> int:
+    """Resident blocks per SM of ``warptile_tuned`` or ``tc_fp16``: threads, shared memory and
+    the registers the committed compiler facts report (:func:`lab.model.blocks_per_sm`)."""
+    from lab import compiler
+
+    spec = get_spec(kernel)
+    cfg = spec.launch.config
+    threads = cfg.threads
+    smem = cfg.shared_bytes
+    regs = compiler.report(kernel)[0].registers     # the unchecked kernel (tile multiples)
+    return model.blocks_per_sm(threads, regs, smem)
+
+
+def wave_sweep_rows() -> list[dict]:
+    """The measured sweep: per N, each implementation's time, with our kernels' tiles and the
+    model's waves (:func:`lab.model.waves` with :func:`blocks_per_sm`)."""
+    sms = roofs()["sms"]
+    tiles = {k: get_spec(k).tile for k in ("tc_fp16", "warptile_tuned")}
+    blocks = {k: blocks_per_sm(k) for k in tiles}
+    rows = []
+    for r in results.rows("waves", part="sweep"):
+        row = {"n": r["n"], "kernel": r["kernel"], "us": r["median_ms"] * 1e3,
+               "tflops": r["tflops"], "m": r["m"], "k": r["k"]}
+        if r["kernel"] in tiles:
+            bm, bn, _ = tiles[r["kernel"]]
+            row["tiles"] = model.tile_grid(r["m"], r["n"], bm, bn)
+            row["waves"] = model.waves(r["m"], r["n"], bm, bn, sms, blocks[r["kernel"]])
+        rows.append(row)
+    return rows
+
+
+def wave_steps_rows() -> list[dict]:
+    """Around each of our kernels' wave boundaries: the last N of a wave count and the first of
+    the next, the model's time ratio (waves) and the measured one, beside cuBLAS's."""
+    rows = wave_sweep_rows()
+    by = {(r["kernel"], r["n"]): r for r in rows}
+    out = []
+    for kernel, lib in (("tc_fp16", "cublas_fp16"), ("warptile_tuned", "cublas_fp32")):
+        ours = sorted((r for r in rows if r["kernel"] == kernel), key=lambda r: r["n"])
+        for a, b in zip(ours, ours[1:]):
+            if b["waves"] == a["waves"] or (lib, a["n"]) not in by or (lib, b["n"]) not in by:
+                continue
+            out.append({"kernel": kernel, "n_before": a["n"], "n_after": b["n"],
+                        "waves": f"{a['waves']} → {b['waves']}",
+                        "model": b["waves"] / a["waves"], "measured": b["us"] / a["us"],
+                        "cublas": by[(lib, b["n"])]["us"] / by[(lib, a["n"])]["us"]})
+    return out
+
+
+def wave_steps_table():
+    """The steps of the measured sweep: time after / before each new wave."""
+    try:
+        rows = wave_steps_rows()
+    except results.ResultsMissing as exc:
+        return missing(exc)
+    return page.table(rows, ["kernel", "n_before", "n_after", "waves", "model", "measured",
+                             "cublas"],
+                      {"n_before": "N before", "n_after": "N after", "waves": "waves",
+                       "model": "model: time ×", "measured": "measured: time ×",
+                       "cublas": "cuBLAS: time ×"},
+                      source=results.source_line("waves"))
+
+
+def wave_measured_figure():
+    """Time against N for our kernels and cuBLAS (FP16 and FP32 panels), with the model's steps
+    for our kernel scaled to its measured time of one full wave."""
+    try:
+        rows = wave_sweep_rows()
+        params = results.load("waves")["parameters"]
+    except results.ResultsMissing as exc:
+        return placeholder_figure("wave sweep", exc)
+    fig, axes = plots.plt.subplots(1, 2, figsize=(7.6, 3.0), dpi=110, sharex=True)
+    for ax, (ours, lib, title) in zip(axes, (("tc_fp16", "cublas_fp16", "FP16"),
+                                             ("warptile_tuned", "cublas_fp32", "FP32"))):
+        for kernel in (ours, lib):
+            pts = sorted((r for r in rows if r["kernel"] == kernel), key=lambda r: r["n"])
+            label, colour, style = WAVE_KERNELS[kernel]
+            ax.plot([r["n"] for r in pts], [r["us"] for r in pts], label=label,
+                    color="C0" if kernel == ours else "0.35",
+                    linestyle="-" if style == "ours" else ":", linewidth=1.2,
+                    marker="." if style == "ours" else None, markersize=3)
+        pts = sorted((r for r in rows if r["kernel"] == ours), key=lambda r: r["n"])
+        one = [r for r in pts if r["waves"] == 1]
+        if one:
+            per_wave = one[-1]["us"]
+            ax.step([r["n"] for r in pts], [r["waves"] * per_wave for r in pts], where="mid",
+                    color="C3", linewidth=0.9, label="model: waves × one full wave")
+        ax.set_title(f"{title}, M = {params['m']}, K = {params['k']}", fontsize=9)
+        ax.set_xlabel("N", fontsize=8)
+        ax.set_ylabel("time per call (µs)", fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.legend(fontsize=6.5, loc="upper left")
+    fig.tight_layout()
+    return page.figure(fig)
+
+
+# ----------------------------------------------------------------------------- measured: split-K
+
+def _splitk(part: str) -> list[dict]:
+    return results.rows("splitk", part=part)
+
+
+def splitk_model_us(design: str, m: int, n: int, k: int, slices: int, mode: str) -> float:
+    """The model's time for split-K: the FLOPs at the design's roof scaled by the share of SMs
+    the work units keep busy, plus the extra bytes at the streaming-read bandwidth."""
+    from lab.kernels.k11_splitk import extra_bytes
+
+    r = roofs()
+    kernel = "tc_fp16" if design == "fp16" else "warptile_tuned"
+    bm, bn, _ = get_spec(kernel).tile
+    units = model.tile_grid(m, n, bm, bn) * slices
+    busy = min(units, r["sms"]) / r["sms"]
+    peak = r["peak"]["FP16" if design == "fp16" else "FP32"] * 1e12
+    extra = extra_bytes(m, n, slices, mode) if slices > 1 else 0
+    return (model.flops(m, n, k) / (peak * busy) + extra / (r["read_gbps"] * 1e9)) * 1e6
+
+
+def splitk_rows() -> list[dict]:
+    """Per shape: the unsplit kernel, cuBLAS, and each split-K row with the model's time."""
+    out = []
+    for r in _splitk("splitk"):
+        mode = r.get("mode")
+        slices = r.get("slices") or 1
+        row = {"design": r["design"], "shape": f"{r['m']}×{r['n']}×{r['k']}",
+               "kernel": r["kernel"], "mode": mode, "splits": r.get("splits"),
+               "slices": r.get("slices"), "us": r["median_ms"] * 1e3,
+               "min_us": r["min_ms"] * 1e3, "max_us": r["max_ms"] * 1e3,
+               "tflops": r["tflops"], "timing": r.get("timing"), "m": r["m"], "n": r["n"],
+               "k": r["k"]}
+        if mode in ("unsplit", "two_pass", "atomic"):
+            row["model_us"] = splitk_model_us(r["design"], r["m"], r["n"], r["k"], slices,
+                                              "two_pass" if mode == "unsplit" else mode)
+        out.append(row)
+    return out
+
+
+def splitk_summary_rows() -> list[dict]:
+    """Per shape: unsplit, cuBLAS, and the best of each split-K version (with its factor)."""
+    rows = splitk_rows()
+    out = []
+    for shape in dict.fromkeys((r["design"], r["shape"]) for r in rows):
+        here = [r for r in rows if (r["design"], r["shape"]) == shape]
+        unsplit = next(r for r in here if r["mode"] == "unsplit")
+        lib = next(r for r in here if r["mode"] == "library")
+        row = {"design": shape[0], "shape": shape[1], "unsplit": unsplit["us"],
+               "cublas": lib["us"]}
+        for mode in ("two_pass", "atomic"):
+            best = min((r for r in here if r["mode"] == mode), key=lambda r: r["us"])
+            row[mode] = best["us"]
+            row[f"{mode}_s"] = best["slices"]
+            row[f"{mode}_x"] = unsplit["us"] / best["us"]
+        out.append(row)
+    return out
+
+
+def splitk_table():
+    """Split-K measured: the best factor of each version against unsplit and cuBLAS."""
+    try:
+        rows = splitk_summary_rows()
+    except results.ResultsMissing as exc:
+        return missing(exc)
+    return page.table(rows, ["design", "shape", "unsplit", "two_pass", "two_pass_s",
+                             "two_pass_x", "atomic", "atomic_s", "atomic_x", "cublas"],
+                      {"shape": "M×N×K", "unsplit": "unsplit (µs)",
+                       "two_pass": "two-pass (µs)", "two_pass_s": "slices",
+                       "two_pass_x": "speed-up", "atomic": "atomic (µs)", "atomic_s": "slices",
+                       "atomic_x": "speed-up", "cublas": "cuBLAS (µs)"},
+                      source=results.source_line("splitk"))
+
+
+def splitk_figure():
+    """Time against slices of K for both versions, the model, the unsplit kernel and cuBLAS."""
+    try:
+        rows = splitk_rows()
+    except results.ResultsMissing as exc:
+        return placeholder_figure("split-K", exc)
+    shapes = list(dict.fromkeys((r["design"], r["shape"]) for r in rows))
+    fig, axes = plots.plt.subplots(1, len(shapes), figsize=(2.7 * len(shapes), 2.9), dpi=110)
+    for ax, shape in zip(np.atleast_1d(axes), shapes):
+        here = [r for r in rows if (r["design"], r["shape"]) == shape]
+        for mode, colour in (("two_pass", "C0"), ("atomic", "C2")):
+            pts = sorted((r for r in here if r["mode"] == mode), key=lambda r: r["slices"])
+            ax.plot([r["slices"] for r in pts], [r["us"] for r in pts], color=colour,
+                    marker="o", markersize=3, linewidth=1.2, label=mode.replace("_", "-"))
+            if mode == "two_pass":
+                ax.plot([r["slices"] for r in pts], [r["model_us"] for r in pts],
+                        color="C3", linewidth=0.9, linestyle="--", label="model (two-pass)")
+        for mode, style, label in (("unsplit", "-", "unsplit"), ("library", ":", "cuBLAS")):
+            r = next(x for x in here if x["mode"] == mode)
+            ax.axhline(r["us"], color="0.4", linestyle=style, linewidth=1.0, label=label)
+        ax.set_xscale("log", base=2)
+        ax.set_title(f"{'FP16' if shape[0] == 'fp16' else 'FP32'} {shape[1]}", fontsize=8)
+        ax.set_xlabel("slices of K", fontsize=8)
+        ax.set_ylabel("µs per call", fontsize=8)
+        ax.tick_params(labelsize=7)
+    np.atleast_1d(axes)[0].legend(fontsize=6, loc="upper right")
+    fig.tight_layout()
+    return page.figure(fig)
+
+
+def determinism_rows() -> list[dict]:
+    """The atomic and two-pass versions run repeatedly on the same inputs: how many distinct
+    results, and how far apart (elements, bits, ulps)."""
+    return [{"design": r["design"], "mode": r["mode"].replace("_", "-"),
+             "splits": r["splits"], "runs": r["runs"], "distinct": r["distinct_results"],
+             "elements": r["max_elements_vs_first"],
+             "share": r["max_elements_vs_first"] / r["elements"],
+             "bits": r["max_bits_vs_first"], "ulps": r["max_ulps_vs_first"],
+             "vs_two_pass": r["max_elements_vs_two_pass"]}
+            for r in _splitk("determinism")]
+
+
+def determinism_table():
+    """Bitwise (non-)determinism of split-K, measured."""
+    try:
+        rows = determinism_rows()
+    except results.ResultsMissing as exc:
+        return missing(exc)
+    return page.table(rows, ["design", "mode", "splits", "runs", "distinct", "elements",
+                             "share", "bits", "ulps", "vs_two_pass"],
+                      {"distinct": "distinct results", "elements": "elements differing (max)",
+                       "share": "share", "bits": "bits differing (max)",
+                       "ulps": "largest gap (ulp)", "vs_two_pass": "elements ≠ two-pass"},
+                      source=results.source_line("splitk"))
+
+
+# ----------------------------------------------------------------------------- measured: small K
+
+def small_k_model_rows() -> list[dict]:
+    """The prediction: at M = N = 4096 and small K, the least bytes of the product (inputs read,
+    FP32 output written), its FLOPs' time at the roof, and the epilogue's bytes fused and
+    unfused, as times at the streaming-read bandwidth."""
+    from lab.kernels.k10_epilogue import saved_bytes
+    from lab.experiments.splitk import SMALL_K, SMALL_MN
+
+    r = roofs()
+    bw = r["read_gbps"] * 1e9
+    m = n = SMALL_MN
+    rows = []
+    for k in SMALL_K:
+        for fmt, e in (("FP16", 2), ("FP32", 4)):
+            ideal = model.ideal_bytes(m, n, k, e, 4)
+            s = saved_bytes(m, n, c=False)
+            rows.append({"k": k, "format": fmt,
+                         "flop_us": model.flops(m, n, k) / (r["peak"][fmt] * 1e12) * 1e6,
+                         "bytes_us": ideal / bw * 1e6,
+                         "out_share": 4 * m * n / ideal,
+                         "unfused_extra_us": (s["unfused"] - s["fused"] + 4 * n) / bw * 1e6})
+    return rows
+
+
+def small_k_model_table():
+    """Small K, predicted."""
+    from lab.experiments.splitk import SMALL_MN
+
+    return page.table(small_k_model_rows(), ["k", "format", "flop_us", "bytes_us", "out_share",
+                                             "unfused_extra_us"],
+                      {"k": "K", "flop_us": "FLOPs at the roof (µs)",
+                       "bytes_us": "least bytes at read bandwidth (µs)",
+                       "out_share": "output's share of the bytes",
+                       "unfused_extra_us": "unfused epilogue adds (µs)"},
+                      title=f"M = N = {SMALL_MN}, FP32 output")
+
+
+def small_k_rows() -> list[dict]:
+    """Measured small K: per design and K, the product, the epilogue alone, unfused, fused,
+    and cuBLAS (µs)."""
+    by = {}
+    for r in _splitk("small_k"):
+        key = (r["design"], r["k"])
+        name = "cublas" if r["impl"] == "cublas" else r["variant"]
+        by.setdefault(key, {"design": r["design"], "k": r["k"]})[name] = r["median_ms"] * 1e3
+    rows = list(by.values())
+    for row in rows:
+        row["saved"] = row["unfused"] - row["fused"]
+        row["epi_share"] = row["epilogue_only"] / row["unfused"]
+    return rows
+
+
+def small_k_table():
+    """Small K, measured."""
+    try:
+        rows = small_k_rows()
+    except results.ResultsMissing as exc:
+        return missing(exc)
+    return page.table(rows, ["design", "k", "gemm", "cublas", "epilogue_only", "unfused",
+                             "fused", "saved", "epi_share"],
+                      {"k": "K", "gemm": "our GEMM (µs)", "cublas": "cuBLAS GEMM (µs)",
+                       "epilogue_only": "epilogue kernel (µs)", "unfused": "unfused (µs)",
+                       "fused": "fused (µs)", "saved": "saved (µs)",
+                       "epi_share": "epilogue's share, unfused"},
+                      source=results.source_line("splitk"))
+
+
+def small_k_figure():
+    """Unfused against fused time over K for both designs, with cuBLAS's bare product."""
+    try:
+        rows = small_k_rows()
+    except results.ResultsMissing as exc:
+        return placeholder_figure("small K", exc)
+    fig, ax = plots.axes("", "K", "µs per call (M = N = 4096)", logx=True)
+    for design, colour in (("fp16", "C0"), ("fp32", "C1")):
+        pts = sorted((r for r in rows if r["design"] == design), key=lambda r: r["k"])
+        ks = [r["k"] for r in pts]
+        name = "tc_fp16" if design == "fp16" else "warptile_tuned"
+        ax.plot(ks, [r["unfused"] for r in pts], color=colour, linestyle="--", marker="s",
+                markersize=3, linewidth=1.1, label=f"{name} + epilogue kernel")
+        ax.plot(ks, [r["fused"] for r in pts], color=colour, marker="o", markersize=3,
+                linewidth=1.4, label=f"{name}, epilogue fused")
+        ax.plot(ks, [r["cublas"] for r in pts], color=colour, linestyle=":", linewidth=1.0,
+                label=f"cuBLAS {design.upper()}, product only")
+    ax.set_xscale("log", base=2)
+    return plots.finish(fig, ax, loc="below")
+
+
+# ----------------------------------------------------------------------------- measured: epilogue
+
+def epilogue_model_rows() -> list[dict]:
+    """The prediction: bytes the fused epilogue saves (the product written and read back) and
+    that time at the streaming-read bandwidth, for the timed shapes."""
+    from lab.experiments.epilogue import SHAPES
+    from lab.kernels.k10_epilogue import saved_bytes
+
+    bw = roofs()["read_gbps"] * 1e9
+    rows = []
+    for m, n, k in SHAPES[:1]:
+        for label, c in (("bias + act", False), ("α·AB + β·C + bias, act", True)):
+            s = saved_bytes(m, n, c=c)
+            rows.append({"epilogue": label, "mn": f"{m}×{n}", "fused": s["fused"] / 2**20,
+                         "unfused": s["unfused"] / 2**20, "saved": s["saved"] / 2**20,
+                         "saved_us": s["saved"] / bw * 1e6})
+    return rows
+
+
+def epilogue_model_table():
+    """Epilogue fusion, predicted."""
+    return page.table(epilogue_model_rows(), ["epilogue", "mn", "fused", "unfused", "saved",
+                                              "saved_us"],
+                      {"mn": "M×N", "fused": "fused (MiB)", "unfused": "unfused (MiB)",
+                       "saved": "saved (MiB)", "saved_us": "saved at read bandwidth (µs)"},
+                      title="FP32 C, bias and D")
+
+
+EPILOGUE_NAMES = {"bias_relu": "ReLU(AB + bias)", "bias_gelu": "GELU(AB + bias)",
+                  "full_gelu": "GELU(αAB + βC + bias)"}
+
+
+def epilogue_rows() -> list[dict]:
+    """Measured: per design, shape and epilogue, the times of each variant (µs), the time the
+    fusion saved and what the model predicted it would."""
+    bw = roofs()["read_gbps"] * 1e9
+    from lab.kernels.k10_epilogue import saved_bytes
+
+    timed = results.rows("epilogue", part="time")
+    gemm = {(r["design"], r["m"], r["n"], r["k"], r["impl"]): r["median_ms"] * 1e3
+            for r in timed if r["variant"] == "gemm"}
+    by: dict = {}
+    for r in timed:
+        if r["variant"] == "gemm":
+            continue
+        key = (r["design"], r["m"], r["n"], r["k"], r["epilogue"])
+        row = by.setdefault(key, {"design": r["design"], "shape": f"{r['m']}×{r['n']}×{r['k']}",
+                                  "epilogue": EPILOGUE_NAMES.get(r["epilogue"], r["epilogue"]),
+                                  "gemm": gemm[(r["design"], r["m"], r["n"], r["k"], "numba")],
+                                  "cublas_gemm": gemm[(r["design"], r["m"], r["n"], r["k"],
+                                                       "cublas")]})
+        row[r["variant"]] = r["median_ms"] * 1e3
+        if r["variant"] == "fused":
+            s = saved_bytes(r["m"], r["n"], c=r["epilogue"] == "full_gelu")
+            row["model_saved"] = s["saved"] / bw * 1e6
+    rows = list(by.values())
+    for row in rows:
+        row["saved"] = row["unfused"] - row["fused"]
+    return rows
+
+
+def epilogue_table():
+    """Epilogue fusion, measured."""
+    try:
+        rows = epilogue_rows()
+    except results.ResultsMissing as exc:
+        return missing(exc)
+    cols = ["design", "shape", "epilogue", "gemm", "elementwise", "unfused", "fused", "saved",
+            "model_saved", "cublas_unfused", "torch_fused", "torch_unfused"]
+    return page.table(rows, [c for c in cols if any(c in r for r in rows)],
+                      {"gemm": "GEMM alone", "elementwise": "epilogue kernel",
+                       "unfused": "unfused", "fused": "fused", "saved": "saved",
+                       "model_saved": "model: saved", "cublas_unfused": "cuBLAS + kernel",
+                       "torch_fused": "torch, one call", "torch_unfused": "torch, two calls"},
+                      title="µs per call", source=results.source_line("epilogue"))
+
+
+def epilogue_figure():
+    """Time per call of each way to get the epilogue, at the shorter K."""
+    try:
+        rows = epilogue_rows()
+    except results.ResultsMissing as exc:
+        return placeholder_figure("epilogue", exc)
+    k_min = min(int(r["shape"].split("×")[2]) for r in rows)
+    pick = [r for r in rows if int(r["shape"].split("×")[2]) == k_min]
+    variants = [v for v in ("unfused", "fused", "cublas_unfused", "torch_unfused",
+                            "torch_fused") if any(v in r for r in pick)]
+    labels = {"unfused": "ours + kernel", "fused": "ours, fused",
+              "cublas_unfused": "cuBLAS + kernel", "torch_unfused": "torch, two calls",
+              "torch_fused": "torch, one call"}
+    fig, ax = plots.axes("", "", f"µs per call, K = {k_min}")
+    width = 0.8 / len(variants)
+    xs = np.arange(len(pick))
+    for i, v in enumerate(variants):
+        ax.bar(xs + i * width, [r.get(v, 0.0) for r in pick], width, label=labels[v],
+               color=f"C{i}")
+    ax.set_xticks(xs + width * (len(variants) - 1) / 2)
+    ax.set_xticklabels([f"{r['design'].upper()}\n{r['epilogue']}" for r in pick], fontsize=6)
+    return plots.finish(fig, ax, loc="below")
+
+
+def torch_launched_table():
+    """The kernels torch's profiler saw for each torch call (one call: one kernel = fused)."""
+    try:
+        rows = results.rows("epilogue", part="launched")
+    except results.ResultsMissing as exc:
+        return missing(exc)
+    if not rows:
+        return "torch was not available when the epilogue experiment ran: no torch rows."
+    seen = {}
+    for r in rows:
+        key = (r["design"], r["epilogue"], r["kernel"])
+        seen.setdefault(key, ", ".join(short_kernel_name(x, 48) for x in (r["launched"] or
+                                                                         [r["error"] or "?"])))
+    out = [{"design": d, "epilogue": EPILOGUE_NAMES.get(e, e), "call": c.removeprefix("torch:"),
+            "kernels": v} for (d, e, c), v in seen.items()]
+    return page.table(out, ["design", "epilogue", "call", "kernels"],
+                      {"kernels": "kernels launched (torch profiler)"},
+                      source=results.source_line("epilogue"))
+
+
+# ----------------------------------------------------------------------------- named kernels
+
+def align_kernel_rows() -> list[dict]:
+    """For every size of the alignment table, the kernel cuBLAS FP16 and FP32 launched (as
+    Nsight Compute named it) beside its measured TFLOP/s; "not profiled" where the
+    ``cublas_kernels`` file has no row for that size."""
+    named = {(r["kernel"], r["n"]): r for r in results.rows("cublas_kernels")}
+    by = _align()
+    rows = []
+    for n in sorted({n for _, n in by}):
+        row = {"n": n}
+        for kind in ("fp16", "fp32"):
+            r = named.get((f"cublas_{kind}", n))
+            if r is None:
+                row[kind] = "not profiled"
+            elif not r.get("launched"):
+                row[kind] = f"profiler failed: {(r.get('error') or '?')[:40]}"
+            else:
+                row[kind] = ", ".join(short_kernel_name(x, 44) for x in r["launched"])
+            row[f"{kind}_tflops"] = by[(f"cublas_{kind}", n)]["tflops"]
+        rows.append(row)
+    return rows
+
+
+def align_kernel_table():
+    """The alignment sizes: which kernel cuBLAS ran, and how fast."""
+    try:
+        rows = align_kernel_rows()
+    except results.ResultsMissing as exc:
+        return missing(exc)
+    return page.table(rows, ["n", "fp16", "fp16_tflops", "fp32", "fp32_tflops"],
+                      {"fp16": "cuBLAS FP16 kernel", "fp16_tflops": "TFLOP/s",
+                       "fp32": "cuBLAS FP32 kernel", "fp32_tflops": "TFLOP/s"},
+                      source=results.source_line("cublas_kernels"))
+
+
+def kernel_family(name: str) -> str:
+    """A library kernel's family, from its name: ``nvjet_sm90…`` (Hopper), ``cutlass_75…``
+    (Turing's tensor-core instruction), ``sm80``/``ampere``, ``sm90``/``xmma``, else the
+    first part of the name."""
+    short = short_kernel_name(name, 200)
+    for key, label in (("nvjet", "nvjet (sm90)"), ("cutlass_75", "CUTLASS sm75"),
+                       ("cutlass_80", "CUTLASS sm80"), ("sm90_xmma", "xmma (sm90)"),
+                       ("sm80", "sm80"), ("ampere", "ampere")):
+        if key in short:
+            return label
+    return short.split("_")[0]
+
+
+def align_kernel_summary(kind: str = "fp16") -> str:
+    """One line: which family ran at which alignment size, and the sizes not profiled."""
+    try:
+        rows = align_kernel_rows()
+        named = {(r["kernel"], r["n"]): r for r in results.rows("cublas_kernels")}
+    except results.ResultsMissing as exc:
+        return missing(exc)
+    groups: dict = {}
+    missing = []
+    for row in rows:
+        r = named.get((f"cublas_{kind}", row["n"]))
+        if r is None or not r.get("launched"):
+            missing.append(str(row["n"]))
+            continue
+        fam = ", ".join(sorted({kernel_family(x) for x in r["launched"]}))
+        groups.setdefault(fam, []).append(str(row["n"]))
+    text = "; ".join(f"{fam} at {', '.join(ns)}" for fam, ns in groups.items())
+    if missing:
+        text += f" (not profiled: {', '.join(missing)})"
+    return text
+
+
+def new_values() -> dict:
+    """The glued values of the measured sections (epilogue, split-K, small K, waves, named
+    kernels); a not-measured line for each where its file is missing."""
+    v = {"align_fp16_families": align_kernel_summary("fp16"),
+         "align_fp32_families": align_kernel_summary("fp32")}
+    em = {r["epilogue"]: r for r in epilogue_model_rows()}
+    v["epi_saved_mib"] = f"{em['bias + act']['saved']:.0f}"
+    v["epi_saved_model_us"] = f"{em['bias + act']['saved_us']:.0f}"
+    later = "(not measured yet)"
+    try:
+        rows = epilogue_rows()
+        for design in ("fp16", "fp32"):
+            here = [r for r in rows if r["design"] == design]
+            v[f"epi_{design}_saved_us"] = (f"{min(r['saved'] for r in here):.0f}–"
+                                           f"{max(r['saved'] for r in here):.0f}")
+    except results.ResultsMissing:
+        v.update({"epi_fp16_saved_us": later, "epi_fp32_saved_us": later})
+    try:
+        sk = splitk_summary_rows()
+        fp16 = next(r for r in sk if r["design"] == "fp16")
+        v["sk_fp16_shape"] = fp16["shape"]
+        v["sk_fp16_x"] = f"{max(fp16['two_pass_x'], fp16['atomic_x']):.1f}"
+        v["sk_fp16_vs_cublas"] = f"{min(fp16['two_pass'], fp16['atomic']) / fp16['cublas']:.2f}"
+        det = determinism_rows()
+        atom = [r for r in det if r["mode"] == "atomic"]
+        v["det_atomic_max_elements"] = f"{max(r['elements'] for r in atom):,}"
+        v["det_atomic_max_share"] = f"{max(r['share'] for r in atom):.1%}"
+        v["det_atomic_two_slices"] = str(max(r["distinct"] for r in atom if r["splits"] == 2))
+        v["det_two_pass_distinct"] = str(max(r["distinct"] for r in det
+                                             if r["mode"] == "two-pass"))
+        sm = small_k_rows()
+        k16 = {r["design"]: r for r in sm if r["k"] == min(x["k"] for x in sm)}
+        v["smallk_fp16_share"] = f"{k16['fp16']['epi_share']:.0%}"
+        v["smallk_fp16_saved"] = f"{k16['fp16']['saved']:.0f}"
+    except results.ResultsMissing:
+        v.update({k: later for k in (
+            "sk_fp16_shape", "sk_fp16_x", "sk_fp16_vs_cublas", "det_atomic_max_elements",
+            "det_atomic_max_share", "det_atomic_two_slices", "det_two_pass_distinct",
+            "smallk_fp16_share", "smallk_fp16_saved")})
+    return v
+
+
 # ----------------------------------------------------------------------------- this GPU
 
 def measure_here():
@@ -894,6 +1464,7 @@ def values() -> dict:
     prec = {x["kernel"]: x for x in results.rows("precision")}
     v["tf32_speedup"] = f"{prec['cublas_tf32']['tflops'] / prec['cublas_fp32']['tflops']:.1f}"
     v.update(_measured_values(r))
+    v.update(new_values())
     return v
 
 
