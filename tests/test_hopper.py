@@ -2,8 +2,13 @@
 
 * Any machine, no GPU (run in a subprocess with ``LAB_DEVICE=compile``: real numba-cuda): each
   intrinsic, in a small probe kernel, assembles for ``sm_90a`` and its SASS holds the instruction
-  it should (HGMMA, UTMALDG, SYNCS, SETMAXREG, …); every Hopper rung assembles, holds HGMMA, and
-  spills nothing; ``setmaxnreg`` is not ignored by ptxas.
+  it should (HGMMA, UTMALDG, SYNCS, SETMAXREG, …); every Hopper rung and every configuration of
+  the experiment's sweep assembles, holds HGMMA, and spills nothing; ``setmaxnreg`` is not
+  ignored by ptxas; the TMA-store rungs hold UTMASTG and no STG, the cluster rungs multicast
+  (UTMALDG.2D.MULTICAST) and meet at cluster barriers.
+* Any machine: Python models of the mbarrier protocols (ping-pong; clusters with multicast and
+  cluster-wide empty barriers, every wgmma wait depth) in random interleavings: no deadlock,
+  no slot overwritten while read.
 * Any machine: NumPy models of the layouts — what cp.async and TMA write is what the wgmma
   descriptors read; descriptor encoding; the accumulator layout covers the tile once; bad
   configurations, tensor maps and inputs raise clear errors before anything is launched.
@@ -131,6 +136,8 @@ def _offline_worker() -> dict:
     }
     for rung, cfg in K.RUNG_CONFIGS.items():
         probes[rung] = (K.kernel_for(cfg), K.signature(cfg))
+    for label, cfg in K.SWEEP_CONFIGS.items():
+        probes["sweep: " + label] = (K.kernel_for(cfg), K.signature(cfg))
     for name, (kernel, sig) in probes.items():
         r = hopper.compile_sm90a(kernel, sig)
         sass_ops = r["sass"]
@@ -139,7 +146,8 @@ def _offline_worker() -> dict:
                        "warnings": r["warnings"], "target": ".target sm_90a" in r["ptx"],
                        "hgmma": [ln.split("HGMMA.")[1].split()[0] for ln in sass_ops.splitlines()
                                  if "HGMMA." in ln][:1],
-                       "tnspB": "tnspB" in sass_ops}
+                       "tnspB": "tnspB" in sass_ops,
+                       "multicast": sass_ops.count("UTMALDG.2D.MULTICAST")}
     return facts
 
 
@@ -197,11 +205,45 @@ def test_rung_sass(offline, rung):
     if cfg.loader == "cpasync":
         assert f["mix"].get("LDGSTS.128", 0) > 0 and "UTMALDG" not in f["mix"]
     else:
-        assert f["mix"].get("UTMALDG", 0) >= 1 + cfg.bn // 64
+        assert f["mix"].get("UTMALDG", 0) >= 1 + cfg.bn // 64 // cfg.cluster
         assert "LDGSTS.128" not in f["mix"]
     if cfg.regs:
         assert f["mix"].get("USETMAXREG", 0) + f["mix"].get("SETMAXREG", 0) == 2
         assert not any("C7508" in w for w in f["warnings"]), f["warnings"]
+    _epilogue_and_cluster_sass(cfg, f, rung)
+
+
+def _epilogue_and_cluster_sass(cfg, f, what):
+    boxes = cfg.mt * cfg.bn // K.EPI_COLS             # TMA-store boxes per warpgroup and tile
+    if cfg.epilogue == "tma":
+        assert f["mix"].get("UTMASTG") == boxes, f"{what}: UTMASTG {f['mix']}"
+        assert "STG" not in f["mix"], f"{what}: C should leave only through TMA stores"
+        assert f["mix"].get("STS.64") == boxes * 8, f"{what}: 8-byte staging stores"
+    else:
+        assert "UTMASTG" not in f["mix"]
+    if cfg.cluster > 1:
+        share = cfg.bn // 64 // cfg.cluster
+        assert f["multicast"] == share, f"{what}: {f['multicast']} multicast TMA loads"
+        assert f["mix"].get("UTMALDG") == 1 + share, f"{what}: one A box, {share} B boxes"
+        assert f["mix"].get("UCGABAR_ARV") == 2 and f["mix"].get("UCGABAR_WAIT") == 2, \
+            f"{what}: a cluster barrier at the start and at the end"
+    else:
+        assert f["multicast"] == 0 and "UCGABAR_ARV" not in f["mix"]
+
+
+@pytest.mark.parametrize("label", list(K.SWEEP_CONFIGS))
+def test_sweep_configs_assemble(offline, label):
+    """Every configuration the experiment's sweep times assembles for sm_90a, holds its
+    HGMMA, spills nothing and keeps its setmaxnreg (so a slow row is not a spill)."""
+    cfg = K.SWEEP_CONFIGS[label]
+    f = offline["sweep: " + label]
+    assert f["target"] and f["mix"].get("HGMMA") == cfg.mt * (K.BK // 16)
+    assert f["spills"] == 0 and f["stack"] == 0, f"{label} spills"
+    assert f["mix"].get("USETMAXREG", 0) == 2
+    assert not any("C7508" in w for w in f["warnings"]), f["warnings"]
+    _epilogue_and_cluster_sass(cfg, f, label)
+    if cfg.elect:
+        assert f["mix"].get("ELECT", 0) >= 1
 
 
 # ----------------------------------------------------------------------------- layouts (NumPy)
@@ -413,6 +455,135 @@ def test_pingpong_protocol_model(stages, rng):
             _pingpong_model(stages, k_tiles, count, rng)
 
 
+def _cluster_model(stages, k_tiles, units, depth, rng, cluster=2, consumers=2):
+    """The cluster protocol of ``build_ws`` with ``cluster`` blocks: each block's producer
+    expects the whole stage on its own full barrier, loads its A box and multicasts its share
+    of B to every block; every consumer warp releases a stage to the empty barrier of every
+    block (4 warps × consumers × cluster arrivals a phase). The copy engine delivers in any
+    order, multicast bytes may land before the receiving block's expect. Asserts each consumer
+    reads the slice it expects and no copy lands in a slot a consumer still reads."""
+    warps = 4
+    full = [[_Barrier(1) for _ in range(stages)] for _ in range(cluster)]
+    empty = [[_Barrier(warps * consumers * cluster) for _ in range(stages)]
+             for _ in range(cluster)]
+    parts = ["A"] + [f"B{r}" for r in range(cluster)]
+    slot = [[dict.fromkeys(parts) for _ in range(stages)] for _ in range(cluster)]
+    reading = [[set() for _ in range(stages)] for _ in range(cluster)]
+    copies = []                                       # (block, slot, part, slice) in flight
+
+    def wait(bar, parity):
+        while not bar.try_wait(parity):
+            yield
+
+    def producer(r):
+        for it in range(units * k_tiles):
+            s = it % stages
+            yield from wait(empty[r][s], ((it // stages) % 2) ^ 1)
+            full[r][s].arrive(tx=len(parts))
+            copies.append((r, s, "A", it))
+            for dst in range(cluster):
+                copies.append((dst, s, f"B{r}", it))
+            yield
+
+    def release(r, cw, it):
+        s = it % stages
+        reading[r][s].discard(cw)
+        for dst in range(cluster):
+            for _ in range(warps):
+                empty[dst][s].arrive()
+
+    def consumer(r, cw):
+        it = 0
+        for _ in range(units):
+            for kt in range(k_tiles):
+                s = it % stages
+                yield from wait(full[r][s], (it // stages) % 2)
+                assert all(slot[r][s][p] == it for p in parts), \
+                    f"block {r} consumer {cw} wanted slice {it}, slot {s} holds {slot[r][s]}"
+                reading[r][s].add(cw)
+                yield
+                if kt >= depth:
+                    release(r, cw, it - depth)
+                it += 1
+            for d in range(depth, 0, -1):
+                if k_tiles >= d:
+                    release(r, cw, it - d)
+            yield                                     # the epilogue
+
+    actors = [producer(r) for r in range(cluster)]
+    actors += [consumer(r, cw) for r in range(cluster) for cw in range(consumers)]
+    done = [False] * len(actors)
+    for _ in range(400000):
+        if all(done) and not copies:
+            for r in range(cluster):              # every phase of every barrier completed
+                assert all(b.pending == b.count and b.tx == 0 for b in full[r])
+            return
+        if copies and rng.random() < 0.3:
+            r, s, part, it = copies.pop(int(rng.integers(len(copies))))
+            assert not reading[r][s], f"slice {it} lands in block {r} slot {s} while it is read"
+            slot[r][s][part] = it
+            full[r][s].complete_tx(1)
+            continue
+        i = int(rng.integers(len(actors)))
+        if not done[i]:
+            try:
+                next(actors[i])
+            except StopIteration:
+                done[i] = True
+    raise AssertionError(f"deadlock: stages {stages}, k_tiles {k_tiles}, units {units}, "
+                         f"depth {depth}")
+
+
+@pytest.mark.parametrize("depth", [0, 1, 2])
+def test_cluster_protocol_model(depth, rng):
+    for stages in (3, 4):
+        for k_tiles in (1, 2, 5):
+            for units in (1, 3):
+                _cluster_model(stages, k_tiles, units, depth, rng)
+    _cluster_model(4, 3, 2, depth, rng, cluster=1)      # the same code path without a cluster
+
+
+def _tma_store_box_offsets():
+    """Byte offset, in one 64×32 float32 staging box, of the 8-byte store of each (thread,
+    column block jj, half) — the address ``store_tile_tma`` computes."""
+    t, jj, half = np.meshgrid(np.arange(128), np.arange(4), np.arange(2), indexing="ij")
+    warp, lane = t // 32, t % 32
+    r = 16 * warp + lane // 4 + 8 * half
+    c = 8 * jj + 2 * (lane % 4)
+    offset = r * hopper.SWIZZLE_BYTES + c * 4
+    return r, c, offset ^ ((r % 8) << 4)
+
+
+def test_tma_store_staging_matches_the_swizzle_and_has_no_bank_conflicts():
+    r, c, addr = _tma_store_box_offsets()
+    # what TMA with CU_TENSOR_MAP_SWIZZLE_128B reads for element (r, c) of a 32-wide f32 box
+    want = hopper.swizzle_128b(hopper.tma_box_offset(r, c, box_cols=K.EPI_COLS, elem=4))
+    assert np.array_equal(addr, want)
+    words = np.concatenate([addr.ravel() // 4, addr.ravel() // 4 + 1])
+    assert np.unique(words).size == 64 * 32            # every element of the box exactly once
+    # one warp's 8-byte stores (fixed jj, half): 256 bytes, so 2 wavefronts at best
+    for jj in range(4):
+        for half in range(2):
+            a = addr[:32, jj, half]
+            banks = np.concatenate([(a // 4) % 32, (a // 4 + 1) % 32])
+            assert np.bincount(banks, minlength=32).max() == 2
+
+
+def test_stage_counts_that_do_not_fit_are_refused():
+    with pytest.raises(ValueError, match="shared memory"):
+        K.make_config(bm=128, bn=256, stages=5, consumers=2, producer=True, regs=232,
+                      persistent=True)
+    with pytest.raises(ValueError, match="cluster"):
+        K.make_config(bm=128, bn=128, stages=6, consumers=2, producer=True, regs=232,
+                      persistent=True, pingpong=True, cluster=2)
+    with pytest.raises(ValueError, match="register file"):
+        K.make_config(bm=128, bn=256, stages=4, consumers=2, producer=True, regs=240,
+                      producer_regs=40, persistent=True)
+    cfg = K.RUNG_CONFIGS["wgmma_cluster"]
+    assert cfg.shared_bytes + 1024 <= K.MAX_SHARED
+    assert "TMA store" in K.edges(cfg) and "clips" in K.edges(cfg)
+
+
 def test_registered_and_bad_input_rejected_before_launch():
     from lab.api import matmul
     names = [n for n in lab.REGISTRY if n.startswith("wgmma_")]
@@ -491,6 +662,34 @@ GPU_SHAPES = [(1, 1, 1), (17, 33, 5), (65, 1, 130), (31, 47, 70), (257, 129, 67)
 def test_rungs_against_float64(name):
     for m, n, k in GPU_SHAPES:
         verdict = bench.check(name, m, n, k)
+        assert verdict.passed, verdict.line()
+
+
+NEW_RUNGS = ("wgmma_tmastore", "wgmma_cluster")
+
+
+@hopper_gpu
+@pytest.mark.parametrize("kind", ["fp16", "bf16"])
+@pytest.mark.parametrize("rung", NEW_RUNGS)
+def test_new_rungs_odd_and_4097(rung, kind):
+    """The TMA-store and cluster rungs: lab check's odd shapes (tile edges, N not a multiple
+    of 4, an odd number of block rows for the cluster's pairs) and 4097³."""
+    name = f"{rung}_{kind}"
+    spec = lab.get_spec(name)
+    for m, n, k in bench.shapes_for(spec, gpu=True) + [(4097, 4097, 4097), (384, 256, 64)]:
+        verdict = bench.check(name, m, n, k)
+        assert verdict.passed, verdict.line()
+
+
+@hopper_gpu
+@pytest.mark.parametrize("label", list(K.SWEEP_CONFIGS))
+def test_sweep_configs_against_float64(label):
+    launch = K.launcher(K.SWEEP_CONFIGS[label])
+    for m, n, k in ((257, 129, 67), (1000, 1030, 999)):
+        a, b = bench.random_inputs(m, n, k, np.float16)
+        out = cuda.to_device(np.full((m, n), np.nan, np.float32))
+        launch(cuda.to_device(a), cuda.to_device(b), out)
+        verdict = bench.compare(out.copy_to_host(), a, b, kernel=label)
         assert verdict.passed, verdict.line()
 
 
