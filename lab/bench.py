@@ -314,6 +314,38 @@ def buffer_sets(nbytes_per_set: int, rotate: bool, l2_bytes: int | None = None) 
     return max(2, math.ceil(2 * l2 / max(nbytes_per_set, 1)) + 1)
 
 
+class Operands:
+    """Device operands shared by every provider at one shape and dtype (one host draw per
+    shape and dtype, so all providers at a shape see the same values), and output buffers
+    by shape and dtype; :meth:`clear` frees them before the next shape."""
+
+    def __init__(self, seed: int = 6):
+        self.rng = np.random.default_rng(seed)
+        self.ops: dict = {}
+        self.outs: dict = {}
+
+    def operands(self, m: int, n: int, k: int, dtype):
+        from numba import cuda
+
+        key = (m, n, k, np.dtype(dtype).str)
+        if key not in self.ops:
+            a, b = random_inputs(m, n, k, dtype, self.rng)
+            self.ops[key] = (cuda.to_device(a), cuda.to_device(b))
+        return self.ops[key]
+
+    def output(self, m: int, n: int, dtype):
+        from numba import cuda
+
+        key = (m, n, np.dtype(dtype).str)
+        if key not in self.outs:
+            self.outs[key] = cuda.device_array((m, n), dtype=dtype)
+        return self.outs[key]
+
+    def clear(self) -> None:
+        self.ops.clear()
+        self.outs.clear()
+
+
 def time(name: str, m: int, n: int, k: int, *, rotate: bool = False, warmup: int = 3,
          repeats: int = 20, check_first: bool = True) -> dict:
     """Check, then time provider ``name`` at one shape with CUDA events; a results row:

@@ -91,33 +91,6 @@ def path_of(kernel: str, m: int, n: int, k: int) -> str:
     return providers.get(kernel).path(m, n, k)
 
 
-class _Inputs:
-    """Device operands shared by every implementation at one shape and dtype (one host draw
-    per shape, so all kernels at a shape see the same values), and output buffers."""
-
-    def __init__(self, seed: int = 6):
-        self.rng = np.random.default_rng(seed)
-        self.ops: dict = {}
-        self.outs: dict = {}
-
-    def operands(self, m: int, n: int, k: int, dtype):
-        key = (m, n, k, np.dtype(dtype).str)
-        if key not in self.ops:
-            a, b = bench.random_inputs(m, n, k, dtype, self.rng)
-            self.ops[key] = (cuda.to_device(a), cuda.to_device(b))
-        return self.ops[key]
-
-    def output(self, m: int, n: int, dtype):
-        key = (m, n, np.dtype(dtype).str)
-        if key not in self.outs:
-            self.outs[key] = cuda.device_array((m, n), dtype=dtype)
-        return self.outs[key]
-
-    def clear(self) -> None:
-        self.ops.clear()
-        self.outs.clear()
-
-
 def _repeats(m: int, n: int, k: int) -> int:
     return 10 if 2.0 * m * n * k >= 2.0 * 6144 ** 3 else 20
 
@@ -146,7 +119,7 @@ def _timer(queued):
     return timer
 
 
-def _time_hot(part: str, name: str, m: int, n: int, k: int, inputs: _Inputs,
+def _time_hot(part: str, name: str, m: int, n: int, k: int, inputs: bench.Operands,
               repeats: int | None = None, queued=None) -> dict:
     p = providers.get(name)
     d_a, d_b = inputs.operands(m, n, k, p.dtype)
@@ -209,7 +182,7 @@ def run(progress) -> dict:
     for name in ("cublas_fp32", "cublas_fp16"):
         providers.get(name).require()
     rows = _checks(progress)
-    inputs = _Inputs()
+    inputs = bench.Operands()
 
     # ---- (a) size curve
     for n in progress(SIZES, desc="size"):
