@@ -665,6 +665,39 @@ def test_rungs_against_float64(name):
         assert verdict.passed, verdict.line()
 
 
+_FAKE_CHILD = """
+import sys, time
+for item in sys.argv[1:]:
+    print("START\\t" + item, flush=True)
+    if item.startswith("hang"):
+        time.sleep(60)
+    elif item.startswith("bad"):
+        print("FAIL\\t" + item + "\\twrong numbers", flush=True)
+        continue
+    print("OK\\t" + item, flush=True)
+"""
+
+
+def test_preflight_survives_a_hang_and_goes_on():
+    """The experiment's preflight: a child that hangs on one item is killed after the
+    per-item limit, the item is reported, and the items after it run in a new child."""
+    from lab.experiments import hopper as E
+
+    done = []
+    bad = E.preflight(["ok 1", "hang", "bad", "ok 2"], per_item_s=2, progress=done.append,
+                      command=(sys.executable, "-c", _FAKE_CHILD), startup_s=30)
+    assert set(bad) == {"hang", "bad"}
+    assert bad["hang"].startswith("hung") and "wrong numbers" in bad["bad"]
+    assert done == ["ok 1", "bad", "ok 2"]
+
+
+def test_sweep_and_rungs_named_in_the_experiment():
+    from lab.experiments import hopper as E
+    assert set(K.NEXT_RUNG_CONFIGS) <= set(E.RUNGS)
+    assert all(name.rsplit("_", 1)[0] in K.NEXT_RUNG_CONFIGS for name in E.PREFLIGHT)
+    assert all(lab.get_spec(name) for name in E.PREFLIGHT)
+
+
 NEW_RUNGS = ("wgmma_tmastore", "wgmma_cluster")
 
 
