@@ -27,6 +27,7 @@ only when a provider is prepared or asked whether it is available.
 from __future__ import annotations
 
 import functools
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -43,6 +44,7 @@ class ProviderUnavailable(KernelUnavailable):
     """The provider cannot run here; the message is its ``available()`` reason."""
 
 
+# region: provider
 @dataclass(frozen=True)
 class Provider:
     """One way of computing ``C = A·B`` (see the module docstring).
@@ -93,6 +95,7 @@ class Provider:
     def path(self, m: int, n: int, k: int) -> str:
         """The code path at M×N×K (``describe``), or the library's own choice."""
         return self.describe(m, n, k) if self.describe else "library's choice"
+# endregion: provider
 
 
 # ----------------------------------------------------------------------------- our kernels
@@ -218,3 +221,17 @@ def available(family: str | None = None) -> list[str]:
         if (family is None or p.family == family) and p.reason() is None:
             out.append(n)
     return out
+
+
+@contextmanager
+def registered(provider: Provider):
+    """Add ``provider`` to the registry for the duration of a ``with`` block (a reader's own
+    provider, a fake in a test); a name already taken raises ValueError."""
+    if provider.name in names():
+        raise ValueError(f"provider name {provider.name!r} is taken")
+    fixed = _fixed()
+    fixed[provider.name] = provider
+    try:
+        yield provider
+    finally:
+        del fixed[provider.name]

@@ -162,3 +162,21 @@ def test_clocks_experiment_dry_run(monkeypatch):
     results.validate({"schema_version": results.SCHEMA_VERSION, "experiment": "clocks",
                       "parameters": out["parameters"], "rows": rows, "command": "test",
                       "provenance": prov, "row_fields": out["row_fields"]})
+
+
+# ----------------------------------------------------------------------------- chapter 9
+
+def test_chapter9_solutions():
+    from lab.chapters import ch9
+
+    one = ch9.ex09_1()
+    assert one["verdict"] == "PASS" and float(one["err_over_bound"]) <= 1
+    assert "numpy_host" not in __import__("lab.providers").providers.names()
+    two = ch9.ex09_2()
+    assert two["datasheet_mhz"] == pytest.approx(989e12 / (4096 * 132) / 1e6)
+    assert two["roof_at_max"] == pytest.approx(4096 * 132 * 1980e6 / 1e12)
+    three = {r["n"]: r for r in ch9.ex09_3()}
+    assert [n for n, r in three.items() if r["aligned_16"]] == [4096, 4104]
+    assert three[4097]["row_bytes"] == 8194 and three[4097]["pad_to"] == 4104
+    v = ch9.values()
+    assert set(ch9.LIBRARY_VALUES) | set(ch9.CLOCK_VALUES) <= set(v)

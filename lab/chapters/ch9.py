@@ -1,0 +1,431 @@
+"""Chapter 9, the libraries: the layers above our kernels (cuBLAS, cuBLASLt, Triton, CUTLASS)
+measured beside them, and the clock they all run at.
+
+Tables and figures come from two results files of the selected GPU — ``libraries`` and
+``clocks`` (:mod:`lab.experiments.libraries`, :mod:`lab.experiments.clocks`) — and the provider
+registry (:mod:`lab.providers`). Every public function is one call of the notebook. While a
+file is not measured yet, its tables and figures say so in one line instead of failing, and
+the glued values read "not measured yet".
+
+The exercises' worked solutions are the ``ex09_*`` functions at the end.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from lab import bench, clocks, libraries, page, plots, providers, results
+
+LIBRARIES = "libraries"
+CLOCKS = "clocks"
+#: The providers of the chapter, in the order of the stack (FP16, then FP32).
+FP16 = ("tc_fp16", "cublas_fp16", "cublas_fp16_out16", "cublaslt_fp16", "triton_fp16")
+FP32 = ("warptile_tuned", "cublas_fp32", "cublaslt_fp32", "triton_fp32")
+SIZES = (4096, 4097, 8192)
+CHECK_SHAPES = ((1000, 1030, 999), (1024, 1024, 1024))
+MISSING = "not measured yet"
+
+
+class _Text:
+    """Plain text a checked cell shows (one line while a file is missing)."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def not_measured(experiment: str) -> str:
+    return (f"{MISSING}: lab/results/{results.selected_gpu()}/{experiment}.json does not "
+            f"exist (run `python -m lab measure {experiment}` on a GPU)")
+
+
+def _load(experiment: str) -> dict | None:
+    try:
+        return results.load(experiment)
+    except results.ResultsMissing:
+        return None
+
+
+def _placeholder(experiment: str):
+    fig, ax = plots.axes("", "", "", size=(7.0, 1.2))
+    ax.axis("off")
+    ax.text(0.5, 0.5, f"{MISSING}: python -m lab measure {experiment}", ha="center",
+            va="center", fontsize=10)
+    return fig
+
+
+# ----------------------------------------------------------------------------- the layers
+
+def layer_rows() -> list[dict]:
+    """Every provider of the chapter: its layer, what it is, what it takes and writes."""
+    out = []
+    for name in FP16 + FP32:
+        p = providers.get(name)
+        out.append({"provider": name, "layer": p.layer, "what": p.title,
+                     "in": p.dtype_name, "out": np.dtype(p.out_dtype).name})
+    return out
+
+
+def layer_table():
+    """The chapter's providers, one face: the names ``bench.check`` and ``bench.time`` take."""
+    return page.table(layer_rows(), ["provider", "layer", "what", "in", "out"],
+                      {"in": "A, B", "out": "C"})
+
+
+def provider_source():
+    """The Provider record every entry of the registry fills."""
+    return page.source(providers, "provider")
+
+
+def triton_source():
+    """Our Triton kernel, from lab/triton_gemm.py (read, not imported: it needs Triton)."""
+    from pathlib import Path
+
+    return page.source(Path(libraries.__file__).with_name("triton_gemm.py"), "kernel")
+
+
+def check_here() -> None:
+    """Check every provider of the chapter that runs here against float64 — on a GPU at an
+    odd and a round shape, in the simulator at one small odd shape — and print one line each
+    for those that cannot run here."""
+    from lab import device
+
+    shapes = CHECK_SHAPES if device.GPU else ((33, 17, 9),)
+    for name in FP16 + FP32:
+        why = providers.get(name).reason()
+        if why is not None:
+            print(why)
+            continue
+        for shape in shapes:
+            print(bench.check(name, *shape).line())
+
+
+# ----------------------------------------------------------------------------- prediction
+
+def prediction_rows() -> list[dict]:
+    """What chapter 6's run predicts for this chapter's rows: our tops and cuBLAS at 4096³ and
+    4097³ (``shapes`` experiment, alignment part)."""
+    align = {(r["kernel"], r["m"]): r["tflops"] for r in results.rows("shapes", part="alignment")}
+    return [{"provider": name, "n4096": align.get((name, 4096)),
+             "n4097": align.get((name, 4097))}
+            for name in ("tc_fp16", "cublas_fp16", "warptile_tuned", "cublas_fp32")]
+
+
+def prediction_table():
+    return page.table(prediction_rows(), ["provider", "n4096", "n4097"],
+                      {"n4096": "4096³ (TFLOP/s)", "n4097": "4097³ (TFLOP/s)"},
+                      source=results.source_line("shapes"))
+
+
+# ----------------------------------------------------------------------------- measured
+
+def library_rows(data: dict | None = None) -> list[dict]:
+    """The timed rows of the libraries run, in the chapter's provider order, by size."""
+    data = data or results.load(LIBRARIES)
+    timed = {(r["kernel"], r["m"]): r for r in data["rows"] if r["part"] == "time"}
+    out = []
+    for n in SIZES:
+        for name in FP16 + FP32:
+            r = timed.get((name, n))
+            if r is None:
+                continue
+            out.append({"n": n, "provider": name, "layer": r["layer"],
+                        "types": f"{r['dtype']} → {r['out_dtype']}",
+                        "us": r["median_ms"] * 1e3,
+                        "spread": f"{r['min_ms'] * 1e3:.0f}–{r['max_ms'] * 1e3:.0f}",
+                        "tflops": r["tflops"], "ratio": r.get("ratio_to_cublas"),
+                        "path": r.get("path", "")})
+    return out
+
+
+def library_table():
+    """Every provider at every size, one run: median µs, spread, TFLOP/s, × cuBLAS."""
+    data = _load(LIBRARIES)
+    if data is None:
+        return _Text(not_measured(LIBRARIES))
+    return page.table(library_rows(data),
+                      ["n", "provider", "layer", "types", "us", "spread", "tflops", "ratio"],
+                      {"n": "n (n³)", "types": "A, B → C", "us": "median (µs)",
+                       "spread": "min–max (µs)", "tflops": "TFLOP/s",
+                       "ratio": "× cuBLAS (same inputs, FP32 out)"},
+                      source=results.source_line(LIBRARIES))
+
+
+def library_figure():
+    """TFLOP/s of every provider at 4096³, 4097³ and 8192³ (bars, log scale), FP16 left of
+    FP32, one colour per layer."""
+    data = _load(LIBRARIES)
+    if data is None:
+        return _placeholder(LIBRARIES)
+    rows = library_rows(data)
+    names = [n for n in FP16 + FP32 if any(r["provider"] == n for r in rows)]
+    fig, ax = plots.axes("", "provider", "TFLOP/s (log scale)", logy=True, size=(8.0, 4.0))
+    width = 0.8 / len(SIZES)
+    xs = np.arange(len(names))
+    colours = {"ours": "C0", "cuBLAS": "C3", "cuBLASLt": "C1", "Triton": "C2"}
+    for i, n in enumerate(SIZES):
+        by = {r["provider"]: r for r in rows if r["n"] == n}
+        vals = [by[p]["tflops"] if p in by else 0.0 for p in names]
+        ax.bar(xs + (i - 1) * width, vals, width=width, label=f"{n}³",
+               color=[colours.get(by[p]["layer"], "C7") if p in by else "C7" for p in names],
+               alpha=(1.0, 0.45, 0.75)[i], edgecolor="black", linewidth=0.4,
+               hatch=(None, "//", None)[i])
+    ax.set_xticks(xs, names, rotation=30, ha="right", fontsize=8)
+    ax.grid(True, axis="x", alpha=0)
+    return plots.finish(fig, ax)
+
+
+def heuristic_rows(data: dict | None = None) -> list[dict]:
+    """Which kernel each library launched per size (the heuristics' choices)."""
+    data = data or results.load(LIBRARIES)
+    out = []
+    for r in data["rows"]:
+        if r["part"] == "kernels":
+            out.append({"provider": r["kernel"], "n": r["m"],
+                        "kernels": "; ".join(r["launched"]) or (r.get("error") or "?")})
+    return out
+
+
+def heuristic_table():
+    data = _load(LIBRARIES)
+    if data is None:
+        return _Text(not_measured(LIBRARIES))
+    rows = heuristic_rows(data)
+    if not rows:
+        return _Text("the run recorded no kernel names: " + data["parameters"]["kernel_names"])
+    return page.table(rows, ["provider", "n", "kernels"], {"kernels": "kernel(s) launched"},
+                      source=results.source_line(LIBRARIES))
+
+
+def triton_choices() -> list[dict]:
+    """The configuration Triton's autotuner kept, per precision and size."""
+    data = results.load(LIBRARIES)
+    return [{"provider": r["kernel"], "n": r["m"], "kept": r["path"]} for r in data["rows"]
+            if r["part"] == "time" and r["kernel"].startswith("triton")]
+
+
+def cutlass_line() -> str:
+    """Why there is no CUTLASS DSL row: the measuring machine's answer, else this machine's."""
+    data = _load(LIBRARIES)
+    why = data["parameters"]["cutlass_dsl"] if data else libraries.cutlass_reason()
+    return f"CUTLASS Python DSL: not measured — {why}."
+
+
+def skipped_lines() -> list[str]:
+    data = _load(LIBRARIES)
+    if data is None:
+        return [not_measured(LIBRARIES)]
+    return [f"{k}: {v}" for k, v in data["parameters"]["skipped"].items()] or [
+        "every provider of the chapter ran"]
+
+
+# ----------------------------------------------------------------------------- clocks
+
+def clock_figure():
+    """SM clock (top) and board power (bottom) against time, each provider's run shaded."""
+    data = _load(CLOCKS)
+    if data is None:
+        return _placeholder(CLOCKS)
+    import matplotlib.pyplot as plt
+
+    samples = [r for r in data["rows"] if r["part"] == "sample"]
+    t = [r["t_s"] for r in samples]
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(8.0, 5.0), dpi=110, sharex=True)
+    top.plot(t, [r["sm_mhz"] for r in samples], color="C0", linewidth=1.0, label="SM clock")
+    top.axhline(data["parameters"]["max_sm_mhz"], color="C3", linestyle=":", linewidth=1.2,
+                label="maximum SM clock (NVML)")
+    bottom.plot(t, [r["power_w"] for r in samples], color="C1", linewidth=1.0,
+                label="board power")
+    limit = data["parameters"].get("power_limit_w")
+    if limit:
+        bottom.axhline(limit, color="C3", linestyle=":", linewidth=1.2, label="power limit")
+    for i, ph in enumerate(data["parameters"]["phases"]):
+        for ax in (top, bottom):
+            ax.axvspan(ph["start_s"], ph["end_s"], color=f"C{i + 2}", alpha=0.12)
+        top.text((ph["start_s"] + ph["end_s"]) / 2, top.get_ylim()[0], ph["phase"],
+                 ha="center", va="bottom", fontsize=8)
+    top.set_ylabel("SM clock (MHz)")
+    bottom.set_ylabel("power (W)")
+    bottom.set_xlabel("time (s)")
+    for ax in (top, bottom):
+        ax.grid(True, alpha=0.25)
+        ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
+def roof_rows(data: dict | None = None) -> list[dict]:
+    """Per provider: the sampled clock, power, temperature, rate and the roof at both clocks."""
+    data = data or results.load(CLOCKS)
+    out = []
+    for r in data["rows"]:
+        if r["part"] == "summary" and r["kernel"] != "idle":
+            out.append({"provider": r["kernel"], "unit": r["unit"],
+                        "mhz": r["sm_mhz_median"],
+                        "mhz_range": f"{r['sm_mhz_min']:.0f}–{r['sm_mhz_max']:.0f}",
+                        "watts": r["power_w_mean"], "temp": r["temp_c_max"],
+                        "tflops": r["tflops"], "roof_boost": r["roof_boost_tflops"],
+                        "roof_sampled": r["roof_sampled_tflops"],
+                        "of_boost": r["of_roof_boost"], "of_sampled": r["of_roof_sampled"]})
+    return out
+
+
+def roof_table():
+    data = _load(CLOCKS)
+    if data is None:
+        return _Text(not_measured(CLOCKS))
+    return page.table(roof_rows(data), ["provider", "mhz", "mhz_range", "watts", "temp",
+                                        "tflops", "roof_boost", "roof_sampled", "of_boost",
+                                        "of_sampled"],
+                      {"mhz": "SM clock, median (MHz)", "mhz_range": "min–max (MHz)",
+                       "watts": "power, mean (W)", "temp": "max °C", "tflops": "TFLOP/s",
+                       "roof_boost": "roof at max clock", "roof_sampled": "roof at sampled",
+                       "of_boost": "share of max-clock roof",
+                       "of_sampled": "share of sampled roof"},
+                      source=results.source_line(CLOCKS))
+
+
+# ----------------------------------------------------------------------------- glued values
+
+#: Names :func:`values` glues (each reads "not measured yet" while its file is missing).
+LIBRARY_VALUES = ("tc_4096", "cublas_4096", "lt_4096", "triton_4096", "triton_4097",
+                  "cublas_4097", "tc_4097", "triton_of_cublas_4096", "triton_of_cublas_4097",
+                  "tc_of_cublas_4096", "lt_vs_cublas_out16", "triton_fp32_4096",
+                  "warptile_4096", "cublas_fp32_4096", "lt_kernel_4096", "triton_kept_4096")
+CLOCK_VALUES = ("max_mhz", "tc_mhz", "cublas_mhz", "fp32_mhz", "tc_watts", "cublas_watts",
+                "power_limit", "cublas_of_boost", "cublas_of_sampled", "tc_of_boost",
+                "tc_of_sampled", "clock_loss", "roof_boost", "roof_sampled", "idle_mhz")
+
+
+def _library_values(data: dict) -> dict:
+    t = {(r["kernel"], r["m"]): r for r in data["rows"] if r["part"] == "time"}
+    k = {(r["kernel"], r["m"]): r for r in data["rows"] if r["part"] == "kernels"}
+
+    def rate(name, n):
+        r = t.get((name, n))
+        return f"{r['tflops']:.0f}" if r else "—"
+
+    def ratio(a, b, n):
+        if (a, n) in t and (b, n) in t:
+            return f"{t[(a, n)]['tflops'] / t[(b, n)]['tflops']:.0%}"
+        return "—"
+
+    lt = k.get(("cublaslt_fp16", 4096))
+    return {"tc_4096": rate("tc_fp16", 4096), "cublas_4096": rate("cublas_fp16", 4096),
+            "lt_4096": rate("cublaslt_fp16", 4096), "triton_4096": rate("triton_fp16", 4096),
+            "triton_4097": rate("triton_fp16", 4097), "cublas_4097": rate("cublas_fp16", 4097),
+            "tc_4097": rate("tc_fp16", 4097),
+            "triton_of_cublas_4096": ratio("triton_fp16", "cublas_fp16", 4096),
+            "triton_of_cublas_4097": ratio("triton_fp16", "cublas_fp16", 4097),
+            "tc_of_cublas_4096": ratio("tc_fp16", "cublas_fp16", 4096),
+            "lt_vs_cublas_out16": ratio("cublaslt_fp16", "cublas_fp16_out16", 4096),
+            "triton_fp32_4096": rate("triton_fp32", 4096),
+            "warptile_4096": rate("warptile_tuned", 4096),
+            "cublas_fp32_4096": rate("cublas_fp32", 4096),
+            "lt_kernel_4096": (lt["launched"][0] if lt and lt["launched"] else "—"),
+            "triton_kept_4096": (t[("triton_fp16", 4096)]["path"]
+                                 if ("triton_fp16", 4096) in t else "—")}
+
+
+def _clock_values(data: dict) -> dict:
+    s = {r["kernel"]: r for r in data["rows"] if r["part"] == "summary"}
+    cub, tc, fp32 = s["cublas_fp16"], s["tc_fp16"], s["warptile_tuned"]
+    limit = data["parameters"].get("power_limit_w")
+    return {"max_mhz": f"{data['parameters']['max_sm_mhz']:.0f}",
+            "tc_mhz": f"{tc['sm_mhz_median']:.0f}", "cublas_mhz": f"{cub['sm_mhz_median']:.0f}",
+            "fp32_mhz": f"{fp32['sm_mhz_median']:.0f}",
+            "tc_watts": f"{tc['power_w_mean']:.0f}", "cublas_watts": f"{cub['power_w_mean']:.0f}",
+            "power_limit": f"{limit:.0f}" if limit else "—",
+            "cublas_of_boost": f"{cub['of_roof_boost']:.0%}",
+            "cublas_of_sampled": f"{cub['of_roof_sampled']:.0%}",
+            "tc_of_boost": f"{tc['of_roof_boost']:.0%}",
+            "tc_of_sampled": f"{tc['of_roof_sampled']:.0%}",
+            "clock_loss": f"{1 - cub['clock_ratio']:.0%}",
+            "roof_boost": f"{cub['roof_boost_tflops']:.0f}",
+            "roof_sampled": f"{cub['roof_sampled_tflops']:.0f}",
+            "idle_mhz": f"{s['idle']['sm_mhz_median']:.0f}"}
+
+
+def values() -> dict:
+    """Every number the prose quotes, as strings; "not measured yet" while a file is missing."""
+    lib, clk = _load(LIBRARIES), _load(CLOCKS)
+    v = _library_values(lib) if lib else dict.fromkeys(LIBRARY_VALUES, MISSING)
+    v.update(_clock_values(clk) if clk else dict.fromkeys(CLOCK_VALUES, MISSING))
+    v["datasheet_mhz"] = f"{ex09_2()['datasheet_mhz']:.0f}"
+    return v
+
+
+# ----------------------------------------------------------------------------- exercises
+
+# region: host_provider
+def host_provider() -> providers.Provider:
+    """Exercise 1's provider: NumPy on the host behind the same face (FP32 in and out)."""
+    def prepare(A, B, C):
+        def call():
+            product = A.copy_to_host().astype(np.float64) @ B.copy_to_host()
+            C.copy_to_device(product.astype(np.float32))
+        return call
+
+    return providers.Provider("numpy_host", "NumPy on the host", "library", "ours",
+                              np.float32, np.float32, prepare, available=lambda: None,
+                              needs_gpu=False, tensor_cores=False)
+# endregion: host_provider
+
+
+def ex09_1(shape=(33, 17, 9), seed: int = 9) -> dict:
+    """Register :func:`host_provider` for the duration of one check and check it by name
+    through ``bench.check``, on an odd shape (fixed seed: the printed ratio is reproducible)."""
+    with providers.registered(host_provider()):
+        verdict = bench.check("numpy_host", *shape, seed=seed)
+    return {"verdict": "PASS" if verdict.passed else "FAIL",
+            "err_over_bound": f"{verdict.err_over_bound:.2f}",
+            "shape": "×".join(map(str, shape))}
+
+
+def ex09_2() -> dict:
+    """The clock the datasheet's dense FP16 figure implies at 4096 FLOP per clock per SM on
+    132 SMs, and the roof at the measured median clock of cuBLAS FP16 (when measured)."""
+    from lab import model
+
+    sheet = model.DATASHEET["H200"]
+    per_clock = clocks.FLOP_PER_CLOCK_PER_SM[(9, 0)]["tensor_fp16"]
+    mhz = sheet["tensor_tflops"] * 1e12 / (per_clock * sheet["sms"]) / 1e6
+    out = {"datasheet_mhz": mhz, "datasheet_tflops": sheet["tensor_tflops"],
+           "roof_at_max": clocks.roof_tflops("tensor_fp16", sheet["sms"], sheet["clock_mhz"])}
+    clk = _load(CLOCKS)
+    if clk:
+        s = next(r for r in clk["rows"] if r["part"] == "summary"
+                 and r["kernel"] == "cublas_fp16")
+        out["roof_at_sampled"] = s["roof_sampled_tflops"]
+    return out
+
+
+def ex09_3(sizes=(4096, 4097, 4100, 4104), element_bytes: int = 2) -> list[dict]:
+    """Row pitch of an n×n FP16 matrix in bytes and whether it is a multiple of 16 — what
+    16-byte vector loads and TMA descriptors need of every row's start."""
+    return [{"n": n, "row_bytes": n * element_bytes,
+             "aligned_16": (n * element_bytes) % 16 == 0,
+             "pad_to": -(-n // (16 // element_bytes)) * (16 // element_bytes)} for n in sizes]
+
+
+def solution_values() -> dict:
+    """The solutions' numbers for the prose, as strings."""
+    one = ex09_1()
+    two = ex09_2()
+    three = {r["n"]: r for r in ex09_3()}
+    return {"ex09_1_verdict": one["verdict"], "ex09_1_ratio": one["err_over_bound"],
+            "ex09_1_shape": one["shape"],
+            "ex09_2_mhz": f"{two['datasheet_mhz']:.0f}",
+            "ex09_2_roof_max": f"{two['roof_at_max']:.0f}",
+            "ex09_2_roof_sampled": (f"{two['roof_at_sampled']:.0f}"
+                                    if "roof_at_sampled" in two else MISSING),
+            "ex09_3_bytes_4097": str(three[4097]["row_bytes"]),
+            "ex09_3_pad_4097": str(three[4097]["pad_to"]),
+            "ex09_3_aligned": ", ".join(str(n) for n, r in three.items() if r["aligned_16"])}
+
+
+def solution_table():
+    return page.table(ex09_3(), ["n", "row_bytes", "aligned_16", "pad_to"],
+                      {"row_bytes": "row (bytes)", "aligned_16": "multiple of 16 B",
+                       "pad_to": "pad n to"})
