@@ -21,8 +21,9 @@ Parts (``part``):
 * ``kernels`` — the GPU kernels one call launches (PyTorch's profiler, which sees every
   kernel of the process): which kernel cuBLAS's and cuBLASLt's heuristics picked, per shape.
 
-A provider that cannot run on the measuring machine (no PyTorch, no Triton) is left out with
-its reason in ``parameters.skipped``; ours and cuBLAS are required.
+A provider that cannot run on the measuring machine (no PyTorch, no Triton), or a library
+provider that fails there (its check, or its call at one size), is left out with its reason in
+``parameters.skipped``; ours and cuBLAS are required.
 """
 from __future__ import annotations
 
@@ -117,8 +118,17 @@ def ratios(rows: list[dict]) -> None:
 def run(progress) -> dict:
     bench.require_gpu("the libraries experiment")
     names, skipped = plan()
-    rows = [_check_row(bench.check(name, *shape))
-            for name in progress(names, desc="checks") for shape in CHECK_SHAPES]
+    rows = []
+    for name in progress(list(names), desc="checks"):
+        try:
+            checked = [_check_row(bench.check(name, *shape)) for shape in CHECK_SHAPES]
+        except Exception as exc:  # noqa: BLE001 - a library that breaks here is named, not fatal
+            if name in REQUIRED or providers.get(name).family != "library":
+                raise
+            skipped[name] = f"{name} failed here: {type(exc).__name__}: {exc}"[:300]
+            names.remove(name)
+            continue
+        rows += checked
     profiler = libraries.torch_reason()
     inputs = bench.Operands()
     for n in progress(SIZES, desc="sizes"):
@@ -126,7 +136,13 @@ def run(progress) -> dict:
             p = providers.get(name)
             d_a, d_b = inputs.operands(n, n, n, p.dtype)
             call = p.prepare(d_a, d_b, inputs.output(n, n, p.out_dtype))
-            rows.append(_time_row(name, n, call))
+            try:
+                rows.append(_time_row(name, n, call))
+            except Exception as exc:  # noqa: BLE001 - as above, for a library at one size
+                if p.family != "library":
+                    raise
+                skipped[f"{name}@{n}"] = f"{name} failed at {n}³: {type(exc).__name__}: {exc}"[:300]
+                continue
             kernels = _kernels_row(name, n, call, profiler)
             if kernels:
                 rows.append(kernels)
