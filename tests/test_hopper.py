@@ -134,7 +134,7 @@ def _offline_worker() -> dict:
         "setmaxnreg": (_setmaxnreg_kernel(), "void(float32[::1])"),
         "arrive": (arrive_probe, "void(float32[::1])"),
     }
-    for rung, cfg in K.ALL_RUNG_CONFIGS.items():
+    for rung, cfg in K.RUNG_CONFIGS.items():
         probes[rung] = (K.kernel_for(cfg), K.signature(cfg))
     for label, cfg in K.SWEEP_CONFIGS.items():
         probes["sweep: " + label] = (K.kernel_for(cfg), K.signature(cfg))
@@ -193,9 +193,9 @@ def test_setmaxnreg_is_applied(offline):
     assert not any("C7508" in w for w in f["warnings"]), f["warnings"]
 
 
-@pytest.mark.parametrize("rung", list(K.ALL_RUNG_CONFIGS))
+@pytest.mark.parametrize("rung", list(K.RUNG_CONFIGS))
 def test_rung_sass(offline, rung):
-    cfg = K.ALL_RUNG_CONFIGS[rung]
+    cfg = K.RUNG_CONFIGS[rung]
     f = offline[rung]
     assert f["target"]
     assert f["spills"] == 0 and f["stack"] == 0, f"{rung} spills or uses a stack frame"
@@ -579,7 +579,7 @@ def test_stage_counts_that_do_not_fit_are_refused():
     with pytest.raises(ValueError, match="register file"):
         K.make_config(bm=128, bn=256, stages=4, consumers=2, producer=True, regs=240,
                       producer_regs=40, persistent=True)
-    cfg = K.NEXT_RUNG_CONFIGS["wgmma_cluster"]
+    cfg = K.RUNG_CONFIGS["wgmma_cluster"]
     assert cfg.shared_bytes + 1024 <= K.MAX_SHARED
     assert "TMA store" in K.edges(cfg) and "clips" in K.edges(cfg)
 
@@ -587,7 +587,7 @@ def test_stage_counts_that_do_not_fit_are_refused():
 def test_registered_and_bad_input_rejected_before_launch():
     from lab.api import matmul
     names = [n for n in lab.REGISTRY if n.startswith("wgmma_")]
-    assert len(names) == 2 * len(K.ALL_RUNG_CONFIGS)
+    assert len(names) == 2 * len(K.RUNG_CONFIGS)
     assert lab.get_spec("wgmma_pingpong_fp16").target((9, 0)) == (9, 0, "a")
     for name in names:
         spec = lab.get_spec(name)
@@ -693,8 +693,8 @@ def test_preflight_survives_a_hang_and_goes_on():
 
 def test_sweep_and_rungs_named_in_the_experiment():
     from lab.experiments import hopper as E
-    assert set(K.NEXT_RUNG_CONFIGS) <= set(E.RUNGS)
-    assert all(name.rsplit("_", 1)[0] in K.NEXT_RUNG_CONFIGS for name in E.PREFLIGHT)
+    assert set(K.RUNG_CONFIGS) <= set(E.RUNGS)
+    assert all(name.rsplit("_", 1)[0] in K.RUNG_CONFIGS for name in E.PREFLIGHT)
     assert all(lab.get_spec(name) for name in E.PREFLIGHT)
 
 

@@ -40,7 +40,8 @@ SIZES = (4096, 8192)
 CHECK_SIZE = 4096
 RUNGS = ("wgmma_cpasync", "wgmma_tma", "wgmma_2wg", "wgmma_ws", "wgmma_persistent",
          "wgmma_pingpong", "wgmma_tmastore", "wgmma_cluster")
-#: Kernels not yet run on the H200: run once in a child process before the main run.
+#: The newest rungs (launch protocols most likely to hang on another GPU or driver): each runs
+#: once in a child process, killed when hung, before the main run.
 PREFLIGHT = ("wgmma_tmastore_fp16", "wgmma_tmastore_bf16", "wgmma_cluster_fp16",
              "wgmma_cluster_bf16")
 PREFLIGHT_SHAPES = ((257, 129, 67), (384, 520, 130))   # the second: 3 block rows (odd pairs)
@@ -266,7 +267,7 @@ def _sweep(progress, available, excluded) -> tuple[list, dict]:
 def run(progress, *, quick: bool = False) -> dict:
     from lab import baselines
     from lab.kernels import get_spec
-    from lab.kernels.k09_hopper import ALL_RUNG_CONFIGS, SWEEP_CONFIGS, TITLES
+    from lab.kernels.k09_hopper import RUNG_CONFIGS, SWEEP_CONFIGS, TITLES
 
     available = baselines.available()
     sweep = quick or os.environ.get("LAB_HOPPER_SWEEP", "1") != "0"
@@ -301,7 +302,7 @@ def run(progress, *, quick: bool = False) -> dict:
                         row = bench.time_kernel(name, size, size, size, repeats=REPEATS,
                                                 check_first=False)
                     rung = name.rsplit("_", 1)[0]
-                    cfg = ALL_RUNG_CONFIGS.get(rung)
+                    cfg = RUNG_CONFIGS.get(rung)
                     row.update(rung=rung if cfg else "mma.sync (chapter 5)",
                                title=TITLES.get(rung, get_spec(name).title),
                                config=cfg.label if cfg else "128x128x64, 3 stages, mma.sync")
@@ -328,7 +329,7 @@ def run(progress, *, quick: bool = False) -> dict:
                            "repeats": REPEATS, "inputs": "cache-hot (one buffer set), "
                            "uniform(-1, 1)", "quick": quick, "sweep": sweep,
                            "sweep_checks": [list(s) for s in SWEEP_CHECKS],
-                           "configs": {k: c.label for k, c in ALL_RUNG_CONFIGS.items()},
+                           "configs": {k: c.label for k, c in RUNG_CONFIGS.items()},
                            "sweep_configs": ({k: c.label for k, c in SWEEP_CONFIGS.items()}
                                              if sweep else {})},
             "excluded": {**excluded, **sweep_failed},

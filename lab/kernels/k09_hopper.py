@@ -812,7 +812,7 @@ def make_config(**changes) -> HopperConfig:
 
 
 #: The rungs; each adds one idea to the one before (FP16 here, BF16 the same with kind="bf16").
-#: (Rungs 7 and 8 build on rung 5, the best before them; rung 6, ping-pong, is a side branch.)
+#: Rungs 7 and 8 build on rung 5, the best before them; rung 6, ping-pong, is a side branch.
 _PERSISTENT = HopperConfig(bm=128, bn=256, stages=4, consumers=2, producer=True, regs=232,
                            persistent=True)
 RUNG_CONFIGS = {
@@ -823,31 +823,25 @@ RUNG_CONFIGS = {
     "wgmma_persistent": _PERSISTENT,
     "wgmma_pingpong": HopperConfig(bm=128, bn=128, stages=6, consumers=2, producer=True,
                                    regs=232, persistent=True, pingpong=True),
-}
-#: Rungs 7 and 8, kept apart from the first six (whose committed measurements, figure and
-#: step-by-step gains the chapter reads) until they have been measured.
-NEXT_RUNG_CONFIGS = {
     "wgmma_tmastore": replace(_PERSISTENT, epilogue="tma"),
     # setmaxnreg 224/56: the cluster producer's loop needs more than 40 registers (it spilled)
     "wgmma_cluster": replace(_PERSISTENT, epilogue="tma", cluster=2, regs=224,
                              producer_regs=56),
 }
 
-ALL_RUNG_CONFIGS = {**RUNG_CONFIGS, **NEXT_RUNG_CONFIGS}
-
 #: Cheap variations of rungs 7 and 8, one change each (FP16): the sweep of the ``hopper``
 #: experiment. (5 or 6 stages of 128×256×64 do not fit: 48 KB a stage, 227 KB in all.)
 SWEEP_CONFIGS = {
-    "tmastore": NEXT_RUNG_CONFIGS["wgmma_tmastore"],
-    "tmastore group_m 16": replace(NEXT_RUNG_CONFIGS["wgmma_tmastore"], group_m=16),
-    "tmastore wait depth 0": replace(NEXT_RUNG_CONFIGS["wgmma_tmastore"], wait_depth=0),
-    "tmastore elect.sync": replace(NEXT_RUNG_CONFIGS["wgmma_tmastore"], elect=True),
-    "tmastore setmaxnreg 240/24": replace(NEXT_RUNG_CONFIGS["wgmma_tmastore"], regs=240,
+    "tmastore": RUNG_CONFIGS["wgmma_tmastore"],
+    "tmastore group_m 16": replace(RUNG_CONFIGS["wgmma_tmastore"], group_m=16),
+    "tmastore wait depth 0": replace(RUNG_CONFIGS["wgmma_tmastore"], wait_depth=0),
+    "tmastore elect.sync": replace(RUNG_CONFIGS["wgmma_tmastore"], elect=True),
+    "tmastore setmaxnreg 240/24": replace(RUNG_CONFIGS["wgmma_tmastore"], regs=240,
                                           producer_regs=24),
-    "cluster": NEXT_RUNG_CONFIGS["wgmma_cluster"],
-    "cluster group_m 16": replace(NEXT_RUNG_CONFIGS["wgmma_cluster"], group_m=16),
-    "cluster direct epilogue": replace(NEXT_RUNG_CONFIGS["wgmma_cluster"], epilogue="direct"),
-    "cluster elect.sync": replace(NEXT_RUNG_CONFIGS["wgmma_cluster"], elect=True),
+    "cluster": RUNG_CONFIGS["wgmma_cluster"],
+    "cluster group_m 16": replace(RUNG_CONFIGS["wgmma_cluster"], group_m=16),
+    "cluster direct epilogue": replace(RUNG_CONFIGS["wgmma_cluster"], epilogue="direct"),
+    "cluster elect.sync": replace(RUNG_CONFIGS["wgmma_cluster"], elect=True),
 }
 
 TITLES = {
@@ -901,5 +895,5 @@ def _spec(name: str, cfg: HopperConfig) -> KernelSpec:
                       min_cc=(9, 0), max_cc=(9, 0), needs=_needs(cfg))
 
 
-SPECS = [_spec(name, replace(cfg, kind=kind)) for name, cfg in ALL_RUNG_CONFIGS.items()
+SPECS = [_spec(name, replace(cfg, kind=kind)) for name, cfg in RUNG_CONFIGS.items()
          for kind in ("f16", "bf16")]
