@@ -94,7 +94,8 @@ def test_every_experiment_declares_its_needs_and_an_estimate():
 
 
 @pytest.mark.parametrize("cc,skipped", [
-    ((7, 5), {"precision", "tc_tune", "tensor_cores", "shapes", "hopper"}),
+    ((7, 5), {"precision", "tc_tune", "tensor_cores", "epilogue", "shapes", "splitk", "waves",
+             "hopper", "clocks", "libraries"}),
     ((8, 6), {"hopper"}),
     ((9, 0), set()),
     ((10, 0), {"hopper"})])     # sm_90a code runs on 9.0 alone

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 CHAPTER = 10
 NEEDS = ("torch-nccl-2gpu",)
-H200_SECONDS = 300  # estimate: compiles in each process, checks, the 32768 FP32 products
+H200_SECONDS = 140  # measured: 138 s on 2×H200 (compiles in each process, checks, the 32768 products)
 
 WORLD = 2
 SIZES = (4096, 8192, 16384, 32768)
