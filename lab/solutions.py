@@ -575,8 +575,19 @@ def ex06_2() -> dict:
             "cliff": min(t["power of two"] for t in fast)}
 
 
+#: Kernel launches per split-K call (lab/kernels/k11_splitk.py, ``_finish``): two-pass runs the
+#: split kernel, then ``reduce_kernel``; atomic runs ``zero_kernel``, then the split kernel.
+#: Shapes that are multiples of the tile need no padding copy in front.
+SPLITK_LAUNCHES = {"two_pass": 2, "atomic": 2}
+
+
 def ex06_3(m: int = 512, n: int = 512, k: int = 16384, splits=(1, 2, 4, 8, 16)) -> dict:
-    """Split-K for (512 × 16384) · (16384 × 512): tiles per split and the traffic it adds."""
+    """Split-K for (512 × 16384) · (16384 × 512) in FP16: the tiles and the traffic the split
+    adds (the model), then what the measured FP16 rows hit: the launches per call times our
+    Numba kernels' per-call launch floor of the size curve, against the best measured times,
+    the model's time for the same factor, and cuBLAS (queued)."""
+    from lab.chapters import ch6
+
     bm, bn, blocks = _tc_tile()
     sms = results.load("shapes")["provenance"]["sm_count"]
     out = {"tiles": model.tile_grid(m, n, bm, bn), "slots": sms * blocks,
@@ -587,6 +598,25 @@ def ex06_3(m: int = 512, n: int = 512, k: int = 16384, splits=(1, 2, 4, 8, 16)) 
     for s in splits:
         out[f"fill_{s}"] = min(1.0, out[f"units_{s}"] / out["slots"])
     out["fills"] = min(s for s in splits if out[f"units_{s}"] >= 0.9 * out["slots"])
+    floor = min(r["median_ms"] for r in results.rows("shapes", part="size")
+                if not r["kernel"].startswith("cublas")) * 1e3
+    out["launch_floor_us"] = floor
+    out["launches"] = SPLITK_LAUNCHES["two_pass"]
+    out["floors_us"] = SPLITK_LAUNCHES["two_pass"] * floor
+    here = [r for r in ch6.splitk_rows()
+            if r["design"] == "fp16" and (r["m"], r["n"], r["k"]) == (m, n, k)]
+    for mode in ("two_pass", "atomic"):
+        best = min((r for r in here if r["mode"] == mode and r["slices"] > 1),
+                   key=lambda r: r["us"])
+        out[f"{mode}_us"] = best["us"]
+        out[f"{mode}_slices"] = best["slices"]
+        out[f"{mode}_model_us"] = best["model_us"]
+        out[f"{mode}_timing"] = best["timing"]
+        out[f"{mode}_over_floors"] = best["us"] / (SPLITK_LAUNCHES[mode] * floor)
+    out["unsplit_us"] = next(r["us"] for r in here if r["mode"] == "unsplit")
+    lib = next(r for r in here if r["mode"] == "library")
+    out["cublas_us"] = lib["us"]
+    out["cublas_timing"] = lib["timing"]
     return out
 
 

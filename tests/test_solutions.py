@@ -61,6 +61,11 @@ def test_split_k_matches_the_product():
     assert np.linalg.norm(C - ref) / np.linalg.norm(ref) < 1e-5
     out = solutions.ex06_3()
     assert out["tiles"] == 16 and out["fills"] == 16 and out["extra_mb_1"] == 0
+    # the measured FP16 split-K rows sit near two launch floors, far above the model and cuBLAS
+    assert out["floors_us"] == out["launches"] * out["launch_floor_us"]
+    assert out["atomic_model_us"] < out["atomic_us"] and out["cublas_us"] < out["atomic_us"]
+    assert out["atomic_us"] < out["unsplit_us"]
+    assert 1 <= out["atomic_over_floors"] < 1.5
 
 
 def test_model_answers():

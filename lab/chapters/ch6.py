@@ -1103,7 +1103,9 @@ def small_k_rows() -> list[dict]:
     for r in _splitk("small_k"):
         key = (r["design"], r["k"])
         name = "cublas" if r["impl"] == "cublas" else r["variant"]
-        by.setdefault(key, {"design": r["design"], "k": r["k"]})[name] = r["median_ms"] * 1e3
+        row = by.setdefault(key, {"design": r["design"], "k": r["k"]})
+        row[name] = r["median_ms"] * 1e3
+        row[f"{name}_timing"] = r.get("timing")
     rows = list(by.values())
     for row in rows:
         row["saved"] = row["unfused"] - row["fused"]
@@ -1306,12 +1308,12 @@ def align_kernel_table():
 
 def kernel_family(name: str) -> str:
     """A library kernel's family, from its name: ``nvjet_sm90…`` (Hopper), ``cutlass_75…``
-    (Turing's tensor-core instruction), ``sm80``/``ampere``, ``sm90``/``xmma``, else the
-    first part of the name."""
+    (Turing's tensor-core instruction), ``cutlass_80…``, ``sm90_xmma``/``sm80_xmma``,
+    ``sm80``/``ampere``, else the first part of the name."""
     short = short_kernel_name(name, 200)
     for key, label in (("nvjet", "nvjet (sm90)"), ("cutlass_75", "CUTLASS sm75"),
                        ("cutlass_80", "CUTLASS sm80"), ("sm90_xmma", "xmma (sm90)"),
-                       ("sm80", "sm80"), ("ampere", "ampere")):
+                       ("sm80_xmma", "xmma (sm80)"), ("sm80", "sm80"), ("ampere", "ampere")):
         if key in short:
             return label
     return short.split("_")[0]
@@ -1339,29 +1341,231 @@ def align_kernel_summary(kind: str = "fp16") -> str:
     return text
 
 
+def _divides(n: int) -> int:
+    """The class of ``n`` by the largest power of two dividing it, capped at 8 (16 FP16 bytes)."""
+    return min(n & -n, 8)
+
+
+def align_kernel_rule(kind: str = "fp16") -> str:
+    """The profiled kernel families of cuBLAS ``kind`` grouped by what divides the side: sides
+    divisible by 8, by 4 but not 8, by 2 but not 4, and odd ones."""
+    named = {r["n"]: r for r in results.rows("cublas_kernels") if r["kernel"] == f"cublas_{kind}"}
+    sizes = sorted({n for _, n in _align() if n in named and named[n].get("launched")})
+    words = {8: "divisible by 8", 4: "by 4 but not 8", 2: "by 2 but not 4", 1: "odd"}
+    parts = []
+    for cls in (8, 4, 2, 1):
+        ns = [n for n in sizes if _divides(n) == cls]
+        if not ns:
+            continue
+        fams = sorted({kernel_family(x) for n in ns for x in named[n]["launched"]})
+        parts.append(f"{words[cls]} ({', '.join(map(str, ns))}): {' and '.join(fams)}")
+    return "; ".join(parts)
+
+
+def wave_values() -> dict:
+    """The measured wave sweep in numbers: the model's and the measured step at the first and
+    last new wave of tc_fp16, the largest step between two sizes of the same wave count, one
+    block per SM against a full wave, and cuBLAS FP16's ratios over the same boundaries."""
+    steps = wave_steps_rows()
+    tc = [r for r in steps if r["kernel"] == "tc_fp16"]
+    fp32 = [r for r in steps if r["kernel"] == "warptile_tuned"]
+    rows = sorted((r for r in wave_sweep_rows() if r["kernel"] == "tc_fp16"),
+                  key=lambda r: r["n"])
+    inside = [(b["us"] / a["us"], a, b) for a, b in zip(rows, rows[1:])
+              if a["waves"] == b["waves"]]
+    big, a, b = max(inside, key=lambda x: x[0])
+    sms = roofs()["sms"]
+    one = max((r for r in rows if r["tiles"] <= sms), key=lambda r: r["n"])
+    full = max((r for r in rows if r["waves"] == 1), key=lambda r: r["n"])
+    cub = [r["cublas"] for r in tc]
+    return {"wave_first_model": f"{tc[0]['model']:.2f}", "wave_first_tc": f"{tc[0]['measured']:.2f}",
+            "wave_first_fp32": f"{fp32[0]['measured']:.2f}",
+            "wave_first_n": f"{tc[0]['n_before']} → {tc[0]['n_after']}",
+            "wave_last_model": f"{tc[-1]['model']:.2f}", "wave_last_tc": f"{tc[-1]['measured']:.2f}",
+            "wave_last_fp32": f"{fp32[-1]['measured']:.2f}",
+            "wave_last_n": f"{tc[-1]['n_before']} → {tc[-1]['n_after']}",
+            "wave_inside_x": f"{big:.2f}", "wave_inside_n": f"{a['n']} → {b['n']}",
+            "wave_inside_tiles": f"{a['tiles']} → {b['tiles']}",
+            "wave_one_n": str(one["n"]), "wave_one_tiles": str(one["tiles"]),
+            "wave_one_us": f"{one['us']:.0f}", "wave_full_n": str(full["n"]),
+            "wave_full_tiles": str(full["tiles"]), "wave_full_us": f"{full['us']:.0f}",
+            "wave_one_full_x": f"{full['us'] / one['us']:.2f}",
+            "wave_cublas_lo": f"{min(cub):.2f}", "wave_cublas_hi": f"{max(cub):.2f}"}
+
+
+def epilogue_values() -> dict:
+    """The epilogue measurement in numbers: for our fused kernels, in how many cases fusion was
+    faster and by how much it won or lost; for the library, cuBLAS + the element-wise kernel
+    against torch's one call and cuBLAS's bare product; the element-wise kernel's bandwidth."""
+    rows = epilogue_rows()
+    v = {}
+    for design in ("fp16", "fp32"):
+        here = [r for r in rows if r["design"] == design]
+        won = [r for r in here if r["saved"] > 0]
+        v[f"epi_{design}_won"] = f"{len(won)} of {len(here)}"
+        v[f"epi_{design}_best"] = f"{max(r['saved'] for r in here):.0f}"
+        v[f"epi_{design}_worst"] = f"{-min(r['saved'] for r in here):.0f}"
+        lost = [r for r in here if r["saved"] <= 0]
+        v[f"epi_{design}_lost_pct"] = (f"{min(-r['saved'] / r['unfused'] for r in lost):.0%}–"
+                                       f"{max(-r['saved'] / r['unfused'] for r in lost):.0%}"
+                                       if lost else "0%")
+        worst = min(here, key=lambda r: r["saved"])
+        v[f"epi_{design}_worst_case"] = f"{worst['epilogue']} at {worst['shape']}"
+        text = f"faster in {len(won)} of {len(here)} cases"
+        if won:
+            text += f" (by up to {max(r['saved'] for r in won):.0f} µs)"
+        if lost:
+            text += (f" and slower in {len(lost)}, by {-max(r['saved'] for r in lost):.0f} to "
+                     f"{-min(r['saved'] for r in lost):.0f} µs")
+        v[f"epi_{design}_verdict"] = text
+    fused16 = [r for r in rows if r["design"] == "fp16" and "torch_fused" in r]
+    v["epi_lib_saved"] = (f"{min(r['cublas_unfused'] - r['torch_fused'] for r in fused16):.0f}–"
+                          f"{max(r['cublas_unfused'] - r['torch_fused'] for r in fused16):.0f}")
+    v["epi_lib_vs_gemm"] = (f"{min(r['torch_fused'] / r['cublas_gemm'] for r in fused16):.2f}–"
+                            f"{max(r['torch_fused'] / r['cublas_gemm'] for r in fused16):.2f}")
+    elem = [r for r in results.rows("splitk", part="small_k")
+            if r["variant"] == "epilogue_only" and r.get("timing") == "queued"]
+    read = roofs()["read_gbps"]
+    v["epi_elem_us"] = f"{min(r['median_ms'] for r in elem) * 1e3:.0f}"
+    v["epi_elem_share"] = f"{max(r['gbps'] for r in elem) / read:.0%}"
+    return v
+
+
+def torch_fused_summary() -> str:
+    """Which of torch's one-call epilogues ran as one kernel and which as a GEMM followed by a
+    separate epilogue kernel (copies and memsets left out)."""
+    one, two = [], []
+    seen = set()
+    for r in results.rows("epilogue", part="launched"):
+        if r["kernel"] != "torch:torch_fused" or (r["design"], r["epilogue"]) in seen:
+            continue
+        seen.add((r["design"], r["epilogue"]))
+        kernels = [x for x in r["launched"] or [] if not x.startswith(("Memset", "Memcpy"))]
+        label = f"{r['design'].upper()} {EPILOGUE_NAMES.get(r['epilogue'], r['epilogue'])}"
+        (one if len(kernels) == 1 else two).append(label)
+    return (f"one kernel for {', '.join(one) or 'none'}; a GEMM and a separate epilogue kernel "
+            f"for {', '.join(two) or 'none'}")
+
+
+def splitk_values() -> dict:
+    """The split-K measurement in numbers: best speed-up and factor per design, against cuBLAS
+    and the model, the launches per call and our kernels' per-call launch floor."""
+    sk = splitk_summary_rows()
+    rows = splitk_rows()
+    v = {}
+    fp32 = next(r for r in sk if r["design"] == "fp32")
+    fp16 = [r for r in sk if r["design"] == "fp16"]
+    v["sk_fp32_shape"] = fp32["shape"]
+    v["sk_fp32_x"] = f"{max(fp32['two_pass_x'], fp32['atomic_x']):.1f}"
+    v["sk_fp32_best_us"] = f"{min(fp32['two_pass'], fp32['atomic']):.0f}"
+    v["sk_fp32_unsplit_us"] = f"{fp32['unsplit']:.0f}"
+    v["sk_fp32_vs_cublas"] = f"{min(fp32['two_pass'], fp32['atomic']) / fp32['cublas']:.2f}"
+    best32 = min((r for r in rows if r["design"] == "fp32" and r["mode"] in ("two_pass", "atomic")),
+                 key=lambda r: r["us"])
+    v["sk_fp32_vs_model"] = f"{best32['us'] / best32['model_us']:.1f}"
+    v["sk_fp16_x_lo"] = f"{min(max(r['two_pass_x'], r['atomic_x']) for r in fp16):.1f}"
+    v["sk_fp16_x_hi"] = f"{max(max(r['two_pass_x'], r['atomic_x']) for r in fp16):.1f}"
+    best16 = [min(r["two_pass"], r["atomic"]) for r in fp16]
+    v["sk_fp16_best_lo"], v["sk_fp16_best_hi"] = f"{min(best16):.0f}", f"{max(best16):.0f}"
+    v["sk_fp16_vs_cublas_lo"] = f"{min(b / r['cublas'] for b, r in zip(best16, fp16)):.0f}"
+    v["sk_fp16_vs_cublas_hi"] = f"{max(b / r['cublas'] for b, r in zip(best16, fp16)):.0f}"
+    split16 = [r for r in rows if r["design"] == "fp16" and r["mode"] in ("two_pass", "atomic")
+               and r["slices"] >= 2]
+    v["sk_fp16_all_lo"] = f"{min(r['us'] for r in split16):.0f}"
+    v["sk_fp16_all_hi"] = f"{max(r['us'] for r in split16):.0f}"
+    v["sk_fp16_timing"] = ", ".join(sorted({r["timing"] for r in split16}))
+    v["sk_fp16_model_lo"] = f"{min(r['model_us'] for r in split16):.0f}"
+    v["sk_fp16_model_hi"] = f"{max(r['model_us'] for r in split16):.0f}"
+    per = [r for r in _shapes("size") if not r["kernel"].startswith("cublas")]
+    floor = min(r["median_ms"] for r in per) * 1e3
+    v["sk_launch_floor"] = f"{floor:.0f}"
+    v["sk_two_floors"] = f"{2 * floor:.0f}"
+    v["sk_fp16_over_floors"] = f"{min(r['us'] for r in split16) / (2 * floor):.2f}"
+    atom32 = {r["slices"]: r["us"] for r in rows if r["design"] == "fp32" and r["mode"] == "atomic"}
+    two32 = {r["slices"]: r["us"] for r in rows if r["design"] == "fp32" and r["mode"] == "two_pass"}
+    worse = [s for s in atom32 if s >= 2 and atom32[s] > 1.1 * two32[s]]
+    v["sk_fp32_atomic_worse"] = ", ".join(map(str, sorted(worse))) or "none"
+    return v
+
+
+def small_k_values() -> dict:
+    """The small-K prediction's ranges, and what the measurement's timing modes were."""
+    pred = small_k_model_rows()
+    fp16 = [r for r in pred if r["format"] == "FP16"]
+    v = {"smallk_flop_lo": f"{min(r['flop_us'] for r in fp16):.1f}",
+         "smallk_flop_hi": f"{max(r['flop_us'] for r in fp16):.0f}",
+         "smallk_out_lo": f"{min(r['out_share'] for r in fp16):.0%}",
+         "smallk_out_hi": f"{max(r['out_share'] for r in fp16):.0%}",
+         "smallk_unfused_extra": f"{pred[0]['unfused_extra_us']:.0f}"}
+    try:
+        meas = small_k_rows()
+    except results.ResultsMissing as exc:
+        return {**v, **{k: missing(exc) for k in (
+            "smallk_fp16_lost_ks", "smallk_fp32_won", "smallk_kmin", "smallk_fp32_gpu_unfused",
+            "smallk_unfused_timing", "sk_queue_below_ms",
+            "smallk_fp32_fused", "smallk_fp32_unfused")}}
+    by = {(r["design"], r["k"]): r for r in meas}
+    lost = sorted(k for (d, k), r in by.items() if d == "fp16" and r["saved"] < 0)
+    v["smallk_fp16_lost_ks"] = ", ".join(map(str, lost)) or "none"
+    won32 = [k for (d, k), r in by.items() if d == "fp32" and r["saved"] > 0]
+    v["smallk_fp32_won"] = f"{len(won32)} of {sum(1 for d, _ in by if d == 'fp32')}"
+    queued = [r for (d, _), r in sorted(by.items()) if d == "fp32" and all(
+        r.get(f"{x}_timing") == "queued" for x in ("gemm", "epilogue_only", "fused"))]
+    r32 = queued[0] if queued else by[("fp32", min(k for _, k in by))]
+    v["smallk_kmin"] = str(r32["k"])
+    v["smallk_unfused_timing"] = ", ".join(sorted({r["unfused_timing"] for r in meas}))
+    v["sk_queue_below_ms"] = f"{results.load('splitk')['parameters']['queue_below_ms']:g}"
+    v["smallk_fp32_gpu_unfused"] = f"{r32['gemm'] + r32['epilogue_only']:.0f}"
+    v["smallk_fp32_fused"] = f"{r32['fused']:.0f}"
+    v["smallk_fp32_unfused"] = f"{r32['unfused']:.0f}"
+    return v
+
+
 def new_values() -> dict:
     """The glued values of the measured sections (epilogue, split-K, small K, waves, named
     kernels); a not-measured line for each where its file is missing."""
     v = {"align_fp16_families": align_kernel_summary("fp16"),
          "align_fp32_families": align_kernel_summary("fp32")}
+    later = "(not measured yet)"
+    try:
+        v["align_fp16_rule"] = align_kernel_rule("fp16")
+        v["align_fp32_rule"] = align_kernel_rule("fp32")
+        v["fp32_align_extra_max"] = f"{max(r['cublas_fp32'] for r in align_extra_rows()):.0f}%"
+    except results.ResultsMissing:
+        v.update({k: later for k in ("align_fp16_rule", "align_fp32_rule",
+                                      "fp32_align_extra_max")})
     em = {r["epilogue"]: r for r in epilogue_model_rows()}
     v["epi_saved_mib"] = f"{em['bias + act']['saved']:.0f}"
     v["epi_saved_model_us"] = f"{em['bias + act']['saved_us']:.0f}"
-    later = "(not measured yet)"
+    v.update(small_k_values())
+    epi_keys = [f"epi_{d}_{x}" for d in ("fp16", "fp32")
+                for x in ("won", "best", "worst", "lost_pct", "worst_case", "verdict")]
     try:
-        rows = epilogue_rows()
-        for design in ("fp16", "fp32"):
-            here = [r for r in rows if r["design"] == design]
-            v[f"epi_{design}_saved_us"] = (f"{min(r['saved'] for r in here):.0f}–"
-                                           f"{max(r['saved'] for r in here):.0f}")
+        v.update(epilogue_values())
+        v["torch_fused_kernels"] = torch_fused_summary()
     except results.ResultsMissing:
-        v.update({"epi_fp16_saved_us": later, "epi_fp32_saved_us": later})
+        v.update({k: later for k in (*epi_keys, "epi_lib_saved", "epi_lib_vs_gemm",
+                                      "epi_elem_us", "epi_elem_share", "torch_fused_kernels")})
     try:
-        sk = splitk_summary_rows()
-        fp16 = next(r for r in sk if r["design"] == "fp16")
-        v["sk_fp16_shape"] = fp16["shape"]
-        v["sk_fp16_x"] = f"{max(fp16['two_pass_x'], fp16['atomic_x']):.1f}"
-        v["sk_fp16_vs_cublas"] = f"{min(fp16['two_pass'], fp16['atomic']) / fp16['cublas']:.2f}"
+        v.update(wave_values())
+    except results.ResultsMissing:
+        v.update({k: later for k in (
+            "wave_first_model", "wave_first_tc", "wave_first_fp32", "wave_first_n",
+            "wave_last_model", "wave_last_tc", "wave_last_fp32", "wave_last_n",
+            "wave_inside_x", "wave_inside_n", "wave_inside_tiles", "wave_one_n", "wave_one_tiles", "wave_one_us",
+            "wave_full_n", "wave_full_tiles", "wave_full_us", "wave_one_full_x",
+            "wave_cublas_lo", "wave_cublas_hi")})
+    sk_keys = ("sk_fp32_shape", "sk_fp32_x", "sk_fp32_best_us", "sk_fp32_unsplit_us",
+               "sk_fp32_vs_cublas", "sk_fp32_vs_model", "sk_fp16_x_lo", "sk_fp16_x_hi",
+               "sk_fp16_best_lo", "sk_fp16_best_hi", "sk_fp16_vs_cublas_lo",
+               "sk_fp16_vs_cublas_hi", "sk_fp16_all_lo", "sk_fp16_all_hi", "sk_fp16_timing",
+               "sk_fp16_model_lo", "sk_fp16_model_hi", "sk_launch_floor", "sk_two_floors",
+               "sk_fp16_over_floors", "sk_fp32_atomic_worse")
+    try:
+        v.update(splitk_values())
+    except results.ResultsMissing:
+        v.update({k: later for k in sk_keys})
+    try:
         det = determinism_rows()
         atom = [r for r in det if r["mode"] == "atomic"]
         v["det_atomic_max_elements"] = f"{max(r['elements'] for r in atom):,}"
@@ -1375,9 +1579,8 @@ def new_values() -> dict:
         v["smallk_fp16_saved"] = f"{k16['fp16']['saved']:.0f}"
     except results.ResultsMissing:
         v.update({k: later for k in (
-            "sk_fp16_shape", "sk_fp16_x", "sk_fp16_vs_cublas", "det_atomic_max_elements",
-            "det_atomic_max_share", "det_atomic_two_slices", "det_two_pass_distinct",
-            "smallk_fp16_share", "smallk_fp16_saved")})
+            "det_atomic_max_elements", "det_atomic_max_share", "det_atomic_two_slices",
+            "det_two_pass_distinct", "smallk_fp16_share", "smallk_fp16_saved")})
     return v
 
 
