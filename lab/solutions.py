@@ -708,16 +708,21 @@ def ex07_2() -> dict:
 
 
 def ex07_3(kind: str = "fp16") -> dict:
-    """Each rung's gain over the one before at 4096³ and 8192³ (committed H200 run), and the
-    slices per tile that set how much persistence can hide."""
+    """Each rung's gain over the rung it builds on at 4096³ and 8192³ (committed H200 run),
+    and the slices per tile that set how much work done once per tile (persistence, the
+    epilogue) weighs. Rungs 1-5 each build on the one before; ping-pong (6) and the TMA-store
+    epilogue (7) on rung 5, the cluster (8) on rung 7."""
     from lab.kernels import k09_hopper as k9
 
     data = results.load("hopper")
-    ladder = ["tc", *k9.RUNG_CONFIGS]
-    out = {}
+    rungs = list(k9.RUNG_CONFIGS)
+    parents = dict(zip(rungs, ["tc", *rungs]))
+    parents.update(wgmma_pingpong="wgmma_persistent", wgmma_tmastore="wgmma_persistent",
+                   wgmma_cluster="wgmma_tmastore")
+    out = {"parents": parents}
     for size in data["parameters"]["sizes"]:
-        t = [_row(data, kernel=f"{k}_{kind}", m=size)["tflops"] for k in ladder]
-        gains = {ladder[i]: t[i] / t[i - 1] for i in range(1, len(ladder))}
+        t = {k: _row(data, kernel=f"{k}_{kind}", m=size)["tflops"] for k in ["tc", *rungs]}
+        gains = {k: t[k] / t[parents[k]] for k in rungs}
         best = max(gains, key=gains.get)
         out[f"best_{size}"] = best
         out[f"best_gain_{size}"] = gains[best]
@@ -727,7 +732,11 @@ def ex07_3(kind: str = "fp16") -> dict:
         out[f"slices_{size}"] = size // k9.BK
         out[f"tiles_{size}"] = model.tile_grid(size, size, cfg.bm, cfg.bn)
         out[f"tiles_per_sm_{size}"] = out[f"tiles_{size}"] / data["provenance"]["sm_count"]
-    out["same_best"] = len({out[f"best_{s}"] for s in data["parameters"]["sizes"]}) == 1
+    sizes = data["parameters"]["sizes"]
+    out["same_best"] = len({out[f"best_{s}"] for s in sizes}) == 1
+    # the epilogue comes once per tile: its share of a tile halves when the k-slices double
+    out["tmastore_gain_large_over_small"] = ((out[f"gain_wgmma_tmastore_{sizes[-1]}"] - 1)
+                                             / (out[f"gain_wgmma_tmastore_{sizes[0]}"] - 1))
     return out
 
 

@@ -134,6 +134,10 @@ def test_hopper_ladder_answer():
     assert out["same_best"] and out["best_4096"] == "wgmma_2wg"
     assert out["gain_wgmma_persistent_4096"] > 1 > out["gain_wgmma_persistent_8192"]
     assert out["slices_8192"] == 2 * out["slices_4096"]
+    # rung 7 builds on rung 5 (not on the ping-pong side branch), rung 8 on rung 7
+    assert out["parents"]["wgmma_tmastore"] == "wgmma_persistent"
+    assert out["parents"]["wgmma_cluster"] == "wgmma_tmastore"
+    assert out["gain_wgmma_tmastore_4096"] > out["gain_wgmma_tmastore_8192"] > 1
 
 
 def test_ch3_twin_table_has_every_measured_twin():
