@@ -223,7 +223,8 @@ def skipped_lines() -> list[str]:
 # ----------------------------------------------------------------------------- clocks
 
 def clock_figure():
-    """SM clock (top) and board power (bottom) against time, each provider's run shaded."""
+    """SM clock (top), board power (middle) and each provider's rate per chunk of calls as a
+    share of its median (bottom) against time, each provider's run shaded."""
     data = _load(CLOCKS)
     if data is None:
         return _placeholder(CLOCKS)
@@ -231,26 +232,32 @@ def clock_figure():
 
     samples = [r for r in data["rows"] if r["part"] == "sample"]
     t = [r["t_s"] for r in samples]
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(8.0, 5.0), dpi=110, sharex=True)
+    fig, (top, middle, bottom) = plt.subplots(3, 1, figsize=(8.0, 6.6), dpi=110, sharex=True)
     top.plot(t, [r["sm_mhz"] for r in samples], color="C0", linewidth=1.0, label="SM clock")
     top.axhline(data["parameters"]["max_sm_mhz"], color="C3", linestyle=":", linewidth=1.2,
                 label="maximum SM clock (NVML)")
-    bottom.plot(t, [r["power_w"] for r in samples], color="C1", linewidth=1.0,
+    middle.plot(t, [r["power_w"] for r in samples], color="C1", linewidth=1.0,
                 label="board power")
     limit = data["parameters"].get("power_limit_w")
     if limit:
-        bottom.axhline(limit, color="C3", linestyle=":", linewidth=1.2, label="power limit")
+        middle.axhline(limit, color="C3", linestyle=":", linewidth=1.2, label="power limit")
     for i, ph in enumerate(data["parameters"]["phases"]):
-        for ax in (top, bottom):
+        for ax in (top, middle, bottom):
             ax.axvspan(ph["start_s"], ph["end_s"], color=f"C{i + 2}", alpha=0.12)
         top.text((ph["start_s"] + ph["end_s"]) / 2, top.get_ylim()[0], ph["phase"],
                  ha="center", va="bottom", fontsize=8)
+        chunks = [r for r in data["rows"] if r["part"] == "chunk" and r["kernel"] == ph["phase"]]
+        if chunks:
+            median = float(np.median([r["tflops"] for r in chunks]))
+            bottom.plot([r["t_s"] for r in chunks], [r["tflops"] / median for r in chunks],
+                        color=f"C{i + 2}", marker=".", linewidth=1.0, label=ph["phase"])
     top.set_ylabel("SM clock (MHz)")
-    bottom.set_ylabel("power (W)")
+    middle.set_ylabel("power (W)")
+    bottom.set_ylabel("TFLOP/s ÷ median")
     bottom.set_xlabel("time (s)")
-    for ax in (top, bottom):
+    for ax, loc in ((top, "upper right"), (middle, "center right"), (bottom, "lower right")):
         ax.grid(True, alpha=0.25)
-        ax.legend(fontsize=8, loc="lower right")
+        ax.legend(fontsize=8, loc=loc)
     fig.tight_layout()
     return fig
 
@@ -292,10 +299,50 @@ def roof_table():
 LIBRARY_VALUES = ("tc_4096", "cublas_4096", "lt_4096", "triton_4096", "triton_4097",
                   "cublas_4097", "tc_4097", "triton_of_cublas_4096", "triton_of_cublas_4097",
                   "tc_of_cublas_4096", "lt_vs_cublas_out16", "triton_fp32_4096",
-                  "warptile_4096", "cublas_fp32_4096", "lt_kernel_4096", "triton_kept_4096")
+                  "warptile_4096", "cublas_fp32_4096", "lt_kernel_4096", "triton_kept_4096",
+                  "skipped", "repeat_max_diff", "lt_vs_cublas_out16_4097",
+                  "lt_vs_cublas_out16_8192", "lt_same_kernel", "out16_max_change",
+                  "triton_over_tc_4096", "tc_8192", "cublas_8192", "triton_8192",
+                  "triton_of_cublas_8192", "tc_of_cublas_8192", "triton_keeps",
+                  "cublas_keeps", "tc_keeps", "tc_of_cublas_4097", "tc_over_triton_4097",
+                  "cublas_kernel_4096", "cublas_kernel_8192", "cublas_kernel_4097",
+                  "triton_kept_4097", "triton_fp32_4097", "warptile_4097", "cublas_fp32_4097",
+                  "triton_fp32_8192", "warptile_8192", "cublas_fp32_8192",
+                  "cublas_fp32_keeps", "cublas_fp32_kernel_4096", "lt_fp32_kernel_4096",
+                  "lt_fp32_vs_cublas_max", "lt_fp32_same_kernel")
 CLOCK_VALUES = ("max_mhz", "tc_mhz", "cublas_mhz", "fp32_mhz", "tc_watts", "cublas_watts",
                 "power_limit", "cublas_of_boost", "cublas_of_sampled", "tc_of_boost",
-                "tc_of_sampled", "clock_loss", "roof_boost", "roof_sampled", "idle_mhz")
+                "tc_of_sampled", "clock_loss", "roof_boost", "roof_sampled", "idle_mhz",
+                "all_mhz", "fp32_watts", "idle_watts", "watts_max", "watts_max_share",
+                "temp_max", "tc_sustained", "cublas_sustained", "fp32_sustained",
+                "tc_dip", "cublas_dip", "fp32_dip", "fp32_of_boost", "tc_first",
+                "cublas_first", "fp32_first", "dip_period")
+#: Needs both files: the sustained rates of the clocks run against the short runs.
+BOTH_VALUES = ("tc_sustained_of_short", "cublas_sustained_of_short",
+               "fp32_sustained_of_short", "cublas_short_of_boost")
+
+
+def _pct(x: float) -> str:
+    return f"{x:.0%}"
+
+
+def short_kernel_name(name: str) -> str:
+    """A launched kernel's name without C++ wrapping: ``void cutlass::Kernel2<X>(X::Params)``
+    reads ``X``."""
+    if "<" in name and ">" in name:
+        return name[name.index("<") + 1:name.rindex(">")]
+    return name
+
+
+def _same_kernels(k: dict, a: str, b: str) -> str:
+    """The sizes at which providers ``a`` and ``b`` launched the same kernel(s), in words."""
+    same = [n for n in SIZES if (a, n) in k and (b, n) in k
+            and k[(a, n)]["launched"] and k[(a, n)]["launched"] == k[(b, n)]["launched"]]
+    if len(same) == len(SIZES):
+        return "the same kernel at every size"
+    if not same:
+        return "different kernels at every size"
+    return "the same kernel at " + ", ".join(f"{n}³" for n in same) + " only"
 
 
 def _library_values(data: dict) -> dict:
@@ -304,14 +351,40 @@ def _library_values(data: dict) -> dict:
 
     def rate(name, n):
         r = t.get((name, n))
-        return f"{r['tflops']:.0f}" if r else "—"
+        if r is None:
+            return "—"
+        return f"{r['tflops']:.0f}" if r["tflops"] >= 100 else f"{r['tflops']:.1f}"
 
-    def ratio(a, b, n):
+    def ratio(a, b, n, fmt=_pct):
         if (a, n) in t and (b, n) in t:
-            return f"{t[(a, n)]['tflops'] / t[(b, n)]['tflops']:.0%}"
+            return fmt(t[(a, n)]["tflops"] / t[(b, n)]["tflops"])
         return "—"
 
-    lt = k.get(("cublaslt_fp16", 4096))
+    def keeps(name):  # the share of its 4096³ rate a provider keeps at 4097³
+        if (name, 4097) in t and (name, 4096) in t:
+            return _pct(t[(name, 4097)]["tflops"] / t[(name, 4096)]["tflops"])
+        return "—"
+
+    def kernel(name, n):
+        r = k.get((name, n))
+        return short_kernel_name(r["launched"][0]) if r and r["launched"] else "—"
+
+    def times(x):
+        return f"{x:.2f}×"
+
+    # the rows chapter 6 measured too (shapes.json), as the largest relative difference
+    try:
+        align = {(r["kernel"], r["m"]): r["tflops"]
+                 for r in results.rows("shapes", part="alignment")}
+        diffs = [abs(t[key]["tflops"] / align[key] - 1) for key in align if key in t]
+        repeat = _pct(max(diffs)) if diffs else "—"
+    except results.ResultsMissing:
+        repeat = "—"
+    out16 = [abs(t[("cublas_fp16_out16", n)]["tflops"] / t[("cublas_fp16", n)]["tflops"] - 1)
+             for n in SIZES if ("cublas_fp16_out16", n) in t and ("cublas_fp16", n) in t]
+    lt32 = [abs(t[("cublaslt_fp32", n)]["tflops"] / t[("cublas_fp32", n)]["tflops"] - 1)
+            for n in SIZES if ("cublaslt_fp32", n) in t and ("cublas_fp32", n) in t]
+    skipped = data["parameters"].get("skipped") or {}
     return {"tc_4096": rate("tc_fp16", 4096), "cublas_4096": rate("cublas_fp16", 4096),
             "lt_4096": rate("cublaslt_fp16", 4096), "triton_4096": rate("triton_fp16", 4096),
             "triton_4097": rate("triton_fp16", 4097), "cublas_4097": rate("cublas_fp16", 4097),
@@ -323,28 +396,126 @@ def _library_values(data: dict) -> dict:
             "triton_fp32_4096": rate("triton_fp32", 4096),
             "warptile_4096": rate("warptile_tuned", 4096),
             "cublas_fp32_4096": rate("cublas_fp32", 4096),
-            "lt_kernel_4096": (lt["launched"][0] if lt and lt["launched"] else "—"),
+            "lt_kernel_4096": kernel("cublaslt_fp16", 4096),
             "triton_kept_4096": (t[("triton_fp16", 4096)]["path"]
-                                 if ("triton_fp16", 4096) in t else "—")}
+                                 if ("triton_fp16", 4096) in t else "—"),
+            "skipped": ("; ".join(f"{name} ({why})" for name, why in skipped.items())
+                        if skipped else "none — every provider passed its checks and ran "
+                                        "at every size"),
+            "repeat_max_diff": repeat,
+            "lt_vs_cublas_out16_4097": ratio("cublaslt_fp16", "cublas_fp16_out16", 4097),
+            "lt_vs_cublas_out16_8192": ratio("cublaslt_fp16", "cublas_fp16_out16", 8192),
+            "lt_same_kernel": _same_kernels(k, "cublaslt_fp16", "cublas_fp16_out16"),
+            "out16_max_change": _pct(max(out16)) if out16 else "—",
+            "triton_over_tc_4096": ratio("triton_fp16", "tc_fp16", 4096, times),
+            "tc_8192": rate("tc_fp16", 8192), "cublas_8192": rate("cublas_fp16", 8192),
+            "triton_8192": rate("triton_fp16", 8192),
+            "triton_of_cublas_8192": ratio("triton_fp16", "cublas_fp16", 8192),
+            "tc_of_cublas_8192": ratio("tc_fp16", "cublas_fp16", 8192),
+            "triton_keeps": keeps("triton_fp16"), "cublas_keeps": keeps("cublas_fp16"),
+            "tc_keeps": keeps("tc_fp16"),
+            "tc_of_cublas_4097": ratio("tc_fp16", "cublas_fp16", 4097),
+            "tc_over_triton_4097": ratio("tc_fp16", "triton_fp16", 4097, times),
+            "cublas_kernel_4096": kernel("cublas_fp16", 4096),
+            "cublas_kernel_8192": kernel("cublas_fp16", 8192),
+            "cublas_kernel_4097": kernel("cublas_fp16", 4097),
+            "triton_kept_4097": (t[("triton_fp16", 4097)]["path"]
+                                 if ("triton_fp16", 4097) in t else "—"),
+            "triton_fp32_4097": rate("triton_fp32", 4097),
+            "warptile_4097": rate("warptile_tuned", 4097),
+            "cublas_fp32_4097": rate("cublas_fp32", 4097),
+            "triton_fp32_8192": rate("triton_fp32", 8192),
+            "warptile_8192": rate("warptile_tuned", 8192),
+            "cublas_fp32_8192": rate("cublas_fp32", 8192),
+            "cublas_fp32_keeps": keeps("cublas_fp32"),
+            "cublas_fp32_kernel_4096": kernel("cublas_fp32", 4096),
+            "lt_fp32_kernel_4096": kernel("cublaslt_fp32", 4096),
+            "lt_fp32_vs_cublas_max": _pct(max(lt32)) if lt32 else "—",
+            "lt_fp32_same_kernel": _same_kernels(k, "cublaslt_fp32", "cublas_fp32")}
+
+
+def _first_chunk(data: dict, name: str) -> str:
+    """How far the first 0.1 s chunk of ``name`` ran above its median chunk."""
+    rates = [r["tflops"] for r in data["rows"] if r["part"] == "chunk" and r["kernel"] == name]
+    return _pct(rates[0] / float(np.median(rates)) - 1) if rates else "—"
+
+
+def dip_period(data: dict, below: float = 0.95) -> float | None:
+    """The median time between the starts of the dips of every provider's chunk rates: runs of
+    chunks slower than ``below`` × that provider's median chunk (None: fewer than two dips)."""
+    gaps = []
+    for name in data["parameters"]["providers"]:
+        chunks = [r for r in data["rows"] if r["part"] == "chunk" and r["kernel"] == name]
+        if not chunks:
+            continue
+        median = float(np.median([r["tflops"] for r in chunks]))
+        slow = [r["tflops"] < below * median for r in chunks]
+        starts = [r["t_s"] for i, r in enumerate(chunks) if slow[i] and (i == 0 or not slow[i - 1])]
+        gaps += list(np.diff(starts))
+    return float(np.median(gaps)) if gaps else None
+
+
+def _chunk_dip(data: dict, name: str) -> str:
+    """How far the slowest 0.1 s chunk of ``name`` fell below its median chunk."""
+    rates = [r["tflops"] for r in data["rows"] if r["part"] == "chunk" and r["kernel"] == name]
+    return _pct(1 - min(rates) / float(np.median(rates))) if rates else "—"
 
 
 def _clock_values(data: dict) -> dict:
     s = {r["kernel"]: r for r in data["rows"] if r["part"] == "summary"}
     cub, tc, fp32 = s["cublas_fp16"], s["tc_fp16"], s["warptile_tuned"]
+    samples = [r for r in data["rows"] if r["part"] == "sample"]
     limit = data["parameters"].get("power_limit_w")
+    mhz = sorted({r["sm_mhz"] for r in samples})
+    watts_max = max(r["power_w"] for r in samples)
     return {"max_mhz": f"{data['parameters']['max_sm_mhz']:.0f}",
             "tc_mhz": f"{tc['sm_mhz_median']:.0f}", "cublas_mhz": f"{cub['sm_mhz_median']:.0f}",
             "fp32_mhz": f"{fp32['sm_mhz_median']:.0f}",
             "tc_watts": f"{tc['power_w_mean']:.0f}", "cublas_watts": f"{cub['power_w_mean']:.0f}",
             "power_limit": f"{limit:.0f}" if limit else "—",
-            "cublas_of_boost": f"{cub['of_roof_boost']:.0%}",
-            "cublas_of_sampled": f"{cub['of_roof_sampled']:.0%}",
-            "tc_of_boost": f"{tc['of_roof_boost']:.0%}",
-            "tc_of_sampled": f"{tc['of_roof_sampled']:.0%}",
-            "clock_loss": f"{1 - cub['clock_ratio']:.0%}",
+            "cublas_of_boost": _pct(cub["of_roof_boost"]),
+            "cublas_of_sampled": _pct(cub["of_roof_sampled"]),
+            "tc_of_boost": _pct(tc["of_roof_boost"]),
+            "tc_of_sampled": _pct(tc["of_roof_sampled"]),
+            "clock_loss": _pct(1 - cub["clock_ratio"]),
             "roof_boost": f"{cub['roof_boost_tflops']:.0f}",
             "roof_sampled": f"{cub['roof_sampled_tflops']:.0f}",
-            "idle_mhz": f"{s['idle']['sm_mhz_median']:.0f}"}
+            "idle_mhz": f"{s['idle']['sm_mhz_median']:.0f}",
+            "all_mhz": (f"{mhz[0]:.0f} MHz in every sample" if len(mhz) == 1
+                        else f"between {mhz[0]:.0f} and {mhz[-1]:.0f} MHz"),
+            "fp32_watts": f"{fp32['power_w_mean']:.0f}",
+            "idle_watts": f"{s['idle']['power_w_mean']:.0f}",
+            "watts_max": f"{watts_max:.0f}",
+            "watts_max_share": _pct(watts_max / limit) if limit else "—",
+            "temp_max": f"{max(r['temp_c'] for r in samples):.0f}",
+            "tc_sustained": f"{tc['tflops']:.0f}", "cublas_sustained": f"{cub['tflops']:.0f}",
+            "fp32_sustained": f"{fp32['tflops']:.1f}",
+            "tc_dip": _chunk_dip(data, "tc_fp16"), "cublas_dip": _chunk_dip(data, "cublas_fp16"),
+            "fp32_dip": _chunk_dip(data, "warptile_tuned"),
+            "fp32_of_boost": _pct(fp32["of_roof_boost"]),
+            "tc_first": _first_chunk(data, "tc_fp16"),
+            "cublas_first": _first_chunk(data, "cublas_fp16"),
+            "fp32_first": _first_chunk(data, "warptile_tuned"),
+            "dip_period": (f"{dip_period(data):.1f} s" if dip_period(data) is not None
+                           else "—")}
+
+
+def _both_values(lib: dict, clk: dict) -> dict:
+    """The clocks run's sustained rates against the libraries run's at the same size."""
+    n = clk["parameters"]["size"]
+    short = {r["kernel"]: r for r in lib["rows"] if r["part"] == "time" and r["m"] == n}
+    s = {r["kernel"]: r for r in clk["rows"] if r["part"] == "summary"}
+
+    def share(name):
+        return _pct(s[name]["tflops"] / short[name]["tflops"]) if name in short else "—"
+
+    cub = s["cublas_fp16"]
+    return {"tc_sustained_of_short": share("tc_fp16"),
+            "cublas_sustained_of_short": share("cublas_fp16"),
+            "fp32_sustained_of_short": share("warptile_tuned"),
+            "cublas_short_of_boost": (_pct(short["cublas_fp16"]["tflops"]
+                                           / cub["roof_boost_tflops"])
+                                      if "cublas_fp16" in short else "—")}
 
 
 def values() -> dict:
@@ -352,6 +523,7 @@ def values() -> dict:
     lib, clk = _load(LIBRARIES), _load(CLOCKS)
     v = _library_values(lib) if lib else dict.fromkeys(LIBRARY_VALUES, MISSING)
     v.update(_clock_values(clk) if clk else dict.fromkeys(CLOCK_VALUES, MISSING))
+    v.update(_both_values(lib, clk) if lib and clk else dict.fromkeys(BOTH_VALUES, MISSING))
     v["datasheet_mhz"] = f"{ex09_2()['datasheet_mhz']:.0f}"
     return v
 
