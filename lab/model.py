@@ -305,21 +305,45 @@ def collective_seconds(op: str, nbytes: float, p: int, bus_gbps: float,
 
 def fit_link(rows: list[dict]) -> dict:
     """Latency and bus bandwidth of each collective from measured ``bandwidth`` rows
-    (``what``, ``bytes``, ``median_ms``, ``world``): a least-squares line through time against
-    bytes. Returns ``{op: {"latency_s", "bus_gbps"}}``."""
-    import numpy as np
+    (``what``, ``bytes``, ``median_ms``, ``world``). Returns ``{op: {"latency_s", "bus_gbps"}}``.
 
+    Two points, each where its term dominates: the bus bandwidth is the slope between the two
+    largest buffers (where the latency is a rounding error), the latency what the smallest buffer
+    takes beyond its bytes at that bandwidth (where the bytes are). A mid-sized buffer whose median
+    is far off the line (a slow repetition pattern, not the link) moves neither number, as it
+    would move a least-squares line through every point."""
     out = {}
     for op in COLLECTIVES:
-        pts = [r for r in rows if r.get("what") == op]
+        pts = sorted((r for r in rows if r.get("what") == op), key=lambda r: r["bytes"])
         if len(pts) < 2:
             continue
         p = pts[0]["world"]
-        x = np.array([collective_factor(op, p) * r["bytes"] for r in pts], dtype=float)
-        y = np.array([r["median_ms"] * 1e-3 for r in pts])
-        slope, intercept = np.polyfit(x, y, 1)
-        out[op] = {"latency_s": max(0.0, float(intercept)), "bus_gbps": 1e-9 / float(slope)}
+        f = collective_factor(op, p)
+        (s1, t1), (s2, t2) = [(f * r["bytes"], r["median_ms"] * 1e-3) for r in pts[-2:]]
+        bus = (s2 - s1) / (t2 - t1)
+        small = pts[0]
+        lat = small["median_ms"] * 1e-3 - f * small["bytes"] / bus
+        out[op] = {"latency_s": max(0.0, lat), "bus_gbps": bus / 1e9}
     return out
+
+
+def fit_startup(one_gpu: list[tuple[int, float]]) -> dict:
+    """A fixed start-up per call and the rate of the rest, from one-GPU times of square
+    products ``[(n, ms), …]``: the line through the two smallest sizes in time against n³.
+    Its intercept (``startup_s``) is what a call costs however small its work — the host's
+    launch after the timing's synchronisation, the GPU leaving idle — and splitting the
+    product does not divide it; ``rate_tflops`` is the slope's rate. Both come from the one-GPU
+    rows alone."""
+    (n1, t1), (n2, t2) = sorted(one_gpu)[:2]
+    per_n3 = (t2 - t1) * 1e-3 / (n2 ** 3 - n1 ** 3)
+    return {"startup_s": max(0.0, t1 * 1e-3 - per_n3 * n1 ** 3),
+            "rate_tflops": 2.0 / per_n3 / 1e12}
+
+
+def work_rate(n: int, one_ms: float, startup_s: float) -> float:
+    """TFLOP/s of the one-GPU product of size n without its start-up: the rate at which the
+    shards' FLOPs are charged."""
+    return 2.0 * n ** 3 / (one_ms * 1e-3 - startup_s) / 1e12
 
 
 def comm_bytes_per_gpu(scheme: str, m: int, n: int, k: int, p: int, e: int = 2,
@@ -351,7 +375,8 @@ def _link(link, op: str) -> tuple[float, float]:
 
 def scheme_seconds(scheme: str, m: int, n: int, k: int, p: int, *, rate_tflops: float,
                    link, e: int = 2, out: int = 4, chunks: int = 4, panels_per_rank: int = 2,
-                   add_gbps: float = 3000.0, grid: tuple[int, int] | None = None) -> dict:
+                   add_gbps: float = 3000.0, grid: tuple[int, int] | None = None,
+                   startup_s: float = 0.0) -> dict:
     """Predicted seconds of one product by ``scheme`` on ``p`` GPUs: ``compute``, ``comm``
     (the collectives alone) and ``total``.
 
@@ -360,8 +385,18 @@ def scheme_seconds(scheme: str, m: int, n: int, k: int, p: int, *, rate_tflops: 
     ``C += T`` at ``add_gbps`` (3 × 4 bytes per element). Unoverlapped schemes add compute and
     communication; ``column_overlap`` is a two-stage pipeline over ``chunks`` (chunk j's gather
     beside chunk j+1's product); ``summa`` broadcasts its first panel, then each panel's product
-    and add run beside the next panel's broadcast.
+    and add run beside the next panel's broadcast. ``startup_s`` (:func:`fit_startup`) is added
+    once to every total: a call's fixed cost, which no split divides.
     """
+    out = _scheme_seconds(scheme, m, n, k, p, rate_tflops=rate_tflops, link=link, e=e, out=out,
+                          chunks=chunks, panels_per_rank=panels_per_rank, add_gbps=add_gbps,
+                          grid=grid)
+    out["total"] += startup_s
+    return out
+
+
+def _scheme_seconds(scheme, m, n, k, p, *, rate_tflops, link, e, out, chunks, panels_per_rank,
+                    add_gbps, grid) -> dict:
     def mm(mm_, nn_, kk_):
         return 2.0 * mm_ * nn_ * kk_ / (rate_tflops * 1e12)
 

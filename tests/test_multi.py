@@ -57,6 +57,24 @@ def test_shards_are_balanced_and_padded():
     assert np.all(c1["c"][:, 22] == 0)          # the padding column of rank 1's B block
 
 
+def test_overlap_chunks_keep_every_sm_busy():
+    # tc_fp16 (128 × 128 tiles) at n = 4096 on 132 SMs: four chunks of 1024 rows hold 128
+    # tiles each, fewer than the SMs; three chunks of whole row tiles hold at least 160
+    assert schemes.overlap_chunks(4096, 2048, (128, 128, 64), 132) == 3
+    assert schemes.chunk_ranges(4096, 3, 128) == [(0, 1408), (1408, 2816), (2816, 4096)]
+    assert schemes.overlap_chunks(8192, 4096, (128, 128, 64), 132) == 4
+    assert schemes.overlap_chunks(4096, 2048, (64, 128, 8), 132) == 4
+    assert schemes.overlap_chunks(1001, 516, (128, 128, 64), 132) == 1
+    assert schemes.chunk_ranges(37, 3) == schemes.split(37, 3)
+    A, B = _inputs(np.float32, (40, 9, 7))
+    sim = mcomm.SimWorld(1)
+    mine = schemes.prepare(mcomm.SimComm(0, sim, schemes.numpy_matmul), "column_overlap",
+                           A, B, chunks=3, row_tile=16)
+    assert [(r0, r1) for r0, r1, _ in mine.chunks] == [(0, 16), (16, 32), (32, 40)]
+    out = schemes.simulate("column_overlap", A, B, matmul_fn=schemes.numpy_matmul, chunks=3)
+    assert out["verdict"].passed
+
+
 class DropsRankOne(mcomm.SimComm):
     """An all-gather that forgets rank 1's piece (the poisoned output keeps its NaN)."""
 
@@ -211,6 +229,23 @@ def test_fit_link_recovers_a_line():
     fit = model.fit_link(rows)["all_gather"]
     assert fit["bus_gbps"] == pytest.approx(300, rel=1e-6)
     assert fit["latency_s"] == pytest.approx(20e-6, rel=1e-6)
+    # one mid-sized buffer whose median is far off the line moves neither number
+    rows.insert(1, {"what": "all_gather", "world": 2, "bytes": 2**22, "median_ms": 4.0})
+    fit = model.fit_link(rows)["all_gather"]
+    assert fit["bus_gbps"] == pytest.approx(300, rel=1e-6)
+    assert fit["latency_s"] == pytest.approx(20e-6, rel=1e-6)
+
+
+def test_fit_startup_and_the_work_rate():
+    pts = [(n, (3e-4 + 2 * n**3 / 400e12) * 1e3) for n in (4096, 8192, 16384)]
+    fit = model.fit_startup(pts)
+    assert fit["startup_s"] == pytest.approx(3e-4, rel=1e-6)
+    assert fit["rate_tflops"] == pytest.approx(400, rel=1e-6)
+    assert model.work_rate(8192, pts[1][1], fit["startup_s"]) == pytest.approx(400, rel=1e-6)
+    kw = dict(rate_tflops=400.0, link=400.0)
+    plain = model.scheme_seconds("summa", 8192, 8192, 8192, 2, **kw)["total"]
+    assert model.scheme_seconds("summa", 8192, 8192, 8192, 2, startup_s=1e-4,
+                                **kw)["total"] == pytest.approx(plain + 1e-4)
 
 
 # ----------------------------------------------------------------------------- plumbing
@@ -309,6 +344,10 @@ def test_the_chapter_reads_a_run(monkeypatch, tmp_path):
     assert ch10.link()["all_gather"]["bus_gbps"] == pytest.approx(300, rel=1e-6)
     assert "model / measured" in repr(ch10.model_table())
     assert "overlapped" in repr(ch10.verdicts())
+    vals = ch10.measured_values()
+    assert vals["col16_speedup"] == "not measured"          # the fake run stops at 8192
+    assert "not measured" not in [v for k, v in vals.items() if not k.startswith("col16")]
+    assert vals["model_within"].isdigit()
     for fig in (ch10.rate_figure(), ch10.scaling_figure()):
         assert "figure" in repr(page.figure(fig))
 
@@ -319,6 +358,7 @@ def test_the_chapter_without_a_run_says_so(monkeypatch, tmp_path):
     monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
     line = repr(ch10.measured_table())
     assert line.startswith("not measured yet: lab/results/h200-x2/multi_gpu.json")
+    assert set(ch10.measured_values().values()) == {"not measured"}
 
 
 def test_solutions():

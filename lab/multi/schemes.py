@@ -53,6 +53,28 @@ def split(n: int, parts: int) -> list[tuple[int, int]]:
     return out
 
 
+def chunk_ranges(m: int, chunks: int, row_tile: int = 1) -> list[tuple[int, int]]:
+    """``column_overlap``'s row chunks: ``m`` rows in ``chunks`` contiguous ranges of whole
+    ``row_tile``-row tiles (the last range takes the ragged end), as even as :func:`split`."""
+    tiles = -(-m // row_tile)
+    chunks = max(1, min(chunks, tiles))
+    return [(a * row_tile, min(m, b * row_tile)) for a, b in split(tiles, chunks)]
+
+
+def overlap_chunks(m: int, w: int, tile: tuple, sms: int, most: int = CHUNKS) -> int:
+    """How many row chunks ``column_overlap`` should cut an M × w block of C into: the most, up
+    to ``most``, whose every chunk still holds at least one ``tile`` (BM × BN) per SM — a chunk
+    with fewer tiles than SMs leaves SMs idle for its whole run, however fast the gather beside
+    it. One chunk (no overlap) when even two would be that small."""
+    bm, bn = tile[0], tile[1]
+    col_tiles = -(-w // bn)
+    for c in range(most, 1, -1):
+        rows = [r1 - r0 for r0, r1 in chunk_ranges(m, c, bm)]
+        if len(rows) == c and min(-(-r // bm) for r in rows) * col_tiles >= sms:
+            return c
+    return 1
+
+
 def check_problem(m: int, n: int, k: int, world: int, scheme: str | None = None) -> None:
     """ValueError, naming the problem, for a world size or shape the schemes cannot take —
     raised before any buffer is made or kernel launched."""
@@ -91,10 +113,11 @@ class Local:
 
 
 def prepare(comm, scheme: str, A, B, *, chunks: int = CHUNKS,
-            panels_per_rank: int = PANELS_PER_RANK) -> Local:
+            panels_per_rank: int = PANELS_PER_RANK, row_tile: int = 1) -> Local:
     """This rank's buffers for ``scheme`` from the whole ``A`` (M×K) and ``B`` (K×N) as
     ``comm`` arrays (the experiment makes them on each GPU from one seed). Output buffers are
-    poisoned with NaN (:func:`poison`), padding is zero."""
+    poisoned with NaN (:func:`poison`), padding is zero. ``column_overlap``'s chunks are whole
+    ``row_tile``-row tiles of C (:func:`chunk_ranges`)."""
     m, k = A.shape
     n = B.shape[1]
     if B.shape[0] != k:
@@ -115,7 +138,8 @@ def prepare(comm, scheme: str, A, B, *, chunks: int = CHUNKS,
     if scheme == "column_gather":
         mine.gathered = comm.empty((P, m, w))
     if scheme == "column_overlap":
-        mine.chunks = [(r0, r1, comm.empty((P, r1 - r0, w))) for r0, r1 in split(m, chunks)]
+        mine.chunks = [(r0, r1, comm.empty((P, r1 - r0, w)))
+                       for r0, r1 in chunk_ranges(m, chunks, row_tile)]
     if scheme in ("row_allreduce", "row_reduce_scatter"):
         k0, k1 = split(k, P)[r]
         mine.a = comm.empty((m, k1 - k0), dt)

@@ -181,10 +181,14 @@ def products(rank: Rank, plan: dict) -> list[dict]:
     from lab.multi import schemes
     from lab.multi.nccl import NcclComm
 
+    from lab.kernels import get_spec
+
     torch, P = rank.torch, rank.world
+    sms = torch.cuda.get_device_properties(rank.device).multi_processor_count
     rows = []
     for dtype, kernel in plan["kernels"].items():
         comm = NcclComm(kernel)
+        tile = get_spec(kernel).tile
         for size in plan["sizes"]:
             m = n = k = size
             reps = plan["repeats"]
@@ -209,9 +213,11 @@ def products(rank: Rank, plan: dict) -> list[dict]:
             rows.append({"part": "add", "dtype": "float32", "m": m, "n": w, "world": P, **add,
                          "bytes": 3 * 4 * m * w})
             del x, y
+            chunks = schemes.overlap_chunks(m, w, tile, sms, plan["chunks"])
             for scheme in names:
-                mine = schemes.prepare(comm, scheme, a, b, chunks=plan["chunks"],
-                                       panels_per_rank=plan["panels_per_rank"])
+                mine = schemes.prepare(comm, scheme, a, b, chunks=chunks,
+                                       panels_per_rank=plan["panels_per_rank"],
+                                       row_tile=tile[0])
                 run = schemes.RUN[scheme]
                 whole = _timed(rank.time(lambda: run(comm, mine), warm, reps))
                 comm.do_comm = False
@@ -228,7 +234,8 @@ def products(rank: Rank, plan: dict) -> list[dict]:
                     "compute_ms": compute["median_ms"], "comm_ms": talk["median_ms"],
                     "exposed_comm_ms": max(0.0, whole["median_ms"] - compute["median_ms"]),
                     "comm_share": min(1.0, talk["median_ms"] / whole["median_ms"]),
-                    "chunks": plan["chunks"], "panels_per_rank": plan["panels_per_rank"]})
+                    "chunks": len(mine.chunks) if scheme == "column_overlap" else chunks,
+                    "panels_per_rank": plan["panels_per_rank"]})
                 rank.say(f"{dtype} n={size} {scheme:<19} {whole['median_ms']:9.3f} ms  "
                          f"×{speedup:.2f} of one GPU  (compute {compute['median_ms']:.3f}, "
                          f"comm alone {talk['median_ms']:.3f})")
