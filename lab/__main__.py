@@ -141,6 +141,16 @@ def cmd_compile(args) -> int:
 
     names = args.kernels or [n for n, s in lab.REGISTRY.items() if s.compile]
     print(tables.render(compiler.table(names)))
+    if not args.kernels:
+        # the facts the book prints besides the registry's: unregistered kernels and the CUDA C
+        # twins (nvcc), so that a machine without nvcc reads them from the committed file
+        from lab import twins
+
+        compiler.prefetch(compiler.book_extras())
+        for name in twins.TWINS:
+            twins.compile_report(name)
+        print(f"also: {len(compiler.book_extras())} unregistered kernels, "
+              f"{len(twins.TWINS)} CUDA C twins")
     return 0
 
 

@@ -284,8 +284,8 @@ def _cache_put(kind: str, name: str, value) -> None:
 # then prints the same registers and instruction counts, whatever CUDA toolkit it has (a GPU
 # machine's own NVVM or ptxas may differ from the pinned wheels). When the sources change the
 # file is stale and facts are compiled live; ``tests/test_facts.py`` fails until the file is
-# recorded again:  LAB_FACTS=record python -m lab compile  and
-# LAB_FACTS=record python tools/run_notebook.py book/*.ipynb  (the chapters' extra names).
+# recorded again:  LAB_FACTS=record python -m lab compile  (every registered kernel, every
+# CUDA C twin and the chapters' extra kernels of :func:`book_extras`).
 
 FACTS_FILE = Path(__file__).resolve().parent / "facts" / "compiler.json"
 
@@ -332,6 +332,14 @@ def pinned_toolchain() -> dict:
         if m and m.group(1).lower() in pins:
             pins[m.group(1).lower()] = m.group(2)
     return pins
+
+
+def book_extras() -> list[str]:
+    """The kernels outside the registry whose facts the book prints: chapter 0's FMA chains and
+    chapter 3's signed-index builds (``module:function``)."""
+    from lab.chapters import ch0, ch3
+
+    return [ch0.FMA_KERNEL, *ch3.SIGNED.values()]
 
 
 def _recording() -> bool:
