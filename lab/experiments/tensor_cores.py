@@ -22,7 +22,7 @@ from lab import bench, model
 CHAPTER = 5
 NEEDS = ("cupy",)
 NEEDS_KERNELS = ("tc_fp16", "tc_bf16")
-H200_SECONDS = 90  # estimate: float64 references at 4096³, compiles
+H200_SECONDS = 29  # measured: 29 s on the H200
 
 SIZE = 4096
 CHECK_SIZE = 4096
