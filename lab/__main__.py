@@ -7,11 +7,13 @@
   compute capabilities) is skipped with one line saying why. Exit status 1 on any failure, and
   when nothing at all was checked.
 * ``compile [KERNEL ...]`` — registers, spills, stack, shared memory, inner-loop mix (sm_90).
-* ``measure EXPERIMENT [EXPERIMENT ...] [--out DIR] [--quick]`` — GPU only. ``all`` is every
-  experiment the book reads, in chapter order. Writes ``<DIR>/<gpu>/<experiment>.json`` as each
-  one finishes (DIR defaults to ``lab/results``); an experiment that needs a tool this machine
-  lacks (CuPy, ncu, compute-sanitizer) or a newer GPU is skipped with one line; a summary ends
-  the run. ``--quick`` shrinks the two tuning sweeps. Exit status 1 if one failed or none ran.
+* ``measure EXPERIMENT [EXPERIMENT ...] [--out DIR] [--quick] [--jobs N]`` — GPU only. ``all``
+  is every experiment the book reads, in chapter order. Writes ``<DIR>/<gpu>/<experiment>.json``
+  as each one finishes (DIR defaults to ``lab/results``); an experiment that needs a tool this
+  machine lacks (CuPy, ncu, compute-sanitizer) or a newer GPU is skipped with one line; a
+  summary ends the run. ``--quick`` shrinks the two tuning sweeps. ``--jobs N`` runs N
+  experiments at once in processes of their own that compile side by side and take turns on
+  the GPU (:mod:`lab.gpulock`). Exit status 1 if one failed or none ran.
 * ``notebooks [NOTEBOOK ...] [--out DIR]`` — runs every chapter (or those named) through nbval
   and records cells passed/failed and seconds per notebook in ``<DIR>/<gpu>/notebooks.json``.
   On a GPU DIR defaults to ``lab/results``; without one (the simulator) the run is recorded only
@@ -22,6 +24,7 @@ Then ``LAB_GPU=<gpu> jupyter-book build .`` builds the book from that GPU's resu
 from __future__ import annotations
 
 import argparse
+import functools
 import shlex
 import sys
 import time
@@ -64,6 +67,16 @@ class StageBar:
         for item in iterable:
             yield item
             self.bar.update()
+            self._report()
+
+    def _report(self) -> None:
+        """In one experiment of a ``--jobs N`` run: the stage, done and total for the parent's
+        bar (``LAB_PROGRESS_FILE``)."""
+        import os
+
+        path = os.environ.get("LAB_PROGRESS_FILE")
+        if path:
+            Path(path).write_text(f"{self.bar.desc}\t{self.bar.n}\t{self.bar.total or 0}\n")
 
     def close(self) -> None:
         if self.bar is not None:
@@ -176,9 +189,14 @@ def save_experiment(name: str, out: dict, *, command: str, root: Path | None,
                     seconds: float | None = None) -> Path:
     """Save what an experiment's ``run`` returned as ``<root>/<gpu>/<name>.json`` with this
     device's provenance (and the run's wall time, ``wall_seconds``); returns the path."""
+    import os
+
     prov = device.provenance()
     if seconds is not None:
         prov["wall_seconds"] = round(seconds, 1)
+    shared = int(os.environ.get("LAB_MEASURE_JOBS", "1"))
+    if shared > 1:      # wall_seconds then includes the turns it waited for the GPU
+        prov["measure_jobs"] = shared
     return results.save(name, out["rows"], parameters=out["parameters"], command=command,
                         provenance=prov, row_fields=out.get("row_fields"),
                         notes=out.get("notes"), root=root)
@@ -194,11 +212,100 @@ def _plan(names: list[str], quick: bool) -> list[dict]:
     return plan
 
 
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
+    return value
+
+
+def _child_command(name: str, lock: str, *, quick: bool, root: Path | None) -> list[str]:
+    """The command that measures experiment ``name`` as one process of a ``--jobs N`` run."""
+    cmd = [sys.executable, "-m", "lab", "measure", name, "--jobs", "1", "--gpu-lock", lock]
+    cmd += ["--quick"] if quick else []
+    return cmd + (["--out", str(root)] if root is not None else [])
+
+
+def _measure_side_by_side(todo: list, jobs: int, *, quick: bool, root: Path | None, slug: str,
+                          command: str) -> None:
+    """Run each (step, row) of ``todo`` as ``python -m lab measure NAME`` in a process of its
+    own, ``jobs`` at a time, sharing the GPU through :mod:`lab.gpulock`; fills in the rows.
+    Each process's output goes to a log (its tail is printed if it fails); its progress to one
+    bar per running experiment."""
+    import os
+    import subprocess
+    import tempfile
+
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        tqdm = None
+    say = tqdm.write if tqdm and sys.stderr.isatty() else functools.partial(print, flush=True)
+    with tempfile.TemporaryDirectory(prefix="lab-measure-") as tmp:
+        lock = os.path.join(tmp, "gpu.lock")
+        pending, running, free = list(todo), {}, list(range(jobs))
+        while pending or running:
+            while pending and free:
+                step, row = pending.pop(0)
+                slot, name = free.pop(0), step["experiment"]
+                log_path = Path(tmp) / f"{name}.log"
+                progress = Path(tmp) / f"{name}.progress"
+                cmd = _child_command(name, lock, quick=step["quick"], root=root)
+                env = dict(os.environ, LAB_MEASURE_COMMAND=command, LAB_MEASURE_JOBS=str(jobs),
+                           LAB_PROGRESS_FILE=str(progress))
+                with open(log_path, "w") as log:
+                    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+                bar = (tqdm(total=1, desc=name, position=slot, leave=False, file=sys.stderr,
+                            mininterval=0.5)
+                       if tqdm and sys.stderr.isatty() else None)    # a log gets the lines
+                running[slot] = (proc, step, row, time.perf_counter(), log_path, progress, bar)
+                est = (f" (~{step['estimate_s']:.0f} s on an H200)" if step["estimate_s"]
+                       else "")
+                say(f"{row['head']}: running{est}")
+            time.sleep(0.5)
+            for slot, (proc, step, row, t0, log_path, progress, bar) in list(running.items()):
+                if bar is not None and progress.exists():
+                    try:
+                        desc, done, total = progress.read_text().rstrip("\n").split("\t")
+                        bar.total, bar.n = max(int(total), 1), int(done)
+                        bar.set_description(desc, refresh=False)
+                        bar.refresh()
+                    except ValueError:          # caught mid-write: the next poll reads it
+                        pass
+                if proc.poll() is None:
+                    continue
+                if bar is not None:
+                    bar.close()
+                seconds = time.perf_counter() - t0
+                del running[slot]
+                free.append(slot)
+                free.sort()
+                path = results.path_for(step["experiment"], slug, root)
+                if proc.returncode == 0 and path.exists():
+                    row.update(status="wrote", seconds=round(seconds), note=str(path))
+                    say(f"{row['head']}: done in {seconds:.0f} s, wrote {path}")
+                    continue
+                lines = log_path.read_text(errors="replace").splitlines()
+                cause = next((ln.split("— ", 1)[-1] for ln in reversed(lines)
+                              if ": FAILED after" in ln), None)
+                cause = cause or next((ln for ln in reversed(lines) if ln.strip()),
+                                      f"exit status {proc.returncode}")
+                row.update(status="FAILED", seconds=round(seconds), note=cause.strip()[:160])
+                say("\n".join(lines[-15:]))
+                say(f"{row['head']}: FAILED after {seconds:.0f} s — {row['note']}")
+
+
 def cmd_measure(args) -> int:
+    import os
+
     from lab import tables
 
     names = experiment_names(args.experiments)
     bench.require_gpu("measure")
+    if args.gpu_lock:                       # one experiment of a ``--jobs N`` run
+        from lab import gpulock
+
+        gpulock.share(args.gpu_lock)
     prov = device.provenance()
     slug = device.gpu_slug(prov["gpu"])
     root = Path(args.out) if args.out else None
@@ -212,23 +319,32 @@ def cmd_measure(args) -> int:
     quicker = sum(experiments.info(p["experiment"]).estimate(True) or 0 for p in runnable)
     hint = (f" (with --quick: {_minutes(quicker)})"
             if not args.quick and quicker < sum(known) else "")
+    jobs = max(1, min(args.jobs, len(runnable)))
     print(f"{len(runnable)} of {len(plan)} experiment(s) to run; estimated "
           f"{_minutes(sum(known))} on an H200{hint}"
           + (f" plus {', '.join(unknown)} (no estimate)" if unknown else "")
           + " — slower GPUs take longer", flush=True)
-    command = _command(args.argv)
+    if jobs > 1:
+        print(f"{jobs} experiments at a time: they compile side by side and take turns on the "
+              "GPU (one process at a time launches, copies or times); the estimate is for one "
+              "at a time", flush=True)
+    command = os.environ.get("LAB_MEASURE_COMMAND") or _command(args.argv)
     summary = []
     started = time.perf_counter()
     for i, step in enumerate(plan, 1):
-        name = step["experiment"]
-        head = f"[{i}/{len(plan)}] {name}"
-        row = {"experiment": name, "status": "", "seconds": None,
-               "estimate_s": step["estimate_s"], "note": ""}
+        row = {"experiment": step["experiment"], "status": "", "seconds": None,
+               "estimate_s": step["estimate_s"], "note": "", "head": f"[{i}/{len(plan)}] "
+               f"{step['experiment']}"}
         summary.append(row)
         if step["skip"]:
             row.update(status="skipped", note=step["skip"])
-            print(f"{head}: skipped — {step['skip']}", flush=True)
-            continue
+            print(f"{row['head']}: skipped — {step['skip']}", flush=True)
+    todo = [(step, row) for step, row in zip(plan, summary) if not step["skip"]]
+    if jobs > 1:
+        _measure_side_by_side(todo, jobs, quick=args.quick, root=root, slug=slug,
+                              command=command)
+    for step, row in ([] if jobs > 1 else todo):
+        name, head = step["experiment"], row["head"]
         est = f" (~{step['estimate_s']:.0f} s on an H200)" if step["estimate_s"] else ""
         print(f"{head}: running{est}", flush=True)
         bar = StageBar(name)
@@ -353,6 +469,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true",
                    help="the tuning sweeps (fp32_tune, tc_tune) time fewer configurations; "
                         "every other experiment is unchanged")
+    p.add_argument("--jobs", type=_positive, default=1, metavar="N",
+                   help="experiments at a time, each in its own process: they compile side by "
+                        "side and take turns on the GPU (default 1; every committed H200 file "
+                        "was measured one at a time)")
+    p.add_argument("--gpu-lock", help=argparse.SUPPRESS)    # set by --jobs for its processes
     p.set_defaults(func=cmd_measure)
     p = sub.add_parser("notebooks", help="run the chapters through nbval and record the run",
                        description="Run book/*.ipynb through pytest --nbval-lax, one process "

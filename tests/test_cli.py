@@ -4,6 +4,7 @@ writes a valid results file. Fast: no kernel runs here except where a test says 
 import json
 import re
 import sys
+import textwrap
 import types
 from pathlib import Path
 
@@ -228,6 +229,88 @@ def test_measure_with_everything_skipped_does_not_pass(fake_gpu, tmp_path, capsy
     assert main(["measure", "fake_tool", "--out", str(tmp_path)]) == 1
     assert "nothing was measured" in capsys.readouterr().err
     assert not (tmp_path / "fake-gpu").exists()
+
+
+# ----------------------------------------------------------------------------- --jobs
+
+# A stand-in for ``python -m lab measure NAME``: notes when it ran, reports progress, then
+# writes the results file (or fails the way measure reports a failure).
+CHILD = textwrap.dedent("""
+    import json, os, pathlib, sys, time
+    name, out, stamps = sys.argv[1], sys.argv[2], sys.argv[3]
+    t0 = time.time()
+    pathlib.Path(os.environ["LAB_PROGRESS_FILE"]).write_text(name + ": stage\\t1\\t2\\n")
+    time.sleep(0.8)
+    with open(stamps, "a") as f:
+        f.write(json.dumps([name, t0, time.time(), os.environ["LAB_MEASURE_JOBS"],
+                            os.environ["LAB_MEASURE_COMMAND"]]) + "\\n")
+    if name == "fake_boom":
+        print("Traceback ...")
+        print("[1/1] fake_boom: FAILED after 0 s — AssertionError: check failed before timing")
+        sys.exit(1)
+    path = pathlib.Path(out) / "fake-gpu" / (name + ".json")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("{}")
+""")
+
+
+def test_jobs_run_experiments_side_by_side_and_report_each(fake_gpu, tmp_path, capsys,
+                                                           monkeypatch):
+    import lab.__main__ as cli
+    stamps = tmp_path / "stamps.jsonl"
+    script = tmp_path / "child.py"
+    script.write_text(CHILD)
+    commands = []
+
+    def child_command(name, lock, *, quick, root):
+        commands.append((name, quick))
+        return [sys.executable, str(script), name, str(root), str(stamps)]
+
+    monkeypatch.setattr(cli, "_child_command", child_command)
+    run = lambda progress: _one_row()                                    # noqa: E731
+    fake_gpu({"fake_a": _fake_experiment(0, run), "fake_b": _fake_experiment(1, run),
+              "fake_boom": _fake_experiment(2, run), "fake_c": _fake_experiment(3, run),
+              "fake_tool": _fake_experiment(4, run, needs=("ncu",))})
+    out_dir = tmp_path / "out"
+    assert main(["measure", "all", "--jobs", "2", "--out", str(out_dir)]) == 1
+    out = capsys.readouterr().out
+    assert sorted(commands) == [("fake_a", False), ("fake_b", False), ("fake_boom", False),
+                                ("fake_c", False)]                 # the skipped one never starts
+    runs = [json.loads(line) for line in stamps.read_text().splitlines()]
+    assert {r[3] for r in runs} == {"2"}
+    assert {r[4] for r in runs} == {f"python -m lab measure all --jobs 2 --out {out_dir}"}
+    # never more than two at once, and at some moment two
+    events = sorted([(r[1], 1) for r in runs] + [(r[2], -1) for r in runs])
+    live = [sum(e for _, e in events[:i + 1]) for i in range(len(events))]
+    assert max(live) == 2
+    assert sorted(p.name for p in (out_dir / "fake-gpu").iterdir()) == [
+        "fake_a.json", "fake_b.json", "fake_c.json"]
+    assert re.search(r"fake_tool: skipped — needs Nsight Compute", out)
+    assert re.search(r"fake_boom: FAILED after \d+ s — AssertionError: check failed before "
+                     r"timing", out)
+    assert "2 experiments at a time" in out
+    assert "3 written, 1 skipped, 1 failed" in out
+
+
+def test_a_shared_run_says_so_in_the_file(fake_gpu, tmp_path, monkeypatch):
+    fake_gpu({"fake_a": _fake_experiment(0, lambda progress: _one_row())})
+    monkeypatch.setenv("LAB_MEASURE_JOBS", "3")
+    monkeypatch.setenv("LAB_MEASURE_COMMAND", "python -m lab measure all --jobs 3")
+    assert main(["measure", "fake_a", "--jobs", "1", "--out", str(tmp_path)]) == 0
+    saved = results.load_path(tmp_path / "fake-gpu" / "fake_a.json")
+    assert saved["provenance"]["measure_jobs"] == 3
+    assert saved["command"] == "python -m lab measure all --jobs 3"
+
+
+def test_jobs_default_to_one_and_must_be_positive(fake_gpu, tmp_path, capsys):
+    fake_gpu({"fake_a": _fake_experiment(0, lambda progress: _one_row()),
+              "fake_b": _fake_experiment(1, lambda progress: _one_row())})
+    assert main(["measure", "all", "--out", str(tmp_path)]) == 0     # in this process
+    assert json.loads((tmp_path / "fake-gpu" / "fake_b.json").read_text())["rows"]
+    assert "at a time" not in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["measure", "all", "--jobs", "0", "--out", str(tmp_path)])
+    assert "must be 1 or more, got 0" in capsys.readouterr().err
 
 
 # ----------------------------------------------------------------------------- notebooks
