@@ -306,7 +306,8 @@ def source_digest() -> str:
 
 #: Host-side modules that never change generated code (left out of :func:`source_digest`).
 _HOST_ONLY = {"compiler.py", "api.py", "bench.py", "model.py", "fragments.py", "device.py",
-              "facts", "providers.py", "libraries.py", "triton_gemm.py", "clocks.py", "multi"}
+              "gpulock.py", "facts", "providers.py", "libraries.py", "triton_gemm.py",
+              "clocks.py", "multi"}
 
 
 def toolchain() -> dict:
