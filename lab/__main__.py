@@ -1,4 +1,4 @@
-"""Command line: ``python -m lab list|check|compile|measure|notebooks``.
+"""Command line: ``python -m lab list|check|compile|measure|compare|notebooks``.
 
 * ``list`` — the registered kernels and the experiments (chapter, tools needed, time estimate).
 * ``check [KERNEL ...]`` — every registered kernel (or those named) against float64 on this
@@ -14,6 +14,8 @@
   summary ends the run. ``--quick`` shrinks the two tuning sweeps. ``--jobs N`` runs N
   experiments at once in processes of their own that compile side by side and take turns on
   the GPU (:mod:`lab.gpulock`). Exit status 1 if one failed or none ran.
+* ``compare OLD_DIR NEW_DIR`` — two folders of results files (one GPU each): per experiment,
+  the rows matched on what they measure and the spread of new / old median times.
 * ``notebooks [NOTEBOOK ...] [--out DIR]`` — runs every chapter (or those named) through nbval
   and records cells passed/failed and seconds per notebook in ``<DIR>/<gpu>/notebooks.json``.
   On a GPU DIR defaults to ``lab/results``; without one (the simulator) the run is recorded only
@@ -412,6 +414,48 @@ def tune(name: str, argv: list[str]) -> int:
     return 0
 
 
+# ----------------------------------------------------------------------------- compare
+
+def cmd_compare(args) -> int:
+    """Two folders of results files (e.g. ``lab/results/h200`` and a new run's ``h200``):
+    per experiment in both, the rows matched and the spread of new / old median times."""
+    from lab import tables
+
+    old_dir, new_dir = Path(args.old), Path(args.new)
+    for d in (old_dir, new_dir):
+        if not d.is_dir():
+            raise ValueError(f"{d}: not a folder of results files (e.g. lab/results/h200)")
+    old_names = {p.stem for p in old_dir.glob("*.json")}
+    new_names = {p.stem for p in new_dir.glob("*.json")}
+    both = sorted(old_names & new_names)
+    if not both:
+        raise ValueError(f"{old_dir} and {new_dir} have no experiment in common")
+    rows = []
+    for name in both:
+        old = results.load_path(old_dir / f"{name}.json")
+        new = results.load_path(new_dir / f"{name}.json")
+        c = results.compare(old, new)
+        q = c["ratios"]
+        row = {"experiment": name, "matched": c["matched"], "timed": len(q),
+               "only_old": c["only_old"], "only_new": c["only_new"],
+               "wall_old": old["provenance"].get("wall_seconds"),
+               "wall_new": new["provenance"].get("wall_seconds")}
+        if q:
+            row.update(median=q[len(q) // 2] if len(q) % 2 else
+                       0.5 * (q[len(q) // 2 - 1] + q[len(q) // 2]),
+                       p10=q[len(q) // 10], p90=q[(9 * len(q)) // 10], lo=q[0], hi=q[-1])
+        rows.append(row)
+    print(f"new / old median time of each matched row: {new_dir} over {old_dir}")
+    print(tables.render(rows, ["experiment", "matched", "timed", "only_old", "only_new",
+                               "median", "p10", "p90", "lo", "hi", "wall_old", "wall_new"],
+                        {"lo": "min", "hi": "max", "wall_old": "old wall s",
+                         "wall_new": "new wall s"}))
+    alone = sorted(old_names ^ new_names)
+    if alone:
+        print(f"in one folder only: {', '.join(alone)}")
+    return 0
+
+
 # ----------------------------------------------------------------------------- notebooks
 
 def cmd_notebooks(args) -> int:
@@ -475,6 +519,13 @@ def parser() -> argparse.ArgumentParser:
                         "was measured one at a time)")
     p.add_argument("--gpu-lock", help=argparse.SUPPRESS)    # set by --jobs for its processes
     p.set_defaults(func=cmd_measure)
+    p = sub.add_parser("compare", help="two runs' results files, row by row",
+                       description="Match the rows of two folders of results files (one GPU "
+                                   "each, e.g. lab/results/h200 and a new run's) and print, "
+                                   "per experiment, the spread of new / old median times.")
+    p.add_argument("old", metavar="OLD_DIR")
+    p.add_argument("new", metavar="NEW_DIR")
+    p.set_defaults(func=cmd_compare)
     p = sub.add_parser("notebooks", help="run the chapters through nbval and record the run",
                        description="Run book/*.ipynb through pytest --nbval-lax, one process "
                                    "each; write <DIR>/<gpu>/notebooks.json. Without a GPU, "

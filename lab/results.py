@@ -443,3 +443,44 @@ def source_line(experiment: str, gpu: str | None = None) -> str:
 def available(gpu: str | None = None) -> list[str]:
     """The experiments with a results file for ``gpu`` (default: the selected GPU)."""
     return sorted(p.stem for p in (RESULTS_DIR / (gpu or selected_gpu())).glob("*.json"))
+
+
+# ----------------------------------------------------------------------------- two runs
+
+#: The fields that say which measurement a row is (not what it measured): rows of two runs of
+#: one experiment with equal values here are the same measurement made twice.
+IDENTITY_FIELDS = ("kernel", "impl", "part", "dtype", "out_dtype", "format", "config", "title",
+                   "rung", "layout", "timing", "what", "when", "roof", "tool", "m", "n", "k",
+                   "bm", "bn", "bk", "wm", "wn", "patch", "stages", "group_m", "threads",
+                   "batch", "chains", "unroll", "trips", "lb", "round", "buffer_sets",
+                   "swizzle", "rotated", "padded_to")
+
+
+def _identity(row: dict) -> tuple:
+    return tuple((f, json.dumps(row[f])) for f in IDENTITY_FIELDS if f in row)
+
+
+def compare(old: dict, new: dict, field: str = "median_ms") -> dict:
+    """Two runs of one experiment, row by row: rows matched on :data:`IDENTITY_FIELDS` (in
+    order where a key repeats), and the ratio new / old of ``field`` for each matched pair where
+    both are positive numbers. Returns matched, only_old, only_new and the sorted ratios."""
+    if old.get("experiment") != new.get("experiment"):
+        raise ResultsError(f"cannot compare {old.get('experiment')!r} with "
+                           f"{new.get('experiment')!r}: different experiments")
+    pool: dict = {}
+    for row in old["rows"]:
+        pool.setdefault(_identity(row), []).append(row)
+    matched, only_new, ratios = 0, 0, []
+    for row in new["rows"]:
+        twins = pool.get(_identity(row))
+        if not twins:
+            only_new += 1
+            continue
+        before = twins.pop(0)
+        matched += 1
+        a, b = before.get(field), row.get(field)
+        if _number(a) and _number(b) and a > 0 and b > 0:
+            ratios.append(b / a)
+    return {"matched": matched, "only_old": sum(len(v) for v in pool.values()),
+            "only_new": only_new, "ratios": sorted(ratios)}
+

@@ -382,3 +382,36 @@ def test_notebooks_refuses_without_gpu_unless_told_where(capsys):
     assert "unknown notebook 'no_such_chapter'" in capsys.readouterr().err
     assert [p.name for p in notebooks.find(["01_naive", "book/00_machine.ipynb"])] == [
         "01_naive.ipynb", "00_machine.ipynb"]
+
+
+# ----------------------------------------------------------------------------- compare
+
+def _save_run(root, rows, wall):
+    prov = {**device.provenance(), "gpu": "NVIDIA Fake GPU", "wall_seconds": wall}
+    return results.save("fake_exp", rows, parameters={}, command="python -m lab measure x",
+                        provenance=prov, root=root)
+
+
+def test_compare_matches_rows_on_what_they_measure(tmp_path, capsys):
+    row = lambda kernel, n, ms: {"kernel": kernel, "n": n, "median_ms": ms,   # noqa: E731
+                                 "min_ms": ms, "max_ms": ms}
+    old = _save_run(tmp_path / "old", [row("a", 1024, 1.0), row("a", 2048, 4.0),
+                                       row("b", 1024, 2.0), row("gone", 1, 1.0)], 10.0)
+    new = _save_run(tmp_path / "new", [row("b", 1024, 3.0), row("a", 2048, 2.0),
+                                       row("a", 1024, 1.0), row("added", 1, 1.0)], 12.5)
+    c = results.compare(results.load_path(old), results.load_path(new))
+    assert (c["matched"], c["only_old"], c["only_new"]) == (3, 1, 1)
+    assert c["ratios"] == [0.5, 1.0, 1.5]
+    assert main(["compare", str(old.parent), str(new.parent)]) == 0
+    out = capsys.readouterr().out
+    line = next(ln for ln in out.splitlines() if ln.startswith("fake_exp"))
+    assert line.split()[:6] == ["fake_exp", "3", "3", "1", "1", "1.00"]
+    assert "12.5" in line
+
+
+def test_compare_refuses_folders_with_nothing_in_common(tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    assert main(["compare", str(tmp_path / "empty"), str(tmp_path / "missing")]) == 2
+    assert "missing: not a folder of results files" in capsys.readouterr().err
+    assert main(["compare", str(tmp_path / "empty"), str(tmp_path / "empty")]) == 2
+    assert "no experiment in common" in capsys.readouterr().err
