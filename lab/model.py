@@ -216,15 +216,24 @@ def shared_bandwidth(machine: dict) -> float:
     return machine["sms"] * SMEM_BYTES_PER_CLOCK * machine["clock_mhz"] * 1e6
 
 
-def rung_model(kind: str, machine: dict, n: int = 4096) -> dict:
+def rung_model(kind: str, machine: dict, n: int = 4096, **changes) -> dict:
     """Seed 001's model of one of its four kernels (:data:`LADDER_001`) on an n³ GEMM.
 
     Three times, each a roof: global bytes over HBM bandwidth (no reuse in L2), shared bytes
     over shared-memory bandwidth, FLOPs over the FP32 or tensor roof. The kernel takes the
     longest of the three, and that roof is its bound. ``flop_per_byte`` counts the store of C
-    with the loads (0.25, 7.97, 31.5, 62.1 at 4096³), as the seed does.
+    with the loads (0.25, 7.97, 31.5, 62.1 at 4096³), as the seed does. ``changes`` replace
+    fields of the kernel's :data:`LADDER_001` entry (``bm=256``, ``tm=4``, ...); a block tile
+    must divide ``n``.
     """
-    cfg = LADDER_001[kind]
+    unknown = set(changes) - set(LADDER_001[kind])
+    if unknown:
+        raise ValueError(f"rung_model: no field(s) {sorted(unknown)} in LADDER_001[{kind!r}]; "
+                         f"fields: {', '.join(LADDER_001[kind])}")
+    cfg = {**LADDER_001[kind], **changes}
+    if n % cfg["bm"] or n % cfg["bn"]:
+        raise ValueError(f"rung_model: a {cfg['bm']} × {cfg['bn']} block tile does not divide "
+                         f"n = {n}")
     t = gemm_traffic(n, n, n, cfg["bm"], cfg["bn"], cfg["tm"], cfg["tn"], cfg["e"],
                      cfg["staged"])
     f = flops(n, n, n)

@@ -10,7 +10,7 @@ from lab import model, solutions
 
 
 def test_every_chapter_glues_its_solutions():
-    for chapter in range(8):
+    for chapter in range(9):
         vals = solutions.values(chapter)
         assert vals and all(k.startswith(f"ex{chapter:02d}_") for k in vals)
         assert all(isinstance(v, str) and v for v in vals.values())
@@ -158,3 +158,27 @@ def test_shuffles_trade_vector_shared_loads_for_one_instruction_per_value():
     assert out["shfl"] > out["lds128_plain"] and out["loop_shfl"] > out["loop_plain"]
     assert out["smem_kb_shfl"] == out["smem_kb_plain"] / 2
     assert out["shfl_over_plain"] > 0
+
+
+def test_chapter8_model_exercises():
+    one = solutions.ex08_1()
+    assert (one["tile"], one["prev_tile"], one["tensor_tile"]) == (512, 256, 1024)
+    assert one["prev_intensity"] < one["ridge"] < one["intensity"]
+    assert one["bound"] == "shared memory" and one["acc_over_regfile"] == 4.0
+    two = solutions.ex08_2()
+    assert (two["bound_8"], two["bound_4"]) == ("FP32 ALUs", "shared memory")
+    assert two["a100_smem_ms_4"] > two["a100_alu_ms"] > two["a100_smem_ms_8"]
+    assert abs(two["h200_model_ratio"] - 0.5) < 1e-9          # reads per FMA double
+    assert 0.5 < two["measured_ratio"] < 1.0                    # "not half"
+    assert two["patch4_model_share"] > two["patch8_model_share"]
+
+
+def test_chapter8_counts_chapter3_kernel_as_the_model_does():
+    out = solutions.ex08_3()
+    assert out["agree"] and out["correct"]
+    assert (out["global_counted"], out["loads_counted"]) == (512, 8192)
+    with pytest.raises(ValueError, match="no field"):
+        model.rung_model("register", model.DATASHEET["A100"], tm4=4)
+    with pytest.raises(ValueError, match="does not divide"):
+        model.rung_model("tensor", model.DATASHEET["H200"], bm=448, bn=448)
+

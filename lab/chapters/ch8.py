@@ -354,7 +354,7 @@ def counted_runs() -> dict:
     simulator, counting; returns the per-step counters (step -> elements) and whether both
     products match float64. On a GPU the runs happen in a child process on the simulator."""
     if not device.SIMULATOR:
-        return _in_simulator("counted_runs")
+        return in_simulator("counted_runs")
     from lab.kernels.k01_naive import launch_naive
 
     A, B = animation_inputs()
@@ -368,8 +368,8 @@ def counted_runs() -> dict:
             "correct": ok}
 
 
-def _in_simulator(name: str):
-    """Call ``name`` (a function of this module returning JSON-able data) in a child Python on
+def in_simulator(name: str, module: str = "lab.chapters.ch8"):
+    """Call ``name`` (a function of ``module`` returning JSON-able data) in a child Python on
     the CUDA simulator: on a GPU the simulator cannot be switched on in this process."""
     import json
     import os
@@ -377,8 +377,8 @@ def _in_simulator(name: str):
 
     env = dict(os.environ, LAB_DEVICE="simulator")
     env.pop("NUMBA_ENABLE_CUDASIM", None)
-    code = (f"import json, lab; from lab.chapters import ch8; "
-            f"print(json.dumps(ch8.{name}()))")
+    code = (f"import json, importlib, lab; m = importlib.import_module({module!r}); "
+            f"print(json.dumps(m.{name}()))")
     out = subprocess.run([sys.executable, "-c", code], env=env, check=True,
                          capture_output=True, text=True).stdout
     return _int_keys(json.loads(out.strip().splitlines()[-1]))
@@ -442,7 +442,7 @@ def same_algorithm_rows() -> list[dict]:
     tile and slice (T = 4 and 8, on SIZE³): accesses of each kind, and whether the two record
     the very same accesses (same thread, address, barrier count)."""
     if not device.SIMULATOR:
-        return _in_simulator("same_algorithm_rows")
+        return in_simulator("same_algorithm_rows")
     A, B = animation_inputs()
     rows = []
     for tile in (4, 8):
