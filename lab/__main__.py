@@ -26,7 +26,6 @@ Then ``LAB_GPU=<gpu> jupyter-book build .`` builds the book from that GPU's resu
 from __future__ import annotations
 
 import argparse
-import functools
 import shlex
 import sys
 import time
@@ -69,16 +68,6 @@ class StageBar:
         for item in iterable:
             yield item
             self.bar.update()
-            self._report()
-
-    def _report(self) -> None:
-        """In one experiment of a ``--jobs N`` run: the stage, done and total for the parent's
-        bar (``LAB_PROGRESS_FILE``)."""
-        import os
-
-        path = os.environ.get("LAB_PROGRESS_FILE")
-        if path:
-            Path(path).write_text(f"{self.bar.desc}\t{self.bar.n}\t{self.bar.total or 0}\n")
 
     def close(self) -> None:
         if self.bar is not None:
@@ -228,64 +217,40 @@ def _child_command(name: str, lock: str, *, quick: bool, root: Path | None) -> l
     return cmd + (["--out", str(root)] if root is not None else [])
 
 
-def _measure_side_by_side(todo: list, jobs: int, *, quick: bool, root: Path | None, slug: str,
+def _measure_side_by_side(todo: list, jobs: int, *, root: Path | None, slug: str,
                           command: str) -> None:
     """Run each (step, row) of ``todo`` as ``python -m lab measure NAME`` in a process of its
-    own, ``jobs`` at a time, sharing the GPU through :mod:`lab.gpulock`; fills in the rows.
-    Each process's output goes to a log (its tail is printed if it fails); its progress to one
-    bar per running experiment."""
+    own, ``jobs`` at a time, sharing the GPU through :mod:`lab.gpulock`; fills in the rows. A
+    line when each starts and ends; each process's output goes to a log, whose tail is printed
+    if it fails."""
     import os
     import subprocess
     import tempfile
 
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        tqdm = None
-    say = tqdm.write if tqdm and sys.stderr.isatty() else functools.partial(print, flush=True)
     with tempfile.TemporaryDirectory(prefix="lab-measure-") as tmp:
         lock = os.path.join(tmp, "gpu.lock")
-        pending, running, free = list(todo), {}, list(range(jobs))
+        env = dict(os.environ, LAB_MEASURE_COMMAND=command, LAB_MEASURE_JOBS=str(jobs))
+        pending, running = list(todo), []
         while pending or running:
-            while pending and free:
+            while pending and len(running) < jobs:
                 step, row = pending.pop(0)
-                slot, name = free.pop(0), step["experiment"]
-                log_path = Path(tmp) / f"{name}.log"
-                progress = Path(tmp) / f"{name}.progress"
-                cmd = _child_command(name, lock, quick=step["quick"], root=root)
-                env = dict(os.environ, LAB_MEASURE_COMMAND=command, LAB_MEASURE_JOBS=str(jobs),
-                           LAB_PROGRESS_FILE=str(progress))
+                log_path = Path(tmp) / f"{step['experiment']}.log"
                 with open(log_path, "w") as log:
-                    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
-                bar = (tqdm(total=1, desc=name, position=slot, leave=False, file=sys.stderr,
-                            mininterval=0.5)
-                       if tqdm and sys.stderr.isatty() else None)    # a log gets the lines
-                running[slot] = (proc, step, row, time.perf_counter(), log_path, progress, bar)
-                est = (f" (~{step['estimate_s']:.0f} s on an H200)" if step["estimate_s"]
-                       else "")
-                say(f"{row['head']}: running{est}")
+                    proc = subprocess.Popen(
+                        _child_command(step["experiment"], lock, quick=step["quick"], root=root),
+                        stdout=log, stderr=subprocess.STDOUT, env=env)
+                running.append((proc, step, row, time.perf_counter(), log_path))
+                est = f" (~{step['estimate_s']:.0f} s on an H200)" if step["estimate_s"] else ""
+                print(f"{row['head']}: running{est}", flush=True)
             time.sleep(0.5)
-            for slot, (proc, step, row, t0, log_path, progress, bar) in list(running.items()):
-                if bar is not None and progress.exists():
-                    try:
-                        desc, done, total = progress.read_text().rstrip("\n").split("\t")
-                        bar.total, bar.n = max(int(total), 1), int(done)
-                        bar.set_description(desc, refresh=False)
-                        bar.refresh()
-                    except ValueError:          # caught mid-write: the next poll reads it
-                        pass
-                if proc.poll() is None:
-                    continue
-                if bar is not None:
-                    bar.close()
+            for entry in [e for e in running if e[0].poll() is not None]:
+                running.remove(entry)
+                proc, step, row, t0, log_path = entry
                 seconds = time.perf_counter() - t0
-                del running[slot]
-                free.append(slot)
-                free.sort()
                 path = results.path_for(step["experiment"], slug, root)
                 if proc.returncode == 0 and path.exists():
                     row.update(status="wrote", seconds=round(seconds), note=str(path))
-                    say(f"{row['head']}: done in {seconds:.0f} s, wrote {path}")
+                    print(f"{row['head']}: done in {seconds:.0f} s, wrote {path}", flush=True)
                     continue
                 lines = log_path.read_text(errors="replace").splitlines()
                 cause = next((ln.split("— ", 1)[-1] for ln in reversed(lines)
@@ -293,8 +258,32 @@ def _measure_side_by_side(todo: list, jobs: int, *, quick: bool, root: Path | No
                 cause = cause or next((ln for ln in reversed(lines) if ln.strip()),
                                       f"exit status {proc.returncode}")
                 row.update(status="FAILED", seconds=round(seconds), note=cause.strip()[:160])
-                say("\n".join(lines[-15:]))
-                say(f"{row['head']}: FAILED after {seconds:.0f} s — {row['note']}")
+                print("\n".join(lines[-15:]))
+                print(f"{row['head']}: FAILED after {seconds:.0f} s — {row['note']}", flush=True)
+
+
+def _measure_here(step: dict, row: dict, *, root: Path | None, command: str) -> None:
+    """Run one experiment in this process with its progress bar; fills in its summary row."""
+    name, head = step["experiment"], row["head"]
+    est = f" (~{step['estimate_s']:.0f} s on an H200)" if step["estimate_s"] else ""
+    print(f"{head}: running{est}", flush=True)
+    bar = StageBar(name)
+    t0 = time.perf_counter()
+    try:
+        run = experiments.get(name).run
+        out = run(bar, quick=True) if step["quick"] else run(bar)
+        bar.close()
+        seconds = time.perf_counter() - t0
+        path = save_experiment(name, out, command=command, root=root, seconds=seconds)
+    except Exception as exc:  # noqa: BLE001 - report it, go on with the next experiment
+        bar.close()
+        traceback.print_exc()
+        row.update(status="FAILED", seconds=round(time.perf_counter() - t0),
+                   note=f"{type(exc).__name__}: {exc}".splitlines()[0][:160])
+        print(f"{head}: FAILED after {row['seconds']:.0f} s — {row['note']}", flush=True)
+        return
+    row.update(status="wrote", seconds=round(seconds), note=str(path))
+    print(f"{head}: done in {seconds:.0f} s, wrote {path}", flush=True)
 
 
 def cmd_measure(args) -> int:
@@ -343,29 +332,10 @@ def cmd_measure(args) -> int:
             print(f"{row['head']}: skipped — {step['skip']}", flush=True)
     todo = [(step, row) for step, row in zip(plan, summary) if not step["skip"]]
     if jobs > 1:
-        _measure_side_by_side(todo, jobs, quick=args.quick, root=root, slug=slug,
-                              command=command)
-    for step, row in ([] if jobs > 1 else todo):
-        name, head = step["experiment"], row["head"]
-        est = f" (~{step['estimate_s']:.0f} s on an H200)" if step["estimate_s"] else ""
-        print(f"{head}: running{est}", flush=True)
-        bar = StageBar(name)
-        t0 = time.perf_counter()
-        try:
-            run = experiments.get(name).run
-            out = run(bar, quick=True) if step["quick"] else run(bar)
-            bar.close()
-            seconds = time.perf_counter() - t0
-            path = save_experiment(name, out, command=command, root=root, seconds=seconds)
-        except Exception as exc:  # noqa: BLE001 - report it, go on with the next experiment
-            bar.close()
-            traceback.print_exc()
-            row.update(status="FAILED", seconds=round(time.perf_counter() - t0),
-                       note=f"{type(exc).__name__}: {exc}".splitlines()[0][:160])
-            print(f"{head}: FAILED after {row['seconds']:.0f} s — {row['note']}", flush=True)
-            continue
-        row.update(status="wrote", seconds=round(seconds), note=str(path))
-        print(f"{head}: done in {seconds:.0f} s, wrote {path}", flush=True)
+        _measure_side_by_side(todo, jobs, root=root, slug=slug, command=command)
+    else:
+        for step, row in todo:
+            _measure_here(step, row, root=root, command=command)
     print()
     print(tables.render(summary, ["experiment", "status", "seconds", "estimate_s", "note"],
                         {"seconds": "took s", "estimate_s": "H200 est. s"}))
@@ -419,6 +389,8 @@ def tune(name: str, argv: list[str]) -> int:
 def cmd_compare(args) -> int:
     """Two folders of results files (e.g. ``lab/results/h200`` and a new run's ``h200``):
     per experiment in both, the rows matched and the spread of new / old median times."""
+    import numpy as np
+
     from lab import tables
 
     old_dir, new_dir = Path(args.old), Path(args.new)
@@ -441,9 +413,8 @@ def cmd_compare(args) -> int:
                "wall_old": old["provenance"].get("wall_seconds"),
                "wall_new": new["provenance"].get("wall_seconds")}
         if q:
-            row.update(median=q[len(q) // 2] if len(q) % 2 else
-                       0.5 * (q[len(q) // 2 - 1] + q[len(q) // 2]),
-                       p10=q[len(q) // 10], p90=q[(9 * len(q)) // 10], lo=q[0], hi=q[-1])
+            p10, median, p90 = np.percentile(q, [10, 50, 90])
+            row.update(median=median, p10=p10, p90=p90, lo=q[0], hi=q[-1])
         rows.append(row)
     print(f"new / old median time of each matched row: {new_dir} over {old_dir}")
     print(tables.render(rows, ["experiment", "matched", "timed", "only_old", "only_new",

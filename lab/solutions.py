@@ -835,12 +835,7 @@ def ex08_3(size: int = 16) -> dict:
     A = rng.uniform(-1, 1, (size, size)).astype(np.float32)
     B = rng.uniform(-1, 1, (size, size)).astype(np.float32)
     C, events = ch8.count_accesses(make_patch(1, 16)[1], A, B)
-    count = {"global": 0, "shared_store": 0, "shared_load": 0}
-    for space, op, *_ in events:
-        key = {("global", "load"): "global", ("shared", "store"): "shared_store",
-               ("shared", "load"): "shared_load"}.get((space, op))
-        if key:
-            count[key] += 1
+    count = {kind: sum(steps.values()) for kind, steps in ch8.tiled_step_loads(events).items()}
     blocks = (size // 16) ** 2
     model_bytes = model.slice_traffic(16, 16, size)
     model_global = blocks * model_bytes["global"] / 4

@@ -233,13 +233,12 @@ def test_measure_with_everything_skipped_does_not_pass(fake_gpu, tmp_path, capsy
 
 # ----------------------------------------------------------------------------- --jobs
 
-# A stand-in for ``python -m lab measure NAME``: notes when it ran, reports progress, then
-# writes the results file (or fails the way measure reports a failure).
+# A stand-in for ``python -m lab measure NAME``: notes when it ran, then writes the results
+# file (or fails the way measure reports a failure).
 CHILD = textwrap.dedent("""
     import json, os, pathlib, sys, time
     name, out, stamps = sys.argv[1], sys.argv[2], sys.argv[3]
     t0 = time.time()
-    pathlib.Path(os.environ["LAB_PROGRESS_FILE"]).write_text(name + ": stage\\t1\\t2\\n")
     time.sleep(0.8)
     with open(stamps, "a") as f:
         f.write(json.dumps([name, t0, time.time(), os.environ["LAB_MEASURE_JOBS"],
