@@ -12,8 +12,9 @@
   as each one finishes (DIR defaults to ``lab/results``); an experiment that needs a tool this
   machine lacks (CuPy, ncu, compute-sanitizer) or a newer GPU is skipped with one line; a
   summary ends the run. ``--quick`` shrinks the two tuning sweeps. ``--jobs N`` runs N
-  experiments at once in processes of their own that compile side by side and take turns on
-  the GPU (:mod:`lab.gpulock`). Exit status 1 if one failed or none ran.
+  experiments at once (default 4, no more than the CPU cores) in processes of their own that
+  compile side by side and take turns on the GPU (:mod:`lab.gpulock`); ``--jobs 1`` runs them
+  one after another in this process. Exit status 1 if one failed or none ran.
 * ``compare OLD_DIR NEW_DIR`` — two folders of results files (one GPU each): per experiment,
   the rows matched on what they measure and the spread of new / old median times.
 * ``notebooks [NOTEBOOK ...] [--out DIR]`` — runs every chapter (or those named) through nbval
@@ -26,6 +27,7 @@ Then ``LAB_GPU=<gpu> jupyter-book build .`` builds the book from that GPU's resu
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 import time
@@ -187,7 +189,11 @@ def save_experiment(name: str, out: dict, *, command: str, root: Path | None,
         prov["wall_seconds"] = round(seconds, 1)
     shared = int(os.environ.get("LAB_MEASURE_JOBS", "1"))
     if shared > 1:      # wall_seconds then includes the turns it waited for the GPU
+        from lab import gpulock
+
         prov["measure_jobs"] = shared
+        if gpulock.CURRENT is not None:
+            prov["gpu_turns_seconds"] = round(gpulock.CURRENT.held_seconds(), 1)
     return results.save(name, out["rows"], parameters=out["parameters"], command=command,
                         provenance=prov, row_fields=out.get("row_fields"),
                         notes=out.get("notes"), root=root)
@@ -201,6 +207,11 @@ def _plan(names: list[str], quick: bool) -> list[dict]:
                      "estimate_s": exp.estimate(quick),
                      "skip": experiments.skip_reason(name)})
     return plan
+
+
+#: ``measure --jobs`` unless told: four processes (the H200 run: 9.7 minutes instead of 19.7
+#: one at a time), no more than the CPU cores that compile for them.
+DEFAULT_JOBS = min(4, os.cpu_count() or 1)
 
 
 def _positive(text: str) -> int:
@@ -227,10 +238,14 @@ def _measure_side_by_side(todo: list, jobs: int, *, root: Path | None, slug: str
     import subprocess
     import tempfile
 
+    from lab import gpulock
+
     with tempfile.TemporaryDirectory(prefix="lab-measure-") as tmp:
         lock = os.path.join(tmp, "gpu.lock")
         env = dict(os.environ, LAB_MEASURE_COMMAND=command, LAB_MEASURE_JOBS=str(jobs))
-        pending, running = list(todo), []
+        # the longest first, so the last to start are short and the run ends together
+        pending = sorted(todo, key=lambda t: -(t[0]["estimate_s"] or 0))
+        running = []
         while pending or running:
             while pending and len(running) < jobs:
                 step, row = pending.pop(0)
@@ -248,11 +263,15 @@ def _measure_side_by_side(todo: list, jobs: int, *, root: Path | None, slug: str
                 proc, step, row, t0, log_path = entry
                 seconds = time.perf_counter() - t0
                 path = results.path_for(step["experiment"], slug, root)
-                if proc.returncode == 0 and path.exists():
-                    row.update(status="wrote", seconds=round(seconds), note=str(path))
-                    print(f"{row['head']}: done in {seconds:.0f} s, wrote {path}", flush=True)
-                    continue
                 lines = log_path.read_text(errors="replace").splitlines()
+                if proc.returncode == 0 and path.exists():
+                    turns = next((ln for ln in reversed(lines)
+                                  if ln.startswith(gpulock.SUMMARY_HEAD)), "")
+                    row.update(status="wrote", seconds=round(seconds), note=str(path))
+                    print(f"{row['head']}: done in {seconds:.0f} s ({turns}), wrote {path}"
+                          if turns else f"{row['head']}: done in {seconds:.0f} s, wrote {path}",
+                          flush=True)
+                    continue
                 cause = next((ln.split("— ", 1)[-1] for ln in reversed(lines)
                               if ": FAILED after" in ln), None)
                 cause = cause or next((ln for ln in reversed(lines) if ln.strip()),
@@ -336,6 +355,10 @@ def cmd_measure(args) -> int:
     else:
         for step, row in todo:
             _measure_here(step, row, root=root, command=command)
+    if args.gpu_lock:
+        from lab import gpulock
+
+        print(gpulock.CURRENT.summary(), flush=True)
     print()
     print(tables.render(summary, ["experiment", "status", "seconds", "estimate_s", "note"],
                         {"seconds": "took s", "estimate_s": "H200 est. s"}))
@@ -484,10 +507,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true",
                    help="the tuning sweeps (fp32_tune, tc_tune) time fewer configurations; "
                         "every other experiment is unchanged")
-    p.add_argument("--jobs", type=_positive, default=1, metavar="N",
+    p.add_argument("--jobs", type=_positive, default=DEFAULT_JOBS, metavar="N",
                    help="experiments at a time, each in its own process: they compile side by "
-                        "side and take turns on the GPU (default 1; every committed H200 file "
-                        "was measured one at a time)")
+                        "side and take turns on the GPU (default: 4, or this machine's CPU "
+                        "cores if fewer; 1 runs them one after another in this process)")
     p.add_argument("--gpu-lock", help=argparse.SUPPRESS)    # set by --jobs for its processes
     p.set_defaults(func=cmd_measure)
     p = sub.add_parser("compare", help="two runs' results files, row by row",

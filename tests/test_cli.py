@@ -12,6 +12,7 @@ import pytest
 
 import lab
 from lab import device, experiments, kernels, notebooks, results, tables
+import lab.__main__ as cli
 from lab.__main__ import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -150,6 +151,8 @@ def fake_gpu(monkeypatch):
     monkeypatch.setattr(device, "provenance", lambda: dict(prov))
     monkeypatch.setattr(kernels, "runnable", lambda kernel, cc=None: runnable(kernel, (7, 5)))
     monkeypatch.setitem(experiments.TOOLS, "ncu", lambda: "needs Nsight Compute (ncu)")
+    # fakes exist in this process only: run them here unless a test asks for --jobs
+    monkeypatch.setattr(cli, "DEFAULT_JOBS", 1)
 
     def install(fakes):
         monkeypatch.setattr(experiments, "names", lambda: sorted(fakes))
@@ -255,7 +258,6 @@ CHILD = textwrap.dedent("""
 
 def test_jobs_run_experiments_side_by_side_and_report_each(fake_gpu, tmp_path, capsys,
                                                            monkeypatch):
-    import lab.__main__ as cli
     stamps = tmp_path / "stamps.jsonl"
     script = tmp_path / "child.py"
     script.write_text(CHILD)
@@ -301,10 +303,16 @@ def test_a_shared_run_says_so_in_the_file(fake_gpu, tmp_path, monkeypatch):
     assert saved["command"] == "python -m lab measure all --jobs 3"
 
 
-def test_jobs_default_to_one_and_must_be_positive(fake_gpu, tmp_path, capsys):
+def test_jobs_default_to_four_at_most_one_per_core():
+    import os
+
+    assert cli.DEFAULT_JOBS == min(4, os.cpu_count() or 1)
+
+
+def test_one_job_runs_in_this_process_and_jobs_must_be_positive(fake_gpu, tmp_path, capsys):
     fake_gpu({"fake_a": _fake_experiment(0, lambda progress: _one_row()),
               "fake_b": _fake_experiment(1, lambda progress: _one_row())})
-    assert main(["measure", "all", "--out", str(tmp_path)]) == 0     # in this process
+    assert main(["measure", "all", "--jobs", "1", "--out", str(tmp_path)]) == 0  # here
     assert json.loads((tmp_path / "fake-gpu" / "fake_b.json").read_text())["rows"]
     assert "at a time" not in capsys.readouterr().out
     with pytest.raises(SystemExit):

@@ -48,3 +48,19 @@ def test_the_lock_is_let_go_only_while_a_new_signature_compiles(tmp_path):
     gpulock.release_while_compiling(Dispatcher, lock)      # wrapping twice wraps once
     Dispatcher().compile(sig)
     assert seen[-1] is True and synced == [True, True]
+
+
+def test_off_gpu_lets_go_for_host_work_and_takes_the_turn_back(tmp_path, monkeypatch):
+    path = tmp_path / "gpu.lock"
+    synced = []
+    lock = gpulock.GpuLock(str(path), synchronize=lambda: synced.append(True))
+    with gpulock.off_gpu():                    # no lock in this process: nothing happens
+        assert synced == []
+    monkeypatch.setattr(gpulock, "CURRENT", lock)
+    lock.acquire()
+    with gpulock.off_gpu():
+        assert _lock_is_free(path) and synced == [True]
+        with gpulock.off_gpu():                # nested: already let go
+            assert _lock_is_free(path)
+    assert lock.held and not _lock_is_free(path)
+    assert "held" in lock.summary() and lock.held_seconds() >= 0

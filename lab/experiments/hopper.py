@@ -277,6 +277,7 @@ def run(progress, *, quick: bool = False) -> dict:
     rows = []
     checks = {}
     if not quick:
+        bench.compile_ahead([n for kind in ("f16", "bf16") for n in kernels(kind, excluded)])
         for kind in progress(("f16", "bf16"), desc="checks"):
             names = kernels(kind, excluded)
             for name in names:

@@ -46,6 +46,7 @@ def run(progress) -> dict:
     jobs += [("twin", t, n) for n in SIZES for t in twin_names if twins.supports(t, n, n, n)]
     jobs += [("cublas", "fp32", n) for n in SIZES if have_cublas]
     jobs += [("sweep", k, n) for n in SWEEP for k in ("naive", "naive_swapped")]
+    bench.compile_ahead(KERNELS)
     for impl, name, n in progress(jobs, desc="naive_tiled"):
         checked = n <= CHECK_MAX
         kw = dict(repeats=_repeats(n), check_first=checked)

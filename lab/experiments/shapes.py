@@ -164,6 +164,7 @@ def _checks(progress) -> list[dict]:
     everything = ALIGN_IMPLS + SKINNY_IMPLS + SHUFFLED_IMPLS
     ours = sorted({n for n in everything if providers.get(n).family == "numba"})
     libs = sorted({n for n in everything if providers.get(n).family == "cublas"})
+    bench.compile_ahead(ours)
     jobs = [(name, s) for name in ours for s in CHECK_SHAPES]
     jobs += [(name, s) for name in libs for s in CUBLAS_CHECK_SHAPES]
     jobs += [(name, (m, SKINNY_KN, SKINNY_KN)) for name in SKINNY_IMPLS

@@ -331,6 +331,8 @@ def run(progress) -> dict:
     for kind in ("fp32", "fp16"):
         if kind not in baselines.available():
             raise RuntimeError(f"cuBLAS {kind} is not available (CuPy missing?)")
+    bench.compile_ahead([d[key] for d in DESIGNS.values()
+                         for key in ("plain", "two_pass", "atomic", "fused")])
     rows = _splitk_rows(progress)
     rows += _determinism_rows(progress)
     rows += _small_k_rows(progress)

@@ -102,6 +102,7 @@ def run(progress) -> dict:
 
     kinds = [k for k in BASELINES if k in baselines.available()]
     rows = []
+    bench.compile_ahead(LADDER)
     errors = _check_all(LADDER, kinds, CHECK_SIZE)
     for name in progress(LADDER, desc="tensor-core ladder"):
         for m, n, k in ((17, 33, 5), (257, 129, 67), (1000, 1030, 999)):

@@ -52,6 +52,7 @@ def run(progress) -> dict:
         if kind not in baselines.available():
             raise RuntimeError(f"cuBLAS {kind} is not available (CuPy missing?)")
     rows = []
+    bench.compile_ahead([impl[1] for impl in IMPLS if impl[0] != "cublas"])
     for impl in progress(IMPLS, desc="checks"):
         for n in CHECK_N:
             v = (baselines.check(impl[1], 512, n, 512) if impl[0] == "cublas"
