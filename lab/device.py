@@ -70,6 +70,10 @@ MODE: str = _decide()
 os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")
 SIMULATOR: bool = MODE == "simulator"
 GPU: bool = MODE == "gpu"
+if not SIMULATOR:       # wherever Numba compiles: copy inlined functions once (lab.inlining)
+    from lab import inlining
+
+    inlining.install()
 
 
 def describe() -> str:

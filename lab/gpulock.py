@@ -1,7 +1,7 @@
 """Several measuring processes on one GPU, one at a time on the GPU.
 
 ``python -m lab measure all`` spends much of its time compiling: Numba takes seconds per
-kernel (seven for a warp-tiled FP32 one), on one CPU core, while the GPU waits. With ``--jobs
+kernel (three to seven for a warp-tiled FP32 one), on one CPU core, while the GPU waits. With ``--jobs
 N`` (four unless told) it runs N experiments at once, each in its own process, and every process
 holds an exclusive lock on the GPU — a lock file — except while Numba compiles. So compiles run
 side by side on the host's cores, and everything that touches the GPU (launches, copies,
