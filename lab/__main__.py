@@ -337,7 +337,8 @@ def cmd_measure(args) -> int:
     if jobs > 1:
         print(f"{jobs} experiments at a time: they compile side by side and take turns on the "
               "GPU (one process at a time launches, copies or times); the estimate is for one "
-              "at a time", flush=True)
+              "at a time (on the H200, four at a time took half as long; --jobs 1 for one at "
+              "a time)", flush=True)
     command = os.environ.get("LAB_MEASURE_COMMAND") or _command(args.argv)
     summary = []
     started = time.perf_counter()
