@@ -12,9 +12,9 @@
   as each one finishes (DIR defaults to ``lab/results``); an experiment that needs a tool this
   machine lacks (CuPy, ncu, compute-sanitizer) or a newer GPU is skipped with one line; a
   summary ends the run. ``--quick`` shrinks the two tuning sweeps. ``--jobs N`` runs N
-  experiments at once (default 4, no more than the CPU cores) in processes of their own that
-  compile side by side and take turns on the GPU (:mod:`lab.gpulock`); ``--jobs 1`` runs them
-  one after another in this process. Exit status 1 if one failed or none ran.
+  experiments at once (default 4, fewer with fewer CPU cores or less GPU memory:
+  :func:`default_jobs`) in processes of their own that compile side by side and take turns on
+  the GPU (:mod:`lab.gpulock`); ``--jobs 1`` runs them one after another in this process. Exit status 1 if one failed or none ran.
 * ``compare OLD_DIR NEW_DIR`` — two folders of results files (one GPU each): per experiment,
   the rows matched on what they measure and the spread of new / old median times.
 * ``notebooks [NOTEBOOK ...] [--out DIR]`` — runs every chapter (or those named) through nbval
@@ -209,9 +209,17 @@ def _plan(names: list[str], quick: bool) -> list[dict]:
     return plan
 
 
-#: ``measure --jobs`` unless told: four processes (the H200 run: 9.7 minutes instead of 19.7
-#: one at a time), no more than the CPU cores that compile for them.
-DEFAULT_JOBS = min(4, os.cpu_count() or 1)
+def default_jobs(gpu_bytes: int | None = None, cores: int | None = None) -> int:
+    """``measure --jobs`` unless told: four processes (on the H200, 9.7 minutes where one at a
+    time took 19.7), but no more than the CPU cores that compile for them, nor than one per
+    20 GB of GPU memory — each process keeps its own operands and CuPy's memory pool on the
+    GPU, so a 16 GB T4 runs one at a time and a 40 GB A100 two."""
+    if gpu_bytes is None:
+        from numba import cuda
+
+        gpu_bytes = cuda.current_context().get_memory_info()[1]
+    cores = cores or os.cpu_count() or 1
+    return max(1, min(4, cores, int(gpu_bytes // 20e9)))
 
 
 def _positive(text: str) -> int:
@@ -329,7 +337,7 @@ def cmd_measure(args) -> int:
     quicker = sum(experiments.info(p["experiment"]).estimate(True) or 0 for p in runnable)
     hint = (f" (with --quick: {_minutes(quicker)})"
             if not args.quick and quicker < sum(known) else "")
-    jobs = max(1, min(args.jobs, len(runnable)))
+    jobs = max(1, min(args.jobs or default_jobs(), len(runnable)))
     print(f"{len(runnable)} of {len(plan)} experiment(s) to run; estimated "
           f"{_minutes(sum(known))} on an H200{hint}"
           + (f" plus {', '.join(unknown)} (no estimate)" if unknown else "")
@@ -508,10 +516,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true",
                    help="the tuning sweeps (fp32_tune, tc_tune) time fewer configurations; "
                         "every other experiment is unchanged")
-    p.add_argument("--jobs", type=_positive, default=DEFAULT_JOBS, metavar="N",
+    p.add_argument("--jobs", type=_positive, default=None, metavar="N",
                    help="experiments at a time, each in its own process: they compile side by "
-                        "side and take turns on the GPU (default: 4, or this machine's CPU "
-                        "cores if fewer; 1 runs them one after another in this process)")
+                        "side and take turns on the GPU (default: 4, fewer if this machine has "
+                        "fewer CPU cores or the GPU less than 20 GB per process; 1 runs them "
+                        "one after another in this process)")
     p.add_argument("--gpu-lock", help=argparse.SUPPRESS)    # set by --jobs for its processes
     p.set_defaults(func=cmd_measure)
     p = sub.add_parser("compare", help="two runs' results files, row by row",

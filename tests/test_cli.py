@@ -152,7 +152,7 @@ def fake_gpu(monkeypatch):
     monkeypatch.setattr(kernels, "runnable", lambda kernel, cc=None: runnable(kernel, (7, 5)))
     monkeypatch.setitem(experiments.TOOLS, "ncu", lambda: "needs Nsight Compute (ncu)")
     # fakes exist in this process only: run them here unless a test asks for --jobs
-    monkeypatch.setattr(cli, "DEFAULT_JOBS", 1)
+    monkeypatch.setattr(cli, "default_jobs", lambda: 1)
 
     def install(fakes):
         monkeypatch.setattr(experiments, "names", lambda: sorted(fakes))
@@ -303,10 +303,12 @@ def test_a_shared_run_says_so_in_the_file(fake_gpu, tmp_path, monkeypatch):
     assert saved["command"] == "python -m lab measure all --jobs 3"
 
 
-def test_jobs_default_to_four_at_most_one_per_core():
-    import os
-
-    assert cli.DEFAULT_JOBS == min(4, os.cpu_count() or 1)
+def test_jobs_default_to_four_at_most_one_per_core_and_per_20_gb():
+    gb = 10 ** 9
+    assert cli.default_jobs(141 * gb, 16) == 4          # an H200
+    assert cli.default_jobs(141 * gb, 2) == 2           # ... on a two-core host
+    assert cli.default_jobs(40 * gb, 8) == 2            # an A100 40 GB
+    assert cli.default_jobs(15 * gb, 2) == 1            # a T4: one at a time, in this process
 
 
 def test_one_job_runs_in_this_process_and_jobs_must_be_positive(fake_gpu, tmp_path, capsys):
