@@ -14,7 +14,8 @@
   summary ends the run. ``--quick`` shrinks the two tuning sweeps. ``--jobs N`` runs N
   experiments at once (default 4, fewer with fewer CPU cores or less GPU memory:
   :func:`default_jobs`) in processes of their own that compile side by side and take turns on
-  the GPU (:mod:`lab.gpulock`); ``--jobs 1`` runs them one after another in this process. Exit status 1 if one failed or none ran.
+  the GPU (:mod:`lab.gpulock`); ``--jobs 1`` runs them one after another in this process.
+  Exit status 1 if one failed or none ran.
 * ``compare OLD_DIR NEW_DIR`` — two folders of results files (one GPU each): per experiment,
   the rows matched on what they measure and the spread of new / old median times.
 * ``notebooks [NOTEBOOK ...] [--out DIR]`` — runs every chapter (or those named) through nbval
@@ -273,11 +274,10 @@ def _measure_side_by_side(todo: list, jobs: int, *, root: Path | None, slug: str
                 path = results.path_for(step["experiment"], slug, root)
                 lines = log_path.read_text(errors="replace").splitlines()
                 if proc.returncode == 0 and path.exists():
-                    turns = next((ln for ln in reversed(lines)
+                    turns = next((f" ({ln})" for ln in reversed(lines)
                                   if ln.startswith(gpulock.SUMMARY_HEAD)), "")
                     row.update(status="wrote", seconds=round(seconds), note=str(path))
-                    print(f"{row['head']}: done in {seconds:.0f} s ({turns}), wrote {path}"
-                          if turns else f"{row['head']}: done in {seconds:.0f} s, wrote {path}",
+                    print(f"{row['head']}: done in {seconds:.0f} s{turns}, wrote {path}",
                           flush=True)
                     continue
                 cause = next((ln.split("— ", 1)[-1] for ln in reversed(lines)
@@ -320,10 +320,11 @@ def cmd_measure(args) -> int:
 
     names = experiment_names(args.experiments)
     bench.require_gpu("measure")
+    lock = None
     if args.gpu_lock:                       # one experiment of a ``--jobs N`` run
         from lab import gpulock
 
-        gpulock.share(args.gpu_lock)
+        lock = gpulock.share(args.gpu_lock)
     prov = device.provenance()
     slug = device.gpu_slug(prov["gpu"])
     root = Path(args.out) if args.out else None
@@ -364,10 +365,8 @@ def cmd_measure(args) -> int:
     else:
         for step, row in todo:
             _measure_here(step, row, root=root, command=command)
-    if args.gpu_lock:
-        from lab import gpulock
-
-        print(gpulock.CURRENT.summary(), flush=True)
+    if lock is not None:
+        print(lock.summary(), flush=True)   # the parent adds it to this experiment's line
     print()
     print(tables.render(summary, ["experiment", "status", "seconds", "estimate_s", "note"],
                         {"seconds": "took s", "estimate_s": "H200 est. s"}))

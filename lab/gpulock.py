@@ -1,8 +1,8 @@
 """Several measuring processes on one GPU, one at a time on the GPU.
 
 ``python -m lab measure all`` spends much of its time compiling: Numba takes seconds per
-kernel (three to seven for a warp-tiled FP32 one), on one CPU core, while the GPU waits. With ``--jobs
-N`` (four unless told) it runs N experiments at once, each in its own process, and every process
+kernel (three to seven for a warp-tiled FP32 one), on one CPU core, while the GPU waits. With
+``--jobs N`` (four unless told) it runs N experiments at once, each in its own process, and every process
 holds an exclusive lock on the GPU — a lock file — except while Numba compiles. So compiles run
 side by side on the host's cores, and everything that touches the GPU (launches, copies,
 timing, the child processes of ncu and compute-sanitizer) runs in one process at a time, as in
@@ -70,12 +70,17 @@ def _cuda_synchronize() -> None:
     cuda.synchronize()
 
 
-@contextlib.contextmanager
 def off_gpu():
     """Let go of this process's turn on the GPU for host-only work inside (compiling many
     kernels), and take it back after; nothing when there is no lock to let go of. Worth it only
     for long work: taking the turn back means waiting for whoever took it."""
-    lock = CURRENT
+    return _let_go(CURRENT)
+
+
+@contextlib.contextmanager
+def _let_go(lock: GpuLock | None):
+    """``lock`` released (after a synchronize) inside, taken back after; nothing when it is not
+    held or is already let go of by an outer ``_let_go``."""
     if lock is None or not lock.held or getattr(_STATE, "depth", 0):
         yield
         return
@@ -107,16 +112,10 @@ def release_while_compiling(cls, lock: GpuLock) -> None:
     original = getattr(cls.compile, "__wrapped_by_gpulock__", cls.compile)
 
     def compile(self, sig):
-        outer = getattr(_STATE, "depth", 0) == 0
-        if not outer or _already_compiled(self, sig) or not lock.held:
+        if _already_compiled(self, sig):
             return original(self, sig)
-        lock.release()
-        _STATE.depth = 1
-        try:
+        with _let_go(lock):
             return original(self, sig)
-        finally:
-            _STATE.depth = 0
-            lock.acquire()
 
     compile.__wrapped_by_gpulock__ = original
     compile.__doc__ = original.__doc__

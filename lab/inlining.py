@@ -50,11 +50,11 @@ def install() -> bool:
         from numba.cuda.core import inline_closurecall as icc
     except ImportError:
         return False
-    worker = getattr(icc, "InlineWorker", None)
-    if worker is None or getattr(icc, "copy", None) is not copy and _ORIGINAL is None:
-        return False                          # not the inliner this was written for
     if _ORIGINAL is not None:
         return True
+    worker = getattr(icc, "InlineWorker", None)
+    if worker is None or getattr(icc, "copy", None) is not copy:
+        return False                          # not the inliner this was written for
     from numba.cuda.core import ir
 
     _ORIGINAL = worker.inline_ir
