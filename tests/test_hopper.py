@@ -691,6 +691,26 @@ def test_preflight_survives_a_hang_and_goes_on():
     assert done == ["ok 1", "bad", "ok 2"]
 
 
+def test_watchdog_counts_only_time_on_the_gpu():
+    """The main run's watchdog: a process of a ``measure --jobs`` run that waits for its turn
+    (its GPU clock stands still) is not declared hung; one whose GPU clock runs past the
+    limit is, and the watchdog stops with the block."""
+    import time
+
+    from lab.experiments import hopper as E
+
+    fired = []
+    still = [0.0]
+    with E.watchdog("waiting", 0.05, clock=lambda: still[0], poll_s=0.01,
+                    fire=lambda: fired.append("waiting")):
+        time.sleep(0.3)
+    running = time.monotonic
+    with E.watchdog("running", 0.05, clock=running, poll_s=0.01,
+                    fire=lambda: fired.append("running")):
+        time.sleep(0.3)
+    assert fired == ["running"]
+
+
 def test_sweep_and_rungs_named_in_the_experiment():
     from lab.experiments import hopper as E
     assert set(K.RUNG_CONFIGS) <= set(E.RUNGS)

@@ -19,7 +19,8 @@ first run once, on small shapes, in a child process that reports each one as it 
 that takes more than ``PREFLIGHT_S`` seconds is declared hung, the child is killed, and the rest
 go on in a new child. Hung or failing kernels are left out of the run and named in the file's
 ``excluded``. Every check and timing of the main run is also under a watchdog that ends the
-process with a message naming the kernel after ``WATCHDOG_S`` seconds.
+process with a message naming the kernel after ``WATCHDOG_S`` seconds of holding the GPU
+(waiting for a turn in a ``--jobs`` run does not count).
 """
 from __future__ import annotations
 
@@ -67,32 +68,62 @@ def kernels(kind: str, excluded=()) -> list[str]:
 
 class watchdog:
     """``with watchdog(what):`` — end the process (exit status 3) with a message naming
-    ``what`` if the block runs longer than ``seconds``. A timer thread prints and exits (the
-    CUDA driver's waits release the GIL); ``faulthandler`` backs it up from C a few seconds
-    later, with every thread's stack."""
+    ``what`` if the block keeps the GPU busy longer than ``seconds``. Only the time this
+    process holds the GPU counts: in a ``measure --jobs`` run it also waits for its turns and
+    compiles with the GPU let go of (:mod:`lab.gpulock`), which is no sign of a hang. A
+    thread looks every ``poll_s`` seconds and prints and exits (the CUDA driver's waits release
+    the GIL); ``faulthandler`` backs it up from C a few seconds after the deadline, with every
+    thread's stack."""
 
-    def __init__(self, what: str, seconds: float = WATCHDOG_S):
-        self.what, self.seconds = what, seconds
+    def __init__(self, what: str, seconds: float = WATCHDOG_S, *, clock=None, poll_s=1.0,
+                 fire=None):
+        self.what, self.seconds, self.poll_s = what, seconds, poll_s
+        self.clock = clock or _gpu_seconds
+        self.fire = fire or self._end_process
+
+    def _end_process(self):
+        print(f"\nhopper experiment: {self.what} did not finish in {self.seconds:.0f} s "
+              "(a hung kernel?); ending the process", file=sys.stderr, flush=True)
+        os._exit(3)
 
     def __enter__(self):
         import faulthandler
         import threading
 
-        def fire():
-            print(f"\nhopper experiment: {self.what} did not finish in {self.seconds:.0f} s "
-                  "(a hung kernel?); ending the process", file=sys.stderr, flush=True)
-            os._exit(3)
-        self.timer = threading.Timer(self.seconds, fire)
-        self.timer.daemon = True
-        self.timer.start()
-        faulthandler.dump_traceback_later(self.seconds + 5, exit=True)
+        start = self.clock()
+        self._stop = threading.Event()
+
+        def watch():
+            while True:
+                used = self.clock() - start
+                if used > self.seconds:
+                    self.fire()
+                    return
+                faulthandler.dump_traceback_later(self.seconds - used + self.poll_s + 5,
+                                                  exit=True)
+                if self._stop.wait(self.poll_s):
+                    return
+        self._thread = threading.Thread(target=watch, daemon=True)
+        self._thread.start()
         return self
 
     def __exit__(self, *exc):
         import faulthandler
-        self.timer.cancel()
+        self._stop.set()
+        self._thread.join()
         faulthandler.cancel_dump_traceback_later()
         return False
+
+
+def _gpu_seconds() -> float:
+    """Seconds on this process's GPU clock: the time it has held the GPU in a ``--jobs`` run
+    (:mod:`lab.gpulock`), the wall clock otherwise."""
+    import time
+
+    from lab import gpulock
+
+    lock = gpulock.CURRENT
+    return lock.held_seconds() if lock is not None else time.monotonic()
 
 
 def _preflight_child(items: list[str]) -> None:
