@@ -15,7 +15,9 @@
   experiments at once (default 4, fewer with fewer CPU cores or less GPU memory:
   :func:`default_jobs`) in processes of their own that compile side by side and take turns on
   the GPU (:mod:`lab.gpulock`); ``--jobs 1`` runs them one after another in this process.
-  Exit status 1 if one failed or none ran.
+  Exit status 1 if one failed or none ran. ``measure all`` also records the run itself in
+  ``<DIR>/<gpu>/measure_all.json``: one row per experiment (status, seconds, the seconds its
+  process held and waited for the GPU) and the whole run's wall time.
 * ``compare OLD_DIR NEW_DIR`` — two folders of results files (one GPU each): per experiment,
   the rows matched on what they measure and the spread of new / old median times.
 * ``notebooks [NOTEBOOK ...] [--out DIR]`` — runs every chapter (or those named) through nbval
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shlex
 import sys
 import time
@@ -211,10 +214,11 @@ def _plan(names: list[str], quick: bool) -> list[dict]:
 
 
 def default_jobs(gpu_bytes: int | None = None, cores: int | None = None) -> int:
-    """``measure --jobs`` unless told: four processes (on the H200, 9.7 minutes where one at a
-    time took 19.7), but no more than the CPU cores that compile for them, nor than one per
-    20 GB of GPU memory — each process keeps its own operands and CuPy's memory pool on the
-    GPU, so a 16 GB T4 runs one at a time and a 40 GB A100 two."""
+    """``measure --jobs`` unless told: four processes (on the H200 the whole ``measure all``
+    took 10.6 minutes against 19.7 one at a time: ``lab/results/h200/measure_all.json``),
+    but no more than the CPU cores that compile for them, nor than one per 20 GB of GPU
+    memory — each process keeps its own operands and CuPy's memory pool on the GPU, so a
+    16 GB T4 runs one at a time and a 40 GB A100 two."""
     if gpu_bytes is None:
         from numba import cuda
 
@@ -273,9 +277,13 @@ def _measure_side_by_side(todo: list, jobs: int, *, root: Path | None, slug: str
                 seconds = time.perf_counter() - t0
                 path = results.path_for(step["experiment"], slug, root)
                 lines = log_path.read_text(errors="replace").splitlines()
+                turns = next((ln for ln in reversed(lines)
+                              if ln.startswith(gpulock.SUMMARY_HEAD)), "")
+                held = re.search(r"held (\d+) s, waited (\d+) s", turns)
+                if held:
+                    row.update(gpu_held_s=int(held[1]), gpu_waited_s=int(held[2]))
                 if proc.returncode == 0 and path.exists():
-                    turns = next((f" ({ln})" for ln in reversed(lines)
-                                  if ln.startswith(gpulock.SUMMARY_HEAD)), "")
+                    turns = f" ({turns})" if turns else ""
                     row.update(status="wrote", seconds=round(seconds), note=str(path))
                     print(f"{row['head']}: done in {seconds:.0f} s{turns}, wrote {path}",
                           flush=True)
@@ -375,6 +383,9 @@ def cmd_measure(args) -> int:
     skipped = [r for r in summary if r["status"] == "skipped"]
     print(f"\n{len(wrote)} written, {len(skipped)} skipped, {len(failed)} failed, in "
           f"{_minutes(time.perf_counter() - started)}")
+    if wrote and args.experiments == ["all"]:
+        save_run(summary, jobs=jobs, quick=args.quick, command=command, root=root,
+                 seconds=time.perf_counter() - started)
     if wrote:
         env = f"LAB_GPU={slug}"
         if root is not None:
@@ -383,6 +394,31 @@ def cmd_measure(args) -> int:
     if not wrote and not failed:
         print("nothing was measured: every experiment asked for was skipped", file=sys.stderr)
     return 0 if wrote and not failed else 1
+
+
+#: The results file in which ``measure all`` records the run itself.
+RUN_RECORD = "measure_all"
+
+
+def save_run(summary: list[dict], *, jobs: int, quick: bool, command: str,
+             root: Path | None, seconds: float) -> Path:
+    """Record a ``measure all`` run as ``<root>/<gpu>/measure_all.json``: one row per
+    experiment (status, seconds, H200 estimate, the seconds its process held and waited for
+    the GPU in a ``--jobs`` run, the file name it wrote or why it wrote none) and, in the provenance,
+    the whole run's wall time."""
+    rows = [{"experiment": r["experiment"], "status": r["status"],
+             "seconds": r["seconds"], "estimate_s": r["estimate_s"],
+             "gpu_held_s": r.get("gpu_held_s"), "gpu_waited_s": r.get("gpu_waited_s"),
+             "note": Path(r["note"]).name if r["status"] == "wrote" else r["note"]}
+            for r in summary]
+    prov = {**device.provenance(), "wall_seconds": round(seconds, 1), "measure_jobs": jobs}
+    return results.save(RUN_RECORD, rows, command=command, provenance=prov, root=root,
+                        parameters={"jobs": jobs, "quick": quick,
+                                    "experiments": [r["experiment"] for r in summary]},
+                        row_fields=["experiment", "status"],
+                        notes="seconds: from the start of the experiment's process (or call) "
+                              "to its end, waits for the GPU included; gpu_held_s / "
+                              "gpu_waited_s: its process's turns on the GPU (--jobs runs only).")
 
 
 def tune(name: str, argv: list[str]) -> int:

@@ -77,7 +77,8 @@ def test_measure_all_covers_every_results_file_the_book_reads():
     assert not missing, f"chapters read results no experiment makes: {sorted(missing)}"
     committed = {p.stem for p in (results.RESULTS_DIR / results.REFERENCE_GPU).glob("*.json")}
     assert committed, "no committed reference results"
-    missing = committed - everything - set(experiments.HISTORICAL) - {notebooks.EXPERIMENT}
+    missing = (committed - everything - set(experiments.HISTORICAL)
+               - {notebooks.EXPERIMENT, cli.RUN_RECORD})
     assert not missing, f"reference results no experiment re-makes: {sorted(missing)}"
     for name in experiments.HISTORICAL:
         assert name not in everything
@@ -113,17 +114,19 @@ def test_experiments_are_skipped_where_their_kernels_cannot_run(monkeypatch, cc,
 
 def test_the_gpu_page_lists_every_experiment_with_its_estimate():
     """The GPU page's experiment table is built from the code: every experiment in the order
-    `measure all` runs them, with its module's estimate and the committed run's wall time."""
+    `measure all` runs them, with its module's estimate and what it took in the committed
+    H200 run of `measure all`."""
     from lab.chapters import gpu
 
     rows = gpu.rows()
     assert [r["experiment"] for r in rows] == experiments.book_order()
+    run = {r["experiment"]: r for r in results.load(cli.RUN_RECORD, gpu="h200")["rows"]}
     for r in rows:
         exp = experiments.info(r["experiment"])
         assert r["estimate_s"] == exp.h200_seconds and r["measures"], r
-        if r["measured_s"] is not None:
-            data = results.load(r["experiment"], gpu=results.REFERENCE_GPU)
-            assert r["measured_s"] == data["provenance"]["wall_seconds"]
+        assert (r["run_s"], r["held_s"]) == (run[r["experiment"]]["seconds"],
+                                             run[r["experiment"]]["gpu_held_s"])
+    assert sum(r["run_s"] is not None for r in rows) == int(gpu.totals()["run_wrote"]) > 0
     text = repr(gpu.table())
     assert all(f"{r['experiment']} " in text for r in rows)
     total = sum(r["estimate_s"] for r in rows) / 60
@@ -183,7 +186,14 @@ def test_measure_all_skips_runs_saves_as_it_goes_and_summarises(fake_gpu, tmp_pa
     saved = results.load_path(tmp_path / "fake-gpu" / "fake_ok.json")
     assert saved["rows"][0]["kernel"] == "k" and saved["provenance"]["wall_seconds"] >= 0
     assert saved["command"].startswith("python -m lab measure all")
-    assert sorted(p.name for p in (tmp_path / "fake-gpu").iterdir()) == ["fake_ok.json"]
+    assert sorted(p.name for p in (tmp_path / "fake-gpu").iterdir()) == [
+        "fake_ok.json", "measure_all.json"]
+    run = results.load_path(tmp_path / "fake-gpu" / "measure_all.json")   # the run, recorded
+    status = {r["experiment"]: r["status"] for r in run["rows"]}
+    assert status == {"fake_ok": "wrote", "fake_tool": "skipped", "fake_cc": "skipped",
+                      "fake_boom": "FAILED"}
+    assert run["provenance"]["wall_seconds"] >= 0 and run["parameters"]["jobs"] == 1
+    assert "check failed" in next(r["note"] for r in run["rows"] if r["status"] == "FAILED")
     assert re.search(r"fake_tool: skipped — needs Nsight Compute", out)
     assert re.search(r"fake_cc: skipped — tc_fp16 needs compute capability 8\.0.* is 7\.5", out)
     assert "fake_boom: FAILED" in out and "check failed before timing" in out
@@ -250,6 +260,7 @@ CHILD = textwrap.dedent("""
         print("Traceback ...")
         print("[1/1] fake_boom: FAILED after 0 s — AssertionError: check failed before timing")
         sys.exit(1)
+    print("GPU turns: held %d s, waited 2 s" % len(name))
     path = pathlib.Path(out) / "fake-gpu" / (name + ".json")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("{}")
@@ -285,7 +296,11 @@ def test_jobs_run_experiments_side_by_side_and_report_each(fake_gpu, tmp_path, c
     live = [sum(e for _, e in events[:i + 1]) for i in range(len(events))]
     assert max(live) == 2
     assert sorted(p.name for p in (out_dir / "fake-gpu").iterdir()) == [
-        "fake_a.json", "fake_b.json", "fake_c.json"]
+        "fake_a.json", "fake_b.json", "fake_c.json", "measure_all.json"]
+    run = {r["experiment"]: r for r in
+           results.load_path(out_dir / "fake-gpu" / "measure_all.json")["rows"]}
+    assert (run["fake_a"]["gpu_held_s"], run["fake_a"]["gpu_waited_s"]) == (6, 2)
+    assert run["fake_tool"]["status"] == "skipped" and run["fake_tool"]["gpu_held_s"] is None
     assert re.search(r"fake_tool: skipped — needs Nsight Compute", out)
     assert re.search(r"fake_boom: FAILED after \d+ s — AssertionError: check failed before "
                      r"timing", out)

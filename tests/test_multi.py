@@ -57,14 +57,22 @@ def test_shards_are_balanced_and_padded():
     assert np.all(c1["c"][:, 22] == 0)          # the padding column of rank 1's B block
 
 
-def test_overlap_chunks_keep_every_sm_busy():
-    # tc_fp16 (128 × 128 tiles) at n = 4096 on 132 SMs: four chunks of 1024 rows hold 128
-    # tiles each, fewer than the SMs; three chunks of whole row tiles hold at least 160
-    assert schemes.overlap_chunks(4096, 2048, (128, 128, 64), 132) == 3
+def test_overlap_chunks_add_no_waves():
+    # tc_fp16 (128 × 128 tiles) at n = 4096 on 132 SMs, 2048 columns per GPU: one launch is
+    # 512 tiles, four waves; four chunks of 128 tiles are one wave each (four), three chunks of
+    # 176 and 168 tiles two waves each (six): four it is.
+    tile16 = (128, 128, 64)
+    assert schemes.waves(4096, 2048, tile16, 132) == 4
     assert schemes.chunk_ranges(4096, 3, 128) == [(0, 1408), (1408, 2816), (2816, 4096)]
-    assert schemes.overlap_chunks(8192, 4096, (128, 128, 64), 132) == 4
+    assert [schemes.waves(r1 - r0, 2048, tile16, 132)
+            for r0, r1 in schemes.chunk_ranges(4096, 3, 128)] == [2, 2, 2]
+    assert schemes.overlap_chunks(4096, 2048, tile16, 132) == 4
+    assert schemes.overlap_chunks(4096, 2048, tile16, 132, most=3) == 2     # 2 + 2 waves
+    # n = 16384: 63 waves in one launch, 64 in four chunks (within 5%)
+    assert schemes.overlap_chunks(16384, 8192, tile16, 132) == 4
+    # a block of one wave: any chunking doubles the waves, so no overlap
+    assert schemes.overlap_chunks(1001, 516, tile16, 132) == 1
     assert schemes.overlap_chunks(4096, 2048, (64, 128, 8), 132) == 4
-    assert schemes.overlap_chunks(1001, 516, (128, 128, 64), 132) == 1
     assert schemes.chunk_ranges(37, 3) == schemes.split(37, 3)
     A, B = _inputs(np.float32, (40, 9, 7))
     sim = mcomm.SimWorld(1)
@@ -371,3 +379,18 @@ def test_solutions():
     assert three["times_ms"][three["best"]] < three["times_ms"][1]
     assert solutions.ex10_4()["passed"] == len(schemes.SCHEMES)
     assert all(k.startswith("ex10_") for k in solutions.values())
+
+
+def test_the_committed_run_cut_as_many_chunks_as_the_rule_takes():
+    """Chapter 10 explains the committed overlapped rows with the chunk rule of today's code."""
+    from lab.kernels import get_spec
+
+    data = results.load("multi_gpu", gpu=results.REFERENCE_GPU)
+    sms = data["provenance"]["sm_count"]
+    lapped = [r for r in data["rows"] if r.get("part") == "scheme"
+              and r["scheme"] == "column_overlap"]
+    assert len(lapped) >= 8
+    for r in lapped:
+        w = schemes.split(r["n"], r["world"])[0][1]
+        assert r["chunks"] == schemes.overlap_chunks(r["m"], w, get_spec(r["kernel"]).tile,
+                                                     sms), r

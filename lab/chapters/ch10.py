@@ -417,7 +417,8 @@ def measured_values() -> dict:
             "lap16_4096_tiles", "summa16_4096_compute", "summa16_4096_ratio",
             "lap32_exposed", "lap32_comm", "gat32_share", "lap32_ceiling", "misses_sizes",
             "holds_from", "sms", "lap16_4096_extra", "gat16_4096_comm", "one16_small_tflops",
-            "one16_next_tflops", "gat16_4096_compute_model")
+            "one16_next_tflops", "gat16_4096_compute_model", "lap16_4096_waves",
+            "gat16_4096_waves")
     try:
         data = _load()
     except results.ResultsMissing:
@@ -486,7 +487,12 @@ def measured_values() -> dict:
     from lab.kernels import get_spec
     bm, bn, _ = get_spec(KERNEL_OF["float16"]).tile
     rows_per_chunk = small // lap["chunks"]
-    v["lap16_4096_tiles"] = str(-(-rows_per_chunk // bm) * -(-(small // WORLD) // bn))
+    w = schemes.split(small, WORLD)[0][1]
+    v["lap16_4096_tiles"] = str(-(-rows_per_chunk // bm) * -(-w // bn))
+    sms = data["provenance"]["sm_count"]
+    v["lap16_4096_waves"] = str(sum(schemes.waves(r1 - r0, w, (bm, bn), sms)
+                                    for r0, r1 in schemes.chunk_ranges(small, lap["chunks"], bm)))
+    v["gat16_4096_waves"] = str(schemes.waves(small, w, (bm, bn), sms))
     v["lap16_4096_extra"] = _fmt_ms(lap["compute_ms"] - gat["compute_ms"])
     v["gat16_4096_comm"] = _fmt_ms(gat["comm_ms"])
     ones = sorted(_rows("one_gpu", data, dtype="float16"), key=lambda r: r["n"])

@@ -1,5 +1,6 @@
 """The "Running this course on your GPU" page: every experiment ``measure all`` runs, what it
-needs, its H200 estimate and, where the committed H200 file records it, the wall time it took."""
+needs, its H200 estimate, and what it took in the committed H200 run of ``measure all``
+(``lab/results/h200/measure_all.json``): seconds, and the seconds its process held the GPU."""
 from __future__ import annotations
 
 import re
@@ -37,44 +38,55 @@ def needs(name: str) -> str:
     return ", ".join(parts)
 
 
-def measured_seconds(name: str) -> float | None:
-    """Wall seconds of the committed H200 run of ``name`` (None where the file predates the
-    record, or does not exist)."""
-    try:
-        data = results.load(name, gpu=results.REFERENCE_GPU)
-    except results.ResultsMissing:
-        return None
-    return data["provenance"].get("wall_seconds")
+def run_record() -> dict:
+    """The committed H200 run of ``measure all`` (:data:`lab.__main__.RUN_RECORD`)."""
+    from lab.__main__ import RUN_RECORD
+
+    return results.load(RUN_RECORD, gpu=results.REFERENCE_GPU)
 
 
 def rows() -> list[dict]:
+    ran = {r["experiment"]: r for r in run_record()["rows"]}
     out = []
     for name in experiments.book_order():
         exp = experiments.info(name)
+        run = ran.get(name, {})
         out.append({"experiment": name, "chapter": exp.chapter, "measures": summary(name),
                     "needs": needs(name), "estimate_s": exp.estimate(),
                     "quick_s": exp.estimate(quick=True) if exp.quick else None,
-                    "measured_s": measured_seconds(name)})
+                    "run_s": run.get("seconds"), "held_s": run.get("gpu_held_s")})
     return out
 
 
 def table():
     return page.table(rows(), ["experiment", "chapter", "measures", "needs", "estimate_s",
-                               "quick_s", "measured_s"],
+                               "quick_s", "run_s", "held_s"],
                       {"estimate_s": "H200 estimate (s)", "quick_s": "with --quick (s)",
-                       "measured_s": "H200 run (s)"}, digits=3,
-                      source="estimates: each experiment module's H200_SECONDS; runs: "
-                             "provenance.wall_seconds of lab/results/h200/<experiment>.json, "
-                             "where that run recorded it")
+                       "run_s": "in measure all (s)", "held_s": "of which on the GPU (s)"},
+                      digits=3,
+                      source="estimates: each experiment module's H200_SECONDS (one at a "
+                             "time); the last two columns: lab/results/h200/measure_all.json, "
+                             "one run of all of them, four at a time")
 
 
 def totals() -> dict:
     r = rows()
     full = sum(x["estimate_s"] or 0 for x in r)
     quick = sum((x["quick_s"] if x["quick_s"] is not None else x["estimate_s"]) or 0 for x in r)
+    run = run_record()
+    wall = run["provenance"]["wall_seconds"]
+    held = sum(x["held_s"] or 0 for x in r)
+    wrote = [x for x in run["rows"] if x["status"] == "wrote"]
     return {"experiments": len(r), "total_min": tables.fmt(full / 60, 2),
             "quick_min": tables.fmt(quick / 60, 2),
-            "measured_count": sum(x["measured_s"] is not None for x in r)}
+            "run_min": tables.fmt(wall / 60, 3), "run_jobs": run["parameters"]["jobs"],
+            "run_serial_min": tables.fmt(sum(x["estimate_s"] or 0 for x in wrote) / 60, 3),
+            "run_wrote": len(wrote),
+            "run_skipped": ", ".join(x["experiment"] for x in run["rows"]
+                                     if x["status"] == "skipped") or "none",
+            "run_held_min": tables.fmt(held / 60, 2),
+            "run_held_share": f"{held / wall:.0%}",
+            "run_speedup": tables.fmt(sum(x["estimate_s"] or 0 for x in wrote) / wall, 2)}
 
 
 def glue():
