@@ -162,11 +162,12 @@ def line(row: dict) -> str:
 def merge(rows: list[dict], previous: dict | None, gpu: str) -> list[dict]:
     """``rows`` plus the rows of a previous ``notebooks`` file of the same GPU for notebooks
     this run did not execute (so a run split over several calls ends in one file), in the
-    book's order."""
+    book's order. A kept row keeps the date it was run (``ran``: its own, else its file's)."""
     if not previous or previous["provenance"].get("gpu") != gpu:
         return rows
     ran = {r["notebook"] for r in rows}
-    kept = [r for r in previous["rows"] if r["notebook"] not in ran]
+    kept = [{**r, "ran": r.get("ran") or previous["provenance"]["date"]}
+            for r in previous["rows"] if r["notebook"] not in ran]
     return sorted(rows + kept, key=lambda r: r["notebook"])
 
 
@@ -185,7 +186,7 @@ def save(rows: list[dict], *, command: str, parameters: dict, root: Path | None 
             previous = results.load_path(target)
         except results.ResultsError:
             previous = None
-    merged = merge(rows, previous, prov["gpu"])
+    merged = merge([{**r, "ran": prov["date"]} for r in rows], previous, prov["gpu"])
     params = {"runner": "pytest --nbval-lax, one process per notebook",
               "device_mode": device.MODE, "lab_gpu": os.environ.get("LAB_GPU"),
               "notebooks_this_run": [r["notebook"] for r in rows], **parameters}

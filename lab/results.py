@@ -98,6 +98,7 @@ ROW_TYPES: dict[str, Kind] = {
     "timing": TEXT, "what": TEXT, "when": TEXT, "roof": TEXT, "varies": TEXT, "tool": TEXT,
     "summary": TEXT, "check": TEXT, "limited_by": TEXT, "ncu_unit": TEXT, "notebook": TEXT,
     "twin_of": TEXT | NULL, "error": TEXT | NULL, "first_failure": TEXT | NULL,
+    "experiment": TEXT, "status": TEXT,
     # sizes and configuration
     "m": SIZE, "n": SIZE, "k": SIZE, "bm": SIZE, "bn": SIZE, "bk": SIZE, "wm": SIZE, "wn": SIZE,
     "patch": COUNT, "stages": SIZE, "group_m": SIZE, "threads": SIZE, "batch": SIZE,
@@ -168,6 +169,7 @@ PROVENANCE_TYPES: dict[str, Kind] = {
     "max_sm_clock_mhz": CLOCK | NULL, "sm_clock_after_mhz": CLOCK | NULL,
     "wall_seconds": NONNEG,
 }
+ROW_TYPES["ran"] = PROVENANCE_TYPES["date"]         # when a merged row was measured
 
 
 def type_of(field: str) -> Kind | None:

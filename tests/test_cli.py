@@ -389,10 +389,14 @@ def test_notebooks_file_is_a_valid_results_file_and_merges_split_runs(tmp_path):
     assert [r["notebook"] for r in data["rows"]] == ["00_a.ipynb", "01_b.ipynb"]
     # a second call re-runs one notebook: the other's row is kept, the re-run one replaced
     again = [dict(first[1], failed=0, passed=3, first_failure=None, seconds=9.0)]
+    later = {**prov, "date": "2031-01-02T03:04:05+00:00"}
     notebooks.save(again, command="python -m lab notebooks 01_b", root=tmp_path,
-                   provenance=prov, parameters={})
+                   provenance=later, parameters={})
     rows = {r["notebook"]: r for r in results.load_path(path)["rows"]}
     assert set(rows) == {"00_a.ipynb", "01_b.ipynb"} and rows["01_b.ipynb"]["seconds"] == 9.0
+    # each row says when it ran: the kept one its first run's date, the re-run one the new
+    assert rows["00_a.ipynb"]["ran"] == prov["date"] != later["date"]
+    assert rows["01_b.ipynb"]["ran"] == later["date"]
     # another GPU's earlier file is not merged into this one
     assert notebooks.merge(again, data, "NVIDIA Other GPU") == again
 
