@@ -56,12 +56,14 @@ def _cell_html(value, digits: int) -> tuple[str, bool]:
 
 def table(rows: Sequence[dict], columns: Sequence[str] | None = None,
           headers: dict | None = None, *, digits: int = 3, source: str | None = None,
-          title: str | None = None) -> _Output:
+          title: str | None = None, whole_words: Sequence[str] = ()) -> _Output:
     """A table of ``rows`` (dicts): HTML for the book, fixed-width text for nbval.
 
     ``columns`` picks and orders the fields, ``headers`` renames them (put units in the header:
     ``{"median_ms": "median (ms)"}``), ``source`` is a citation line printed under the table
-    (e.g. :func:`lab.results.source_line`), ``title`` a line above it.
+    (e.g. :func:`lab.results.source_line`), ``title`` a line above it. Cells may break inside a
+    word (a long kernel name must not widen the table past the column), except in the
+    ``whole_words`` columns (short names that read badly broken).
     """
     rows = list(rows)
     text = tables.render(rows, columns, headers, digits)
@@ -78,15 +80,17 @@ def table(rows: Sequence[dict], columns: Sequence[str] | None = None,
         out.append(f"<caption>{html.escape(title)}</caption>")
     heads = []
     first = [_cell_html(rows[0].get(c), digits) for c in columns]
+    def cls(c, numeric):
+        names = (["num"] if numeric else []) + (["whole"] if c in whole_words else [])
+        return f' class="{" ".join(names)}"' if names else ""
     for c, (_, numeric) in zip(columns, first):
-        cls = ' class="num"' if numeric else ""
-        heads.append(f"<th{cls}>{html.escape(str(headers.get(c, c)))}</th>")
+        heads.append(f"<th{cls(c, numeric)}>{html.escape(str(headers.get(c, c)))}</th>")
     out.append("<thead><tr>" + "".join(heads) + "</tr></thead><tbody>")
     for r in rows:
         tds = []
         for c in columns:
             cell, numeric = _cell_html(r.get(c), digits)
-            tds.append(f'<td class="num">{cell}</td>' if numeric else f"<td>{cell}</td>")
+            tds.append(f"<td{cls(c, numeric)}>{cell}</td>")
         out.append("<tr>" + "".join(tds) + "</tr>")
     out.append("</tbody></table>")
     if source:

@@ -61,12 +61,14 @@ def rows() -> list[dict]:
 def table():
     return page.table(rows(), ["experiment", "chapter", "measures", "needs", "estimate_s",
                                "quick_s", "run_s", "held_s"],
-                      {"estimate_s": "H200 estimate (s)", "quick_s": "with --quick (s)",
-                       "run_s": "in measure all (s)", "held_s": "of which on the GPU (s)"},
-                      digits=3,
-                      source="estimates: each experiment module's H200_SECONDS (one at a "
-                             "time); the last two columns: lab/results/h200/measure_all.json, "
-                             "one run of all of them, four at a time")
+                      {"chapter": "ch.", "estimate_s": "estimate (s)", "quick_s": "quick (s)",
+                       "run_s": "run (s)", "held_s": "on GPU (s)"},
+                      digits=3, whole_words=("experiment", "needs"),
+                      source="estimate: H200 seconds one at a time, each experiment module's "
+                             "H200_SECONDS (quick: with --quick); run: seconds in one whole "
+                             "measure all on the H200, four at a time, and on GPU: the seconds "
+                             "its process held the GPU in that run "
+                             "(lab/results/h200/measure_all.json)")
 
 
 def totals() -> dict:
