@@ -404,8 +404,8 @@ def save_run(summary: list[dict], *, jobs: int, quick: bool, command: str,
              root: Path | None, seconds: float) -> Path:
     """Record a ``measure all`` run as ``<root>/<gpu>/measure_all.json``: one row per
     experiment (status, seconds, H200 estimate, the seconds its process held and waited for
-    the GPU in a ``--jobs`` run, the file name it wrote or why it wrote none) and, in the provenance,
-    the whole run's wall time."""
+    the GPU in a ``--jobs`` run, the file name it wrote or why it wrote none) and, in the
+    provenance, the whole run's wall time."""
     rows = [{"experiment": r["experiment"], "status": r["status"],
              "seconds": r["seconds"], "estimate_s": r["estimate_s"],
              "gpu_held_s": r.get("gpu_held_s"), "gpu_waited_s": r.get("gpu_waited_s"),
