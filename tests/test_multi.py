@@ -62,9 +62,9 @@ def test_overlap_chunks_add_no_waves():
     # 512 tiles, four waves; four chunks of 128 tiles are one wave each (four), three chunks of
     # 176 and 168 tiles two waves each (six): four it is.
     tile16 = (128, 128, 64)
-    assert schemes.waves(4096, 2048, tile16, 132) == 4
+    assert model.waves(4096, 2048, 128, 128, 132) == 4
     assert schemes.chunk_ranges(4096, 3, 128) == [(0, 1408), (1408, 2816), (2816, 4096)]
-    assert [schemes.waves(r1 - r0, 2048, tile16, 132)
+    assert [model.waves(r1 - r0, 2048, 128, 128, 132)
             for r0, r1 in schemes.chunk_ranges(4096, 3, 128)] == [2, 2, 2]
     assert schemes.overlap_chunks(4096, 2048, tile16, 132) == 4
     assert schemes.overlap_chunks(4096, 2048, tile16, 132, most=3) == 2     # 2 + 2 waves

@@ -490,9 +490,9 @@ def measured_values() -> dict:
     w = schemes.split(small, WORLD)[0][1]
     v["lap16_4096_tiles"] = str(-(-rows_per_chunk // bm) * -(-w // bn))
     sms = data["provenance"]["sm_count"]
-    v["lap16_4096_waves"] = str(sum(schemes.waves(r1 - r0, w, (bm, bn), sms)
+    v["lap16_4096_waves"] = str(sum(model.waves(r1 - r0, w, bm, bn, sms)
                                     for r0, r1 in schemes.chunk_ranges(small, lap["chunks"], bm)))
-    v["gat16_4096_waves"] = str(schemes.waves(small, w, (bm, bn), sms))
+    v["gat16_4096_waves"] = str(model.waves(small, w, bm, bn, sms))
     v["lap16_4096_extra"] = _fmt_ms(lap["compute_ms"] - gat["compute_ms"])
     v["gat16_4096_comm"] = _fmt_ms(gat["comm_ms"])
     ones = sorted(_rows("one_gpu", data, dtype="float16"), key=lambda r: r["n"])

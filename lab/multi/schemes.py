@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from lab.model import waves
+
 #: The schemes in the order the chapter presents them.
 SCHEMES = ("column", "column_gather", "column_overlap", "row_allreduce", "row_reduce_scatter",
            "summa")
@@ -61,12 +63,6 @@ def chunk_ranges(m: int, chunks: int, row_tile: int = 1) -> list[tuple[int, int]
     return [(a * row_tile, min(m, b * row_tile)) for a, b in split(tiles, chunks)]
 
 
-def waves(rows: int, w: int, tile: tuple, sms: int) -> int:
-    """Waves of ``tile`` (BM × BN) blocks that one launch over a ``rows`` × ``w`` block of C
-    takes on ``sms`` SMs (one block per SM at a time)."""
-    return -(-(-(-rows // tile[0]) * -(-w // tile[1])) // sms)
-
-
 #: How many more waves than one launch ``column_overlap``'s chunks may take together.
 WAVE_SLACK = 0.05
 
@@ -79,11 +75,11 @@ def overlap_chunks(m: int, w: int, tile: tuple, sms: int, most: int = CHUNKS) ->
     tiles of 128 × 128 per GPU, four waves on 132 SMs in one launch, four in four chunks of 128
     tiles, but six in three chunks (176 and 168 tiles: two waves each). One chunk (no overlap)
     when even two would add more."""
-    whole = waves(m, w, tile, sms)
+    whole = waves(m, w, tile[0], tile[1], sms)
     for c in range(most, 1, -1):
         parts = chunk_ranges(m, c, tile[0])
-        if len(parts) == c and sum(waves(r1 - r0, w, tile, sms) for r0, r1 in parts) \
-                <= whole * (1 + WAVE_SLACK):
+        if len(parts) == c and sum(waves(r1 - r0, w, tile[0], tile[1], sms)
+                                   for r0, r1 in parts) <= whole * (1 + WAVE_SLACK):
             return c
     return 1
 
