@@ -396,10 +396,6 @@ def cmd_measure(args) -> int:
     return 0 if wrote and not failed else 1
 
 
-#: The results file in which ``measure all`` records the run itself.
-RUN_RECORD = "measure_all"
-
-
 def save_run(summary: list[dict], *, jobs: int, quick: bool, command: str,
              root: Path | None, seconds: float) -> Path:
     """Record a ``measure all`` run as ``<root>/<gpu>/measure_all.json``: one row per
@@ -412,8 +408,8 @@ def save_run(summary: list[dict], *, jobs: int, quick: bool, command: str,
              "note": Path(r["note"]).name if r["status"] == "wrote" else r["note"]}
             for r in summary]
     prov = {**device.provenance(), "wall_seconds": round(seconds, 1), "measure_jobs": jobs}
-    return results.save(RUN_RECORD, rows, command=command, provenance=prov, root=root,
-                        parameters={"jobs": jobs, "quick": quick,
+    return results.save(experiments.RUN_RECORD, rows, command=command, provenance=prov,
+                        root=root, parameters={"jobs": jobs, "quick": quick,
                                     "experiments": [r["experiment"] for r in summary]},
                         row_fields=["experiment", "status"],
                         notes="seconds: from the start of the experiment's process (or call) "

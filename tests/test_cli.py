@@ -78,7 +78,7 @@ def test_measure_all_covers_every_results_file_the_book_reads():
     committed = {p.stem for p in (results.RESULTS_DIR / results.REFERENCE_GPU).glob("*.json")}
     assert committed, "no committed reference results"
     missing = (committed - everything - set(experiments.HISTORICAL)
-               - {notebooks.EXPERIMENT, cli.RUN_RECORD})
+               - {notebooks.EXPERIMENT, experiments.RUN_RECORD})
     assert not missing, f"reference results no experiment re-makes: {sorted(missing)}"
     for name in experiments.HISTORICAL:
         assert name not in everything
@@ -120,7 +120,8 @@ def test_the_gpu_page_lists_every_experiment_with_its_estimate():
 
     rows = gpu.rows()
     assert [r["experiment"] for r in rows] == experiments.book_order()
-    run = {r["experiment"]: r for r in results.load(cli.RUN_RECORD, gpu="h200")["rows"]}
+    run = {r["experiment"]: r
+           for r in results.load(experiments.RUN_RECORD, gpu="h200")["rows"]}
     for r in rows:
         exp = experiments.info(r["experiment"])
         assert r["estimate_s"] == exp.h200_seconds and r["measures"], r

@@ -39,10 +39,8 @@ def needs(name: str) -> str:
 
 
 def run_record() -> dict:
-    """The committed H200 run of ``measure all`` (:data:`lab.__main__.RUN_RECORD`)."""
-    from lab.__main__ import RUN_RECORD
-
-    return results.load(RUN_RECORD, gpu=results.REFERENCE_GPU)
+    """The committed H200 run of ``measure all`` (:data:`lab.experiments.RUN_RECORD`)."""
+    return results.load(experiments.RUN_RECORD, gpu=results.REFERENCE_GPU)
 
 
 def rows() -> list[dict]:

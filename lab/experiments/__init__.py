@@ -28,6 +28,8 @@ from types import ModuleType
 #: Results files the chapters read that no experiment re-measures: kept as measured once.
 #: ``patch_sweep_int32`` is ``patch_sweep`` before the chapter 3 kernels used uint32 indices.
 HISTORICAL = ("patch_sweep_int32",)
+#: The results file in which ``measure all`` records the run itself (not an experiment).
+RUN_RECORD = "measure_all"
 
 #: Chapter given to an experiment module that declares none (runs last in ``measure all``).
 NO_CHAPTER = 99
