@@ -28,7 +28,7 @@ import math
 import re
 import textwrap
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from lab import tables
 
@@ -54,16 +54,25 @@ def _cell_html(value, digits: int) -> tuple[str, bool]:
     return html.escape(text), numeric or tables._numeric(text)
 
 
+#: A table of more rows than this shows only the rows its text discusses; all rows go below a fold.
+OPEN_ROWS = 15
+
+
 def table(rows: Sequence[dict], columns: Sequence[str] | None = None,
           headers: dict | None = None, *, digits: int = 3, source: str | None = None,
-          title: str | None = None, whole_words: Sequence[str] = ()) -> _Output:
+          title: str | None = None, whole_words: Sequence[str] = (),
+          show: Sequence[int] | Callable[[dict], bool] | None = None) -> _Output:
     """A table of ``rows`` (dicts): HTML for the book, fixed-width text for nbval.
 
     ``columns`` picks and orders the fields, ``headers`` renames them (put units in the header:
     ``{"median_ms": "median (ms)"}``), ``source`` is a citation line printed under the table
-    (e.g. :func:`lab.results.source_line`), ``title`` a line above it. Cells may break inside a
-    word (a long kernel name must not widen the table past the column), except in the
-    ``whole_words`` columns (short names that read badly broken).
+    (e.g. :func:`lab.results.source_line`), ``title`` a line above it. Words never break inside
+    a cell; a table wider than the column scrolls in its own box. ``whole_words`` is accepted for
+    older callers and changes nothing.
+
+    A table of more than :data:`OPEN_ROWS` rows shows open only the rows ``show`` picks (row
+    indices, or a predicate on the row) -- the ones the text discusses -- and puts every row
+    below a fold. ``show`` must pick at most :data:`OPEN_ROWS` rows.
     """
     rows = list(rows)
     text = tables.render(rows, columns, headers, digits)
@@ -75,28 +84,47 @@ def table(rows: Sequence[dict], columns: Sequence[str] | None = None,
         return _Output({"text/plain": text, "text/html": "<p><em>(no rows)</em></p>"})
     columns = list(columns or rows[0].keys())
     headers = headers or {}
-    out = ['<div class="lab-table-wrap"><table class="lab-table">']
+    if show is None:
+        shown = rows if len(rows) <= OPEN_ROWS else []
+    elif callable(show):
+        shown = [r for r in rows if show(r)]
+    else:
+        shown = [rows[i] for i in show]
+    if len(shown) > OPEN_ROWS:
+        raise ValueError(f"table {title or columns}: show picks {len(shown)} rows, more than "
+                         f"the {OPEN_ROWS} a table shows open; pick the rows the text discusses")
+    out = ['<div class="lab-table-wrap">']
+    if shown:
+        out.append(_table_html(shown, columns, headers, digits, title))
+    if len(shown) < len(rows):
+        what = f"All {len(rows)} rows" + (f" of {title}" if title and shown else "")
+        out.append(f'<details class="lab-fold"><summary>{html.escape(what)}</summary>'
+                   + _table_html(rows, columns, headers, digits, None if shown else title)
+                   + "</details>")
+    if source:
+        out.append(f'<p class="lab-source">{html.escape(source)}</p>')
+    out.append("</div>")
+    return _Output({"text/plain": text, "text/html": "".join(out)})
+
+
+def _table_html(rows: list[dict], columns: list[str], headers: dict, digits: int,
+                title: str | None) -> str:
+    out = ['<table class="lab-table">']
     if title:
         out.append(f"<caption>{html.escape(title)}</caption>")
-    heads = []
     first = [_cell_html(rows[0].get(c), digits) for c in columns]
-    def cls(c, numeric):
-        names = (["num"] if numeric else []) + (["whole"] if c in whole_words else [])
-        return f' class="{" ".join(names)}"' if names else ""
-    for c, (_, numeric) in zip(columns, first):
-        heads.append(f"<th{cls(c, numeric)}>{html.escape(str(headers.get(c, c)))}</th>")
+    num = ' class="num"'
+    heads = [f"<th{num if numeric else ''}>{html.escape(str(headers.get(c, c)))}</th>"
+             for c, (_, numeric) in zip(columns, first)]
     out.append("<thead><tr>" + "".join(heads) + "</tr></thead><tbody>")
     for r in rows:
         tds = []
         for c in columns:
             cell, numeric = _cell_html(r.get(c), digits)
-            tds.append(f"<td{cls(c, numeric)}>{cell}</td>")
+            tds.append(f"<td{num if numeric else ''}>{cell}</td>")
         out.append("<tr>" + "".join(tds) + "</tr>")
     out.append("</tbody></table>")
-    if source:
-        out.append(f'<p class="lab-source">{html.escape(source)}</p>')
-    out.append("</div>")
-    return _Output({"text/plain": text, "text/html": "".join(out)})
+    return "".join(out)
 
 
 # ----------------------------------------------------------------------------- source

@@ -130,8 +130,9 @@ def test_the_gpu_page_lists_every_experiment_with_its_estimate():
     assert sum(r["run_s"] is not None for r in rows) == int(gpu.totals()["run_wrote"]) > 0
     text = repr(gpu.table())
     assert all(f"{r['experiment']} " in text for r in rows)
-    html = gpu.table()._repr_mimebundle_()["text/html"]     # names are not broken mid-word
-    assert all(f'<td class="whole">{r["experiment"]}</td>' in html for r in rows)
+    html = gpu.table()._repr_mimebundle_()["text/html"]     # every row below the fold
+    assert all(f'<td>{r["experiment"]}</td>' in html for r in rows)
+    assert html.count("<tr>") == 1 + 5 + 1 + len(rows)      # five rows open, all folded
     total = sum(r["estimate_s"] for r in rows) / 60
     assert gpu.totals()["total_min"] == tables.fmt(total, 2)
 

@@ -59,10 +59,12 @@ def rows() -> list[dict]:
 def table():
     columns = ["experiment", "chapter", "measures", "needs", "estimate_s", "quick_s", "run_s",
                "held_s"]
-    return page.table(rows(), columns,
+    every = rows()
+    slowest = sorted(range(len(every)), key=lambda i: -every[i]["estimate_s"])[:5]
+    return page.table(every, columns,
                       {"chapter": "ch.", "estimate_s": "estimate (s)", "quick_s": "quick (s)",
                        "run_s": "run (s)", "held_s": "on GPU (s)"},
-                      digits=3, whole_words=[c for c in columns if c != "measures"],
+                      digits=3, show=sorted(slowest),
                       source="estimate: H200 seconds one at a time, each experiment module's "
                              "H200_SECONDS (quick: with --quick); run: seconds in one whole "
                              "measure all on the H200, four at a time, and on GPU: the seconds "
