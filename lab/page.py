@@ -36,11 +36,12 @@ from lab import tables
 class _Output:
     """An object IPython displays through its mime bundle (``_repr_mimebundle_``)."""
 
-    def __init__(self, bundle: dict):
+    def __init__(self, bundle: dict, metadata: dict | None = None):
         self._bundle = bundle
+        self._metadata = metadata
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        return self._bundle
+        return (self._bundle, self._metadata) if self._metadata else self._bundle
 
     def __repr__(self) -> str:  # what a terminal (or print) shows
         return self._bundle.get("text/plain", "")
@@ -236,6 +237,9 @@ def figure_data(fig) -> list[str]:
 def figure(fig, *, dpi: int = 110) -> _Output:
     """Show a matplotlib figure as a PNG; nbval compares a digest of the data it plots.
 
+    The PNG is drawn at twice ``dpi`` and shown at the size ``dpi`` gives, so it stays sharp on
+    high-density screens and when the browser scales it to the column.
+
     The plain-text form names how many series and points the figure has and a hash of every
     rounded value and label (:func:`figure_data`), so a changed number that appears only in a
     figure fails the cell's check. The figure is closed after rendering.
@@ -248,11 +252,13 @@ def figure(fig, *, dpi: int = 110) -> _Output:
     digest = hashlib.sha256("\n".join(data).encode()).hexdigest()[:16]
     series = sum(1 for ln in data if not ln.startswith("axes"))
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    fig.savefig(buf, format="png", dpi=2 * dpi, bbox_inches="tight")
     plt.close(fig)
+    width = int.from_bytes(buf.getvalue()[16:20], "big") // 2   # the PNG header's width
     text = f"[figure: {len(fig.axes)} axes, {series} series/labels, data sha256 {digest}]"
     return _Output({"text/plain": text,
-                    "image/png": base64.b64encode(buf.getvalue()).decode()})
+                    "image/png": base64.b64encode(buf.getvalue()).decode()},
+                   {"image/png": {"width": f"{width}px"}})
 
 
 # ----------------------------------------------------------------------------- prose values
