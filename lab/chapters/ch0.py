@@ -169,9 +169,9 @@ def roofline_figure():
 
 def measure_here():
     """On a GPU: re-measure the FMA and streaming-read roofs briefly (a few seconds) and return
-    them as a table beside the H200 reference. Without a GPU: print one line, return None."""
+    them as a table beside the H200 reference. Without a GPU: nothing (the introduction says
+    once what the simulator skips)."""
     if not device.GPU:
-        print("No GPU in this run: nothing measured here.")
         return None
     from numba import cuda
 

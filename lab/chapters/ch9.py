@@ -73,11 +73,6 @@ def layer_table():
                       {"in": "A, B", "out": "C"})
 
 
-def provider_source():
-    """The Provider record every entry of the registry fills."""
-    return page.source(providers, "provider")
-
-
 def triton_source():
     """Our Triton kernel, from lab/triton_gemm.py (read, not imported: it needs Triton)."""
     from pathlib import Path
@@ -87,15 +82,13 @@ def triton_source():
 
 def check_here() -> None:
     """Check every provider of the chapter that runs here against float64 — on a GPU at an
-    odd and a round shape, in the simulator at one small odd shape — and print one line each
-    for those that cannot run here."""
+    odd and a round shape, in the simulator at one small odd shape; those that cannot run here
+    are left out (the introduction says once what the simulator skips)."""
     from lab import device
 
     shapes = CHECK_SHAPES if device.GPU else ((33, 17, 9),)
     for name in FP16 + FP32:
-        why = providers.get(name).reason()
-        if why is not None:
-            print(why)
+        if providers.get(name).reason() is not None:
             continue
         for shape in shapes:
             print(bench.check(name, *shape).line())
