@@ -254,7 +254,7 @@ def _measure_side_by_side(todo: list, jobs: int, *, root: Path | None, slug: str
     from lab import gpulock
 
     with tempfile.TemporaryDirectory(prefix="lab-measure-") as tmp:
-        lock = os.path.join(tmp, "gpu.lock")
+        lock = gpulock.folder_lock((root or results.RESULTS_DIR) / slug)
         env = dict(os.environ, LAB_MEASURE_COMMAND=command, LAB_MEASURE_JOBS=str(jobs))
         # the longest first, so the last to start are short and the run ends together
         pending = sorted(todo, key=lambda t: -(t[0]["estimate_s"] or 0))
@@ -356,6 +356,10 @@ def cmd_measure(args) -> int:
               "GPU (one process at a time launches, copies or times); the estimate is for one "
               "at a time (on the H200, four at a time took half as long; --jobs 1 for one at "
               "a time)", flush=True)
+    if lock is None and jobs == 1:           # a serial run takes turns with any other run
+        from lab import gpulock
+
+        lock = gpulock.share(gpulock.folder_lock((root or results.RESULTS_DIR) / slug))
     command = os.environ.get("LAB_MEASURE_COMMAND") or _command(args.argv)
     summary = []
     started = time.perf_counter()
