@@ -2,7 +2,7 @@
 
 * ``list`` — the registered kernels and the experiments (chapter, tools needed, time estimate).
 * ``check [KERNEL ...]`` — every registered kernel (or those named) against float64 on this
-  device, on fresh random inputs at shapes derived from its block tile (``bench.shapes_for``).
+  device, on fresh random inputs at shapes derived from its block tile (``lab.kernels.shapes_for``).
   A kernel this device cannot run (the simulator and inline PTX; a GPU outside the kernel's
   compute capabilities) is skipped with one line saying why. Exit status 1 on any failure, and
   when nothing at all was checked.
@@ -124,7 +124,7 @@ def cmd_check(args) -> int:
         shapes = bench.shapes_for(spec, gpu=device.GPU)
         bad = 0
         for m, n, k in shapes:
-            verdict = kernels.check_kernel(spec.name, m, n, k)
+            verdict = bench.check(spec.name, m, n, k)
             bad += not verdict.passed
             if not verdict.passed or args.verbose:
                 print(verdict.line())
@@ -156,10 +156,10 @@ def cmd_compile(args) -> int:
         # twins (nvcc), so that a machine without nvcc reads them from the committed file
         from lab import twins
 
-        compiler.prefetch(compiler.book_extras())
+        compiler.prefetch(kernels.TEACHING)
         for name in twins.TWINS:
             twins.compile_report(name)
-        print(f"also: {len(compiler.book_extras())} unregistered kernels, "
+        print(f"also: {len(kernels.TEACHING)} unregistered kernels, "
               f"{len(twins.TWINS)} CUDA C twins")
     return 0
 

@@ -51,6 +51,7 @@ class CompileReport:
     loop_mix: dict = field(default_factory=dict)   # opcode -> count, hottest loop
     sass: str = field(default="", repr=False)
     ptx: str = field(default="", repr=False)
+    warnings: list = field(default_factory=list, repr=False)   # ptxas's warnings and notes
 
     def summary(self) -> dict:
         loop = self.loop_mix
@@ -163,7 +164,9 @@ def hottest_loop(instrs, labels) -> list:
 def compile_function(py_func, signature: str, kernel: str = "?", cc: tuple = ARCH,
                      launch_bounds=None) -> CompileReport:
     """PTX → cubin → SASS for one kernel function (needs real numba-cuda, no GPU), for ``cc``
-    (``(9, 0, "a")`` builds ``sm_90a``, which wgmma and setmaxnreg need)."""
+    (``(9, 0, "a")`` builds ``sm_90a``, which wgmma and setmaxnreg need). ``warnings`` keeps
+    ptxas's warnings and performance notes (e.g. C7508, a ``setmaxnreg`` it ignored); PTX that
+    does not assemble raises RuntimeError with ptxas's message."""
     from numba import cuda
 
     ptx, _ = cuda.compile_ptx(py_func, signature, cc=cc, lineinfo=False,
@@ -180,9 +183,12 @@ def compile_function(py_func, signature: str, kernel: str = "?", cc: tuple = ARC
         sass = subprocess.run([tool("nvdisasm"), "-c", str(cubin)], capture_output=True,
                               text=True, check=True).stdout
     instrs, labels = parse_sass(sass)
+    warnings = [ln for ln in (run.stderr + run.stdout).splitlines()
+                if "warning" in ln.lower() or "performance" in ln.lower()]
     return CompileReport(kernel=kernel, function=py_func.__name__, **facts,
                          instructions=len(instrs), mix=mix_of(instrs),
-                         loop_mix=mix_of(hottest_loop(instrs, labels)), sass=sass, ptx=ptx)
+                         loop_mix=mix_of(hottest_loop(instrs, labels)), sass=sass, ptx=ptx,
+                         warnings=warnings)
 
 
 def _report_in_process(name: str) -> list[CompileReport]:
@@ -285,7 +291,7 @@ def _cache_put(kind: str, name: str, value) -> None:
 # machine's own NVVM or ptxas may differ from the pinned wheels). When the sources change the
 # file is stale and facts are compiled live; ``tests/test_facts.py`` fails until the file is
 # recorded again:  LAB_FACTS=record python -m lab compile  (every registered kernel, every
-# CUDA C twin and the chapters' extra kernels of :func:`book_extras`).
+# CUDA C twin and the teaching kernels of :data:`lab.kernels.TEACHING`).
 
 FACTS_FILE = Path(__file__).resolve().parent / "facts" / "compiler.json"
 
@@ -333,14 +339,6 @@ def pinned_toolchain() -> dict:
         if m and m.group(1).lower() in pins:
             pins[m.group(1).lower()] = m.group(2)
     return pins
-
-
-def book_extras() -> list[str]:
-    """The kernels outside the registry whose facts the book prints: chapter 0's FMA chains and
-    chapter 3's signed-index builds (``module:function``)."""
-    from lab.chapters import ch0, ch3
-
-    return [ch0.FMA_KERNEL, *ch3.SIGNED.values()]
 
 
 def _recording() -> bool:

@@ -523,7 +523,7 @@ def measure_here(kernels=MAPPINGS, *, tflops: bool = False):
     here = gpu_label(device.provenance()["gpu"] or "this GPU")
     rows = []
     for kernel in kernels:
-        live = bench.time_kernel(kernel, 1024, 1024, 1024, repeats=10)
+        live = bench.time(kernel, 1024, 1024, 1024, repeats=10)
         rows.append({"kernel": kernel, "here": live["median_ms"], "tflops": live["tflops"],
                      "ref": ref[(kernel, 1024)]["median_ms"]})
     columns = ["kernel", "here", "tflops", "ref"] if tflops else ["kernel", "here", "ref"]

@@ -71,13 +71,6 @@ def report(target: str) -> compiler.CompileReport:
     return compiler.report(name)[1 if which == "edges" else 0]
 
 
-def occupancy(registers: int, shared_bytes: int, threads: int = BLOCK_THREADS) -> dict:
-    """Blocks and warps per SM the sm_90 limits allow (``lab.experiments.patch_sweep``)."""
-    from lab.experiments.patch_sweep import occupancy as sm90_occupancy
-
-    return sm90_occupancy(registers, shared_bytes, threads)
-
-
 def loop_counts(r: compiler.CompileReport) -> dict:
     """Instructions, FFMA, FFMA share and shared-memory loads of a report's hottest loop."""
     loop = r.loop_mix
@@ -94,7 +87,7 @@ def compiler_rows(signed: bool = False) -> list[dict]:
     rows = []
     for name in KERNELS:
         r = report(SIGNED[name] if signed else name)
-        occ = occupancy(r.registers, r.shared_bytes)
+        occ = model.occupancy(BLOCK_THREADS, r.registers, r.shared_bytes)
         rows.append({"kernel": name, "registers": r.registers, "spills": r.spill_stores,
                      "stack": r.stack_bytes, "shared": r.shared_bytes,
                      "blocks": occ["blocks_per_sm"], "warps": occ["warps_per_sm"],
@@ -585,19 +578,18 @@ def values() -> dict:
     v["size"] = str(params["size"])
     v["check_shapes"] = " and ".join(
         f"{m}³" if m == n == k else f"{m} × {n} × {k}" for m, n, k in params["check_shapes"])
-    from lab.experiments.patch_sweep import SM90
-    v["sm90_regs"] = f"{SM90['regs']:,}"
-    v["sm90_warps"] = str(SM90["max_warps"])
+    v["sm90_regs"] = f"{model.SM90_LIMITS['registers']:,}"
+    v["sm90_warps"] = str(model.SM90_LIMITS["threads"] // 32)
     v["banks"], v["bank_bytes"] = str(BANKS), str(BANK_BYTES)
     if p8["tflops"] >= p4["tflops"]:
         v["p8_story"] = (f"The 8 × 8 patch wins. It keeps {p8['warps_per_sm']} warps per SM "
-                         f"against `patch4`'s {p4['warps_per_sm']}, and that is enough: each "
-                         f"warp's loop is {rows['patch8']['share']:.2f} FFMA (`patch4`: "
+                         f"against patch4's {p4['warps_per_sm']}, and that is enough: each "
+                         f"warp's loop is {rows['patch8']['share']:.2f} FFMA (patch4: "
                          f"{rows['patch4']['share']:.2f}), and its 64 independent accumulators "
                          "cover the shared-load latency inside the warp")
     else:
         v["p8_story"] = (f"The 8 × 8 patch loses. Its registers leave it {p8['warps_per_sm']} "
-                         f"warps per SM against `patch4`'s {p4['warps_per_sm']}, too few to "
+                         f"warps per SM against patch4's {p4['warps_per_sm']}, too few to "
                          "cover the latency of its shared loads and barriers, whatever its "
                          "loop's FFMA share")
     return v

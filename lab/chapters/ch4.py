@@ -175,7 +175,7 @@ def compiler_rows() -> list[dict]:
     for target in COMPILED:
         name = target.split("#")[0]
         r = ch3.report(target)
-        occ = ch3.occupancy(r.registers, r.shared_bytes, _threads(name))
+        occ = model.occupancy(_threads(name), r.registers, r.shared_bytes)
         rows.append({"kernel": name + (" (edges)" if "#" in target else ""),
                      "registers": r.registers, "spills": r.spill_stores + r.stack_bytes,
                      "warps": occ["warps_per_sm"], "blocks": occ["blocks_per_sm"],
@@ -367,8 +367,9 @@ def tune_rows() -> list[dict]:
 def tune_table():
     """:func:`tune_rows` as a table (launch bounds: the minimum blocks per SM asked of ptxas)."""
     rows = [dict(r, lb=r["lb"] or None) for r in tune_rows()]
+    best = sorted(range(len(rows)), key=lambda i: -rows[i]["pct"])[:8]
     return page.table(rows, ["block", "warp", "patch", "lb", "regs", "blocks", "pct"],
-                      {"block": "block tile", "warp": "warp tile", "lb": "launch bounds",
+                      show=sorted(best), headers={"block": "block tile", "warp": "warp tile", "lb": "launch bounds",
                        "blocks": "blocks/SM", "pct": "% cuBLAS"},
                       source=results.source_line("fp32_tune"))
 
@@ -520,8 +521,7 @@ def values() -> dict:
                           "is not (re-register it from the table)")
     v["bk8_best_pct"] = f"{max(r['pct'] for r in tune if r['bk'] == 8):.1f}%"
     v["bk16_best_pct"] = f"{max(r['pct'] for r in tune if r['bk'] == 16):.1f}%"
-    from lab.experiments.patch_sweep import SM90
-    v["reg_limit_2x256"] = str(SM90["regs"] // (2 * 256))
+    v["reg_limit_2x256"] = str(model.SM90_LIMITS["registers"] // (2 * 256))
     v["vec_warps"] = str(vec["warps"])
     la = wcfg.BM * wcfg.BK // 4 // wcfg.threads
     v["a_stores"] = str(4 * la)

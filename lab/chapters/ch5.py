@@ -141,7 +141,7 @@ def measure_here() -> None:
     if not ok:
         print(f"Nothing timed here: {why}.")
         return
-    here = bench.time_kernel("tc_fp16", 4096, 4096, 4096, repeats=10)
+    here = bench.time("tc_fp16", 4096, 4096, 4096, repeats=10)
     ref = _ladder(results.REFERENCE_GPU)["tc_fp16"]
     name = gpu_label(device.provenance()["gpu"] or "this GPU")
     print(f"{name} (now): tc_fp16 at 4096³ {here['tflops']:.0f} TFLOP/s "
