@@ -134,10 +134,12 @@ def group_order(names: list[str], index: int) -> list[str]:
 
 # ----------------------------------------------------------------------------- ncu output
 
-_SCALE = {"byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "Tbyte": 1e12,
-          "nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3, "second": 1e6,
-          "cycle/nsecond": 1e3, "cycle/usecond": 1.0, "cycle/msecond": 1e-3,
-          "cycle/second": 1e-6, "Hz": 1e-6, "KHz": 1e-3, "MHz": 1.0, "GHz": 1e3}
+_SCALE = {"byte": 1, "kbyte": 1e3, "mbyte": 1e6, "gbyte": 1e9, "tbyte": 1e12,
+          "ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3, "msecond": 1e3,
+          "s": 1e6, "second": 1e6, "cycle/nsecond": 1e3, "cycle/usecond": 1.0,
+          "cycle/msecond": 1e-3, "cycle/second": 1e-6, "hz": 1e-6, "khz": 1e-3, "mhz": 1.0,
+          "ghz": 1e3}
+
 #: Fields whose raw metric is converted with :data:`_SCALE` (to µs or MHz or bytes).
 _SCALED = {"duration_us", "sm_mhz", "dram_read_bytes", "dram_write_bytes", "l2_bytes",
            "l2_to_sm_bytes"}
@@ -211,7 +213,7 @@ def profile_row(name: str, group: list[dict]) -> dict:
             continue
         value = vals[metric]
         if field in _SCALED:
-            scale = _SCALE.get(units.get(metric, "").strip())
+            scale = _SCALE.get(units.get(metric, "").strip().lower())
             if scale is None:
                 row[field] = None
                 row.setdefault("unknown_units", []).append(f"{metric} [{units.get(metric)}]")
