@@ -63,9 +63,15 @@ def _two_gpus() -> str | None:
     return missing(world=2)
 
 
+def _sgemm_cuda() -> str | None:
+    from lab.experiments.sgemm_cuda import missing
+
+    return missing()
+
+
 #: Tool name -> a function returning None when the tool is here, else why it is missing.
 TOOLS = {"cupy": _cupy, "ncu": _ncu, "compute-sanitizer": _sanitizer,
-         "torch-nccl-2gpu": _two_gpus}
+         "torch-nccl-2gpu": _two_gpus, "sgemm-cuda": _sgemm_cuda}
 
 
 @dataclass(frozen=True)
