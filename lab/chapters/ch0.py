@@ -234,6 +234,8 @@ def values() -> dict:
         "unroll": str(roofline.UNROLL),
         "fma_block": str(params["fma_block"]),
         "fma_blocks_per_sm": str(params["fma_blocks_per_sm"]),
+        "fma_resident_blocks": str(model.SM90_LIMITS["threads"] // params["fma_block"]),
+        "sm_threads": f"{model.SM90_LIMITS['threads']:,}",
         "loop_ffma": str(loop.get("FFMA", 0)),
         "loop_other": str(loop_total - loop.get("FFMA", 0)),
         "loop_other_mix": ", ".join(f"{op} ×{n}" for op, n in other.items()),

@@ -191,7 +191,7 @@ def measured_table(dtype: str = "float16"):
     except results.ResultsMissing as exc:
         return _Text(not_measured(exc))
     return page.table(rows, ["n", "scheme", "ms", "spread", "per_gpu", "speedup", "eff"],
-                      {"ms": "median (ms)", "spread": "min–max (ms)",
+                      show=lambda r: r["n"] in (4096, 16384), headers={"ms": "median (ms)", "spread": "min–max (ms)",
                        "per_gpu": "TFLOP/s per GPU", "speedup": "× one GPU",
                        "eff": "efficiency"},
                       title=f"{dtype} inputs, {KERNEL_OF[dtype]} on each GPU",
@@ -209,7 +209,8 @@ def share_table(dtype: str = "float16"):
             "share": r["comm_share"]} for r in rows if r["scheme"] != "column"]
     return page.table(sorted(out, key=lambda r: r["n"]),
                       ["n", "scheme", "compute", "comm", "whole", "exposed", "share"],
-                      {"compute": "compute alone (ms)", "comm": "comm alone (ms)",
+                      show=lambda r: r["n"] in (4096, 16384),
+                      headers={"compute": "compute alone (ms)", "comm": "comm alone (ms)",
                        "whole": "whole (ms)", "exposed": "not hidden (ms)",
                        "share": "comm / whole"}, source=results.source_line(EXPERIMENT))
 
@@ -247,8 +248,12 @@ def bandwidth_table():
         return _Text(not_measured(exc))
     out = [{"what": r["what"], "mib": r["bytes"] / 2**20, "ms": r["median_ms"],
             "alg": r["algbw_gbps"], "bus": r["busbw_gbps"]} for r in rows]
-    return page.table(out, ["what", "mib", "ms", "alg", "bus"],
-                      {"what": "collective", "mib": "buffer (MiB)", "ms": "median (ms)",
+    largest = {}
+    for i, r in enumerate(out):
+        if r["mib"] >= out[largest.get(r["what"], i)]["mib"]:
+            largest[r["what"]] = i
+    return page.table(out, ["what", "mib", "ms", "alg", "bus"], show=sorted(largest.values()),
+                      headers={"what": "collective", "mib": "buffer (MiB)", "ms": "median (ms)",
                        "alg": "algbw (GB/s)", "bus": "busbw (GB/s)"},
                       source=results.source_line(EXPERIMENT))
 
@@ -314,7 +319,8 @@ def model_table():
         return _Text(not_measured(exc))
     return page.table(rows, ["dtype", "n", "scheme", "measured", "model", "miss", "within",
                              "compute", "compute_model", "comm", "comm_model"],
-                      {"measured": "measured (ms)", "model": "model (ms)",
+                      show=lambda r: r["within"] != "yes",
+                      headers={"measured": "measured (ms)", "model": "model (ms)",
                        "miss": "model / measured − 1", "within": f"within {GOAL:.0%}",
                        "compute": "compute alone, measured", "compute_model": "… model",
                        "comm": "comm alone, measured", "comm_model": "… model"},
