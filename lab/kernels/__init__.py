@@ -133,19 +133,32 @@ def shapes_for(spec, *, gpu: bool) -> list[tuple[int, int, int]]:
     Always (small enough for the simulator): 1×1×1; ``(BM+1, BN+1, BK+1)`` — a second block row
     and a second block column that hold one row/column each, a tail in every dimension and a
     second, partial k-step; ``(2·BM, BN, 2·BK)`` — round (the unchecked path where a kernel has
-    one), two block rows, two full k-steps. With ``gpu=True`` also odd shapes just past two tiles
-    (a third block row with three k-steps; a third block column with K inside one step; both at
-    once) and two large ones, odd and round.
+    one), two block rows, two full k-steps; mixed edges, round in two dimensions and ragged in
+    the third — ``(BM, BN, BK+1)``, ``(BM, BN+1, BK)``, ``(BM+1, BN, BK)`` — so that a kernel
+    which takes a fast path when "the shape fits" is caught if its test forgets a dimension;
+    for a split-K launch (``spec.launch.splits`` = s), a K of p k-steps, p the first prime
+    above s, its last one partial, so the slices (⌈p/s⌉ steps each) do not divide the k-steps
+    and the last slice is short. With ``gpu=True`` also odd shapes just past two tiles (a third
+    block row with three k-steps; a third block column with K inside one step; both at once),
+    mixed edges past two tiles, and two large ones, odd and round.
     """
     if not isinstance(spec, KernelSpec):
         raise TypeError(f"shapes_for takes a KernelSpec, got {type(spec).__name__}")
     if spec.tile is None:
         raise ValueError(f"kernel {spec.name!r} declares no block tile")
     bm, bn, bk = spec.tile
-    shapes = [(1, 1, 1), (bm + 1, bn + 1, bk + 1), (2 * bm, bn, 2 * bk)]
+    shapes = [(1, 1, 1), (bm + 1, bn + 1, bk + 1), (2 * bm, bn, 2 * bk),
+              (bm, bn, bk + 1), (bm, bn + 1, bk), (bm + 1, bn, bk)]
+    splits = getattr(spec.launch, "splits", 1)
+    if splits > 1:
+        steps = next(p for p in range(splits + 1, 4 * splits + 4)
+                     if all(p % d for d in range(2, p)))
+        shapes.append((bm, bn, (steps - 1) * bk + 1))
     if gpu:
         shapes += [(2 * bm + 1, 3, 2 * bk + 1), (5, 2 * bn + 1, bk // 2 + 1),
-                   (2 * bm + 1, 2 * bn + 1, 2 * bk + 1), (1000, 1030, 999), (1024, 1024, 1024)]
+                   (2 * bm + 1, 2 * bn + 1, 2 * bk + 1),
+                   (2 * bm, 2 * bn, 3 * bk + 1), (2 * bm, 2 * bn + 1, 3 * bk),
+                   (2 * bm + 1, 2 * bn, 3 * bk), (1000, 1030, 999), (1024, 1024, 1024)]
     return list(dict.fromkeys(shapes))
 
 
