@@ -1,0 +1,62 @@
+"""Section 1, the result: every rung against cuBLAS at 4096³ and 8192³, FP16 and BF16, as the
+median over three processes with the range they spanned."""
+from __future__ import annotations
+
+from lab import page, plots, results
+from lab.chapters.ch7 import common
+
+LABELS = {"tc": "ch. 5\nmma.sync", "wgmma_cpasync": "1 wgmma", "wgmma_tma": "2 TMA",
+          "wgmma_2wg": "3 two WGs", "wgmma_ws": "4 producer", "wgmma_persistent": "5 persistent",
+          "wgmma_pingpong": "6 ping-pong", "wgmma_tmastore": "7 TMA store",
+          "wgmma_cluster": "8 cluster"}
+
+
+def ladder_figure():
+    """Each rung's median ratio to cuBLAS (same type, size and process) with the lowest and
+    highest of the three processes as error bars."""
+    fig, ax = plots.axes("The Hopper ladder on the H200 (median of 3 processes, range as bars)",
+                         "rung", "× cuBLAS (same input type, same process)", size=(9.0, 4.2))
+    names = list(LABELS)
+    for (size, kind), color in zip([(4096, "fp16"), (4096, "bf16"), (8192, "fp16"),
+                                    (8192, "bf16")], ["C0", "C1", "C2", "C3"]):
+        rows = [common.summary(f"{k}_{kind}", size) for k in names]
+        mid = [r["ratio_to_cublas"] for r in rows]
+        err = [[m - r["ratio_min"] for m, r in zip(mid, rows)],
+               [r["ratio_max"] - m for m, r in zip(mid, rows)]]
+        ax.errorbar([i + 0.08 * (size == 8192) for i in range(len(names))], mid, yerr=err,
+                    color=color, capsize=2, label=f"{kind.upper()}, {size}³", **plots.OURS)
+    ax.axhline(1.0, color="0.3", linestyle=":", linewidth=1.2)
+    ax.set_xticks(range(len(names)), [LABELS[k] for k in names], fontsize=8)
+    ax.set_ylim(0.4, 1.08)
+    return plots.finish(fig, ax)
+
+
+def headline_table():
+    """Rung 7 and rung 8 against cuBLAS at both sizes and types (medians, ranges)."""
+    rows = []
+    for size in common.SIZES:
+        for kind in ("fp16", "bf16"):
+            for rung in ("wgmma_tmastore", "wgmma_cluster"):
+                r = common.summary(f"{rung}_{kind}", size)
+                ref = common.summary(f"cublas_{kind}", size)
+                rows.append({"size": f"{size}³", "type": kind.upper(),
+                             "rung": f"{common.NUMBER[rung]} {rung}", "TFLOP/s": r["tflops"],
+                             "cuBLAS TFLOP/s": ref["tflops"], "× cuBLAS": r["ratio_to_cublas"],
+                             "range over processes": common.spread(r)})
+    return page.table(rows, digits=3, source=results.source_line("hopper_profile"))
+
+
+def values() -> dict:
+    """The numbers the summary and the result paragraph quote."""
+    t7 = common.summary("wgmma_tmastore_fp16", 4096)
+    c8 = common.summary("wgmma_cluster_fp16", 8192)
+    b8 = common.summary("wgmma_cluster_bf16", 8192)
+    every7 = [common.summary(f"wgmma_tmastore_{k}", s) for s in common.SIZES
+              for k in ("fp16", "bf16")]
+    return {"result_tmastore_fp16_4096": f"{t7['ratio_to_cublas']:.3f}",
+            "result_tmastore_fp16_4096_range": common.spread(t7),
+            "result_tmastore_lowest": f"{min(r['ratio_to_cublas'] for r in every7):.3f}",
+            "result_cluster_fp16_8192": f"{c8['ratio_to_cublas']:.3f}",
+            "result_cluster_fp16_8192_range": common.spread(c8),
+            "result_cluster_bf16_8192": f"{b8['ratio_to_cublas']:.3f}",
+            "result_processes": str(common.profile_data()["parameters"]["processes"])}
