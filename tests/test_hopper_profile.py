@@ -138,3 +138,13 @@ def test_assemble_from_logs_gives_a_valid_results_file(tmp_path):
 def test_the_experiment_is_registered_for_chapter_7():
     info = experiments.info("hopper_profile")
     assert info.chapter == 7 and "cupy" in info.needs
+
+
+def test_wait_all_kills_a_child_past_its_time():
+    import subprocess
+    import sys
+
+    quick = subprocess.Popen([sys.executable, "-c", "pass"])
+    slow = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    status = hp.wait_all([("quick", quick), ("slow", slow)], lambda x, desc: x, timeout_s=3)
+    assert status["quick"] == "0" and status["slow"].startswith("killed")

@@ -195,10 +195,10 @@ def split_by_marker(launches: list[dict], names: list[str]) -> dict[str, list[di
     return {name: group for name, group in zip(names, groups)}
 
 
-def profile_row(name: str, group: list[dict]) -> dict:
+def profile_row(name: str, group: list[dict], dtype: str = "float16") -> dict:
     """One ``profile`` row from the launches of ``name`` (the longest one, for cuBLAS's)."""
     row = {"part": "profile", "kernel": name, "m": PROFILE_N, "n": PROFILE_N, "k": PROFILE_N,
-           "dtype": "float16", "error": None}
+           "dtype": dtype, "error": None}
     if not group:
         row["error"] = "no profiled launch"
         return row
@@ -288,11 +288,16 @@ def _launcher(name: str, d_a, d_b, d_c):
     return lambda: spec.launch(d_a, d_b, d_c)
 
 
+#: Input kind -> (host dtype of the inputs, the dtype name rows carry).
+INPUTS = {"fp16": (np.float16, "float16"), "bf16": (np.uint16, "bfloat16"),
+          "fp32": (np.float32, "float32")}
+
+
 def _dtype(kind: str):
-    return np.float16 if kind == "fp16" else np.uint16
+    return INPUTS[kind][0]
 
 
-def profile_child(lock_path: str, names: list[str]) -> None:
+def profile_child(lock_path: str, names: list[str], kind: str = "fp16") -> None:
     """Under ncu: compile, take the GPU, then launch the marker and each kernel once."""
     from numba import cuda, float32
 
@@ -304,7 +309,7 @@ def profile_child(lock_path: str, names: list[str]) -> None:
     def profile_marker(out):
         out[0] = float32(1)
 
-    a, b = bench.random_inputs(PROFILE_N, PROFILE_N, PROFILE_N, np.float16,
+    a, b = bench.random_inputs(PROFILE_N, PROFILE_N, PROFILE_N, _dtype(kind),
                                np.random.default_rng(7))
     lock = gpulock.GpuLock(lock_path)
     lock.acquire()
@@ -441,7 +446,7 @@ def _time_row(name, size, kind, d_a, d_b, d_c, sampler, label: str) -> dict:
         t = bench.time_gpu(lambda i: call(), warmup=0, repeats=repeats)
     samples = np.array(t.samples_ms)
     row = {"part": "stability", "kernel": name, "m": size, "n": size, "k": size,
-           "dtype": "float16" if kind == "fp16" else "bfloat16", **t.row(),
+           "dtype": INPUTS[kind][1], **t.row(),
            "tflops": t.tflops(2.0 * size ** 3),
            "p10_ms": float(np.percentile(samples, 10)),
            "p90_ms": float(np.percentile(samples, 90)),
@@ -538,20 +543,26 @@ def run(progress, *, processes: int = PROCESSES) -> dict:
         log = open(os.path.join(work, f"{label}.log"), "w")
         started.append((label, subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
                                                 env=env)))
-    deadline = time.monotonic() + CHILD_TIMEOUT_S
+    meta["child_status"] = wait_all(started, progress)
+    with open(os.path.join(work, "meta.json"), "w") as fh:
+        json.dump(meta, fh)
+    return assemble(work, meta)
+
+
+def wait_all(started, progress, timeout_s: float = CHILD_TIMEOUT_S) -> dict:
+    """Wait for the ``(label, Popen)`` children together, at most ``timeout_s`` seconds in
+    all; kill those still running then. {label: exit status as text, or why it was killed}."""
+    deadline = time.monotonic() + timeout_s
     status = {}
     for label, child in progress(started, desc="children"):
         try:
             child.wait(timeout=max(1.0, deadline - time.monotonic()))
             status[label] = str(child.returncode)
         except subprocess.TimeoutExpired:
-            child.kill()                               # (this process started it)
+            child.kill()                               # (the caller started it)
             child.wait()
-            status[label] = f"killed after {CHILD_TIMEOUT_S} s"
-    meta["child_status"] = status
-    with open(os.path.join(work, "meta.json"), "w") as fh:
-        json.dump(meta, fh)
-    return assemble(work, meta)
+            status[label] = f"killed after {timeout_s:.0f} s"
+    return status
 
 
 def assemble(work: str, meta: dict) -> dict:
