@@ -110,16 +110,7 @@ def run(progress, *, processes: int = PROCESSES) -> dict:
     started = [(label, subprocess.Popen(cmd, env=env, stderr=subprocess.STDOUT,
                                         stdout=open(os.path.join(work, f"{label}.log"), "w")))
                for label, cmd in children]
-    deadline = time.monotonic() + hp.CHILD_TIMEOUT_S
-    status = {}
-    for label, child in progress(started, desc="children"):
-        try:
-            child.wait(timeout=max(1.0, deadline - time.monotonic()))
-            status[label] = str(child.returncode)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
-            status[label] = f"killed after {hp.CHILD_TIMEOUT_S} s"
+    status = hp.wait_all(started, progress)
     rows, errors, info = [], {}, []
     for label in sorted(status):
         log = os.path.join(work, f"{label}.log")
