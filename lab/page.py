@@ -282,3 +282,10 @@ def values_text(values: dict) -> _Output:
     text = "\n".join(f"{k} = {v if isinstance(v, str) else tables.fmt(v)}"
                      for k, v in values.items())
     return _Output({"text/plain": text})
+
+
+def glue(values: dict) -> _Output:
+    """Glue ``values`` for the prose (:func:`glue_values`) and return them as one checked text
+    block (:func:`values_text`): what a chapter's removed glue cell shows."""
+    glue_values(values)
+    return values_text(values)

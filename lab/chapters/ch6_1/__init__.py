@@ -29,29 +29,16 @@ __all__ = ["regime_table", "kernel_table", "wave_measured_figure", "wave_model_t
            "edge_table", "tail_table", "determinism_table", "reduction_order_table",
            "split_k_table", "split_source", "splitk_figure", "splitk_table",
            "stream_k_text", "skinny_figure", "skinny_queued_table", "skinny_table",
-           "manifest_table", "values", "glue", "glue_solutions"]
-
-SECTIONS = (s1_reuse, s2_waves, s3_tails, s4_splitk, s5_decode, s6_shape_list)
+           "manifest_table", "values", "glue"]
 
 
 def values() -> dict:
-    """Every number the page's prose quotes, section by section, as strings."""
-    out: dict = {}
-    for section in SECTIONS:
-        out.update(section.values())
-    return out
+    """Every number the page's prose and solutions quote, section by section, as strings."""
+    return {**s1_reuse.values(), **s2_waves.values(), **s3_tails.values(),
+            **s4_splitk.values(), **s5_decode.values(), **s6_shape_list.values(),
+            **solutions.values()}
 
 
 def glue():
-    """Glue :func:`values` for the prose and return them as one checked text block."""
-    v = values()
-    page.glue_values(v)
-    return page.values_text(v)
-
-
-def glue_solutions():
-    """Glue the solutions' numbers (:func:`lab.chapters.ch6_1.solutions.values`) and return
-    them as one checked text block."""
-    v = solutions.values()
-    page.glue_values(v)
-    return page.values_text(v)
+    """Glue :func:`values` into the prose; returns them as one checked text block."""
+    return page.glue(values())

@@ -22,29 +22,15 @@ from lab.chapters.ch6_2.s4_tf32 import tf32_table
 __all__ = ["queued_figure", "queued_table", "seed_size_table", "size_figure",
            "size_table", "align_extra_table", "align_kernel_table", "align_path_table",
            "align_speed_table", "seed_align_table", "shuffled_table", "layout_table",
-           "tf32_table", "values", "glue", "glue_solutions"]
-
-SECTIONS = (s1_size, s2_alignment, s3_layouts, s4_tf32)
+           "tf32_table", "values", "glue"]
 
 
 def values() -> dict:
-    """Every number the page's prose quotes, section by section, as strings."""
-    out: dict = {}
-    for section in SECTIONS:
-        out.update(section.values())
-    return out
+    """Every number the page's prose and solutions quote, section by section, as strings."""
+    return {**s1_size.values(), **s2_alignment.values(), **s3_layouts.values(),
+            **s4_tf32.values(), **solutions.values()}
 
 
 def glue():
-    """Glue :func:`values` for the prose and return them as one checked text block."""
-    v = values()
-    page.glue_values(v)
-    return page.values_text(v)
-
-
-def glue_solutions():
-    """Glue the solutions' numbers (:func:`lab.chapters.ch6_2.solutions.values`) and return
-    them as one checked text block."""
-    v = solutions.values()
-    page.glue_values(v)
-    return page.values_text(v)
+    """Glue :func:`values` into the prose; returns them as one checked text block."""
+    return page.glue(values())

@@ -19,19 +19,12 @@ __all__ = ["epilogue_source", "epilogue_model_table", "small_k_model_table",
            "small_k_figure", "small_k_table", "epilogue_figure", "epilogue_table",
            "torch_launched_table", "values", "glue"]
 
-SECTIONS = (s2_prediction, s3_small_k, s4_library)
-
 
 def values() -> dict:
     """Every number the page's prose quotes, section by section, as strings."""
-    out: dict = {}
-    for section in SECTIONS:
-        out.update(section.values())
-    return out
+    return {**s2_prediction.values(), **s3_small_k.values(), **s4_library.values()}
 
 
 def glue():
-    """Glue :func:`values` for the prose and return them as one checked text block."""
-    v = values()
-    page.glue_values(v)
-    return page.values_text(v)
+    """Glue :func:`values` into the prose; returns them as one checked text block."""
+    return page.glue(values())
