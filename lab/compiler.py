@@ -216,7 +216,7 @@ def _report_in_process(name: str) -> list[CompileReport]:
 #: Parts of ``lab`` that generate no kernel code (left out of the cache key).
 _NOT_CODEGEN = {"chapters", "experiments", "results", "twins", "__main__.py", "page.py",
                 "plots.py", "tables.py", "notebooks.py", "results.py", "seeds.py",
-                "baselines.py", "solutions.py"}
+                "baselines.py"}
 _TOOL_DISTS = ("numba", "numba-cuda", "llvmlite", "nvidia-nvvm", "nvidia-cuda-nvcc",
                "nvidia-cuda-nvdisasm")
 
@@ -311,9 +311,9 @@ def source_digest() -> str:
 
 
 #: Host-side modules that never change generated code (left out of :func:`source_digest`).
-_HOST_ONLY = {"compiler.py", "api.py", "bench.py", "model.py", "fragments.py", "device.py",
-              "gpulock.py", "facts", "providers.py", "libraries.py", "triton_gemm.py",
-              "clocks.py", "multi"}
+_HOST_ONLY = {"compiler.py", "api.py", "bench.py", "accuracy.py", "timing.py", "counting.py",
+              "model.py", "fragments.py", "device.py", "gpulock.py", "facts", "providers.py",
+              "libraries.py", "triton_gemm.py", "clocks.py", "multi"}
 
 
 def toolchain() -> dict:

@@ -59,6 +59,11 @@ def _cell_html(value, digits: int) -> tuple[str, bool]:
 OPEN_ROWS = 15
 
 
+def gpu_label(name: str) -> str:
+    """A GPU's short name for tables and prose: ``"NVIDIA H200"`` → ``"H200"``."""
+    return name.replace("NVIDIA ", "").strip()
+
+
 def table(rows: Sequence[dict], columns: Sequence[str] | None = None,
           headers: dict | None = None, *, digits: int = 3, source: str | None = None,
           title: str | None = None, whole_words: Sequence[str] = (),

@@ -103,8 +103,6 @@ def test_path_of():
 def test_dry_run(monkeypatch):
     """run() end to end at tiny sizes: cuBLAS -> NumPy model, timing -> one call,
     tc_fp16 -> tiled16, warptile_tuned -> tiled8, tiled32 -> naive."""
-    from numba import cuda
-
     def fake_launch(kind, A, B, C):
         spec = baselines.get_kind(kind)
         a = bench.to_float64(A.copy_to_host())

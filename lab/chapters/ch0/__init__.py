@@ -21,11 +21,6 @@ DECODE = (1, 4096, 4096)
 FMA_KERNEL = "lab.roofline:fma_kernel"
 
 
-def gpu_label(name: str) -> str:
-    """A GPU's short name for tables and prose: ``"NVIDIA H200"`` → ``"H200"``."""
-    return name.replace("NVIDIA ", "").strip()
-
-
 # ----------------------------------------------------------------------------- the problem
 
 def problem_rows() -> list[dict]:
@@ -62,7 +57,7 @@ def intensity_figure():
     ax.plot(ns, [model.naive_intensity(4) for _ in ns], label="naive kernel, FP32 (1/4)",
             **{**plots.OURS, "marker": "v"})
     ax.axhline(roofs["ridge"], color="0.3", linestyle="--", linewidth=1.2,
-               label=f"ridge of the {gpu_label(roofs['gpu'])}, FP32 (measured)")
+               label=f"ridge of the {page.gpu_label(roofs['gpu'])}, FP32 (measured)")
     ax.set_ylim(0.1, 1e4)
     return plots.finish(fig, ax)
 
@@ -121,7 +116,7 @@ def roof_table():
 def machine_rows() -> list[dict]:
     """The selected GPU's measured roofs and ridge, then the seeds' machines as they state them."""
     roofs = roofline.measured()
-    rows = [{"machine": f"{gpu_label(roofs['gpu'])} FP32 (measured)",
+    rows = [{"machine": f"{page.gpu_label(roofs['gpu'])} FP32 (measured)",
              "tflops": roofs["fma_tflops"], "gbps": roofs["read_gbps"], "ridge": roofs["ridge"],
              "source": "roofline results"}]
     for m in seeds.MACHINES:
@@ -143,7 +138,7 @@ def roofline_figure():
     """The measured roofline of the selected GPU, the seeds' machines dashed, and the model
     intensities of the course's kernels as vertical marks."""
     roofs = roofline.measured()
-    name = gpu_label(roofs["gpu"])
+    name = page.gpu_label(roofs["gpu"])
     fig, ax = plots.axes("", "arithmetic intensity (FLOP/byte)", "attainable TFLOP/s")
     plots.roofline(ax, roofs["fma_tflops"], roofs["read_gbps"],
                    label=f"{name} FP32, measured ({roofs['fma_tflops']:.1f} TFLOP/s, "
@@ -190,7 +185,7 @@ def measure_here():
     sink = cuda.device_array(sms * 8 * 512, dtype=np.float32)
     read = bench.time_gpu(lambda i: roofline.read_kernel[sms * 8, 512](x, sink), repeats=10)
     gbps = nbytes / (read.median_ms * 1e-3) / 1e9
-    here = gpu_label(device.provenance()["gpu"] or "this GPU")
+    here = page.gpu_label(device.provenance()["gpu"] or "this GPU")
     rows = [{"roof": "FP32 FMA chains", "here": tflops, "ref": ref["fma_tflops"],
              "unit": "TFLOP/s"},
             {"roof": "streaming read", "here": gbps / 1e3, "ref": ref["read_gbps"] / 1e3,
@@ -218,7 +213,7 @@ def values() -> dict:
     t4 = machines["Tesla T4 (measured, FP32)"]
     rtx = machines["RTX 3090 (FP32)"]
     v = {
-        "gpu": gpu_label(roofs["gpu"]),
+        "gpu": page.gpu_label(roofs["gpu"]),
         "ideal_4096_bf16": f"{model.ideal_intensity(4096, 4096, 4096, 2):,.0f}",
         "ideal_4096_fp32": f"{model.ideal_intensity(4096, 4096, 4096, 4):,.0f}",
         "decode_intensity": f"{model.ideal_intensity(*DECODE, 2):.2f}",

@@ -11,8 +11,10 @@ machine; :func:`report` names the function a table reads.
 """
 from __future__ import annotations
 
-from lab import bench, compiler, model, page, results, seeds, twins
-from lab.chapters.ch1 import example_inputs, verdict  # noqa: F401  (the notebook's run cell)
+from lab import bench, model, page, results, seeds, twins
+from lab.chapters import common
+from lab.chapters.common import example_inputs, verdict  # noqa: F401  (the notebook's run cell)
+from lab.chapters.common import loop_counts, report
 from lab.kernels import k03_registers
 
 #: The chapter's kernels: the sweep (16 × 16 threads, BK 16) and the 128 × 128 block tile.
@@ -50,36 +52,9 @@ def compile_targets() -> list[str]:
 
 
 def prefetch(targets=None) -> None:
-    """Make sure the compiler facts of ``targets`` (default :func:`compile_targets`) are at hand.
-
-    They come from the committed facts (``lab/facts/compiler.json``, recorded with the pinned
-    toolchain), so every machine prints the same numbers; only when the kernel sources changed
-    since they were recorded are the kernels compiled again, two processes at a time.
-    """
-    names = [t.split("#")[0] for t in (targets or compile_targets())
-             if not t.startswith("twin:")]
-    compiler.prefetch(names, jobs=2)
-
-
-def report(target: str) -> compiler.CompileReport:
-    """The compile report (sm_90) of one target: a registered kernel (its first function),
-    ``name#edges`` (its second, the bounds-checked kernel), ``module:function`` (an
-    unregistered kernel such as the signed builds) or ``twin:name`` (a CUDA C twin, nvcc)."""
-    if target.startswith("twin:"):
-        return twins.compile_report(target.split(":", 1)[1])
-    name, _, which = target.partition("#")
-    return compiler.report(name)[1 if which == "edges" else 0]
-
-
-def loop_counts(r: compiler.CompileReport) -> dict:
-    """Instructions, FFMA, FFMA share and shared-memory loads of a report's hottest loop."""
-    loop = r.loop_mix
-    total = sum(loop.values())
-    ffma = loop.get("FFMA", 0)
-    lds = {op: c for op, c in sorted(loop.items()) if op.startswith("LDS")}
-    return {"loop": total, "ffma": ffma, "share": ffma / total if total else 0.0,
-            "lds": ", ".join(f"{op} ×{c}" for op, c in lds.items()) or "-",
-            "lds_count": sum(lds.values())}
+    """Make sure the compiler facts of ``targets`` (default :func:`compile_targets`) are at hand
+    (:func:`lab.chapters.common.prefetch`)."""
+    common.prefetch(targets or compile_targets())
 
 
 def compiler_rows(signed: bool = False) -> list[dict]:
@@ -218,7 +193,7 @@ def signed_sweep() -> dict | None:
 
 def gpu_name() -> str:
     """The measured GPU's short name (``"H200"``), from the results file's provenance."""
-    return results.load("patch_sweep")["provenance"]["gpu"].replace("NVIDIA ", "")
+    return page.gpu_label(results.load("patch_sweep")["provenance"]["gpu"])
 
 
 def same_build() -> bool:

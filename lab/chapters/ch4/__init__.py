@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 
 from lab import bench, model, page, results, seeds
-from lab.chapters import ch3
-from lab.chapters.ch1 import example_inputs, verdict  # noqa: F401  (the notebook's run cell)
-from lab.kernels import get_spec, k04_vectorized, k05_pipelined, k06_warptile
+from lab.chapters import common
+from lab.chapters.common import example_inputs, verdict  # noqa: F401  (the notebook's run cell)
+from lab.kernels import get_spec, k03_registers, k04_vectorized, k05_pipelined, k06_warptile
 from lab.kernels.k04_vectorized import Config
 
 #: The rungs of this chapter in ladder order, after chapter 3's ``block128``.
@@ -47,8 +47,9 @@ OURS_BESIDE_REFERENCE = ("naive", "tiled32", "patch4", "block128", "vectorized",
 
 
 def prefetch() -> None:
-    """Make sure the compiler facts of :data:`COMPILED` are at hand (see ``ch3.prefetch``)."""
-    ch3.prefetch(list(COMPILED))
+    """Make sure the compiler facts of :data:`COMPILED` are at hand
+    (:func:`lab.chapters.common.prefetch`)."""
+    common.prefetch(list(COMPILED))
 
 
 def config(name: str) -> Config:
@@ -166,7 +167,7 @@ def check_table():
 
 def _threads(name: str) -> int:
     """Threads per block of a compiled kernel (for its occupancy)."""
-    return ch3.BLOCK_THREADS if name == "block128" else config(name).threads
+    return k03_registers.THREADS ** 2 if name == "block128" else config(name).threads
 
 
 def compiler_rows() -> list[dict]:
@@ -174,13 +175,13 @@ def compiler_rows() -> list[dict]:
     rows = []
     for target in COMPILED:
         name = target.split("#")[0]
-        r = ch3.report(target)
+        r = common.report(target)
         occ = model.occupancy(_threads(name), r.registers, r.shared_bytes)
         rows.append({"kernel": name + (" (edges)" if "#" in target else ""),
                      "registers": r.registers, "spills": r.spill_stores + r.stack_bytes,
                      "warps": occ["warps_per_sm"], "blocks": occ["blocks_per_sm"],
                      "shared": r.shared_bytes, "ldg128": r.mix.get("LDG.128", 0),
-                     **ch3.loop_counts(r)})
+                     **common.loop_counts(r)})
     return rows
 
 
@@ -232,7 +233,7 @@ def cublas_mean(n: int = 4096) -> float:
 
 def gpu_name() -> str:
     """The measured GPU's short name, from the ladder file's provenance."""
-    return results.load("fp32_ladder")["provenance"]["gpu"].replace("NVIDIA ", "")
+    return page.gpu_label(results.load("fp32_ladder")["provenance"]["gpu"])
 
 
 def ladder_table():
