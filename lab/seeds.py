@@ -203,25 +203,6 @@ LADDER_T4 = [
 ]
 
 
-# ------------------------------------------------------------- chapter 4: reference, not a seed
-# A public CUDA C teaching ladder, siboehm/SGEMM_CUDA (commit 60cba6f9), built with nvcc 13.0
-# (-O3 -arch=sm_90) and run with its own timer (`./sgemm K`) on the same H200 (driver
-# 580.159.04) on 2026-11-30, at 4096³. Not measured by this project's code, so quoted like a
-# seed's numbers: % of the cuBLAS FP32 it timed beside itself; its double-buffering rungs failed
-# their own check or fell back, and are not listed.
-
-#: (rung, % of cuBLAS FP32) at 4096³, H200, in the ladder's order.
-SGEMM_CUDA_H200 = [
-    ("naive", 1.0), ("coalesced", 12.3), ("shared-memory", 17.9), ("1-D block tiling", 33.2),
-    ("2-D block tiling", 51.2), ("vectorised", 62.0), ("autotuned", 61.6),
-    ("warp tiling", 71.7),
-]
-#: Its best rung in TFLOP/s, and the cuBLAS FP32 (TF32 off) of the same notes, 4096³.
-SGEMM_CUDA_H200_BEST_TFLOPS = 36.3
-SGEMM_CUDA_H200_SOURCE = ("siboehm/SGEMM_CUDA 60cba6f9, nvcc 13.0 -O3 -arch=sm_90, its own timer, "
-                          "H200, 2026-11-30")
-
-
 # ----------------------------------------------------------------------------- chapter 8
 # Seed 001's table "the four kernels on a 4096³ GEMM (model)": FLOP per byte from L2, the
 # roof it names for the A100, and its modelled times on an A100 and an H100 (ms). Its other
