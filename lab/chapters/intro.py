@@ -17,7 +17,7 @@ SIZE = 4096
 #: Words a minute for the reading times of the chapter map (prose with numbers and tables).
 WORDS_PER_MINUTE = 200
 
-#: The FP32 track: (kernel in fp32_ladder, what the rung adds).
+#: The FP32 track: (kernel in fp32_profile, what the rung adds).
 FP32_RUNGS = [
     ("naive", "one thread per output"),
     ("tiled32", "shared-memory tiles"),
@@ -27,7 +27,8 @@ FP32_RUNGS = [
     ("warptile", "warp tiles"),
     ("warptile_tuned", "warp tiles, tuned"),
 ]
-#: The tensor-core track before Hopper: (kernel in tensor_cores, what the rung adds).
+#: The tensor-core track before Hopper: (kernel, what the rung adds); from hopper_profile where
+#: it ran there (tc_fp16), else from tensor_cores.
 TC_RUNGS = [
     ("tc_naive_fp16", "mma.sync, fragments from global"),
     ("tc_smem", "shared-memory tiles"),
@@ -36,7 +37,8 @@ TC_RUNGS = [
     ("tc_swizzle", "swizzled shared memory, ldmatrix"),
     ("tc_fp16", "tuned tile"),
 ]
-#: The Hopper rungs (kernel in hopper, FP16 inputs): what the rung adds.
+TC_TRACK = "FP16 in, FP32 out (tensor cores)"
+#: The Hopper rungs (kernel in hopper_profile, FP16 inputs): what the rung adds.
 HOPPER_RUNGS = [
     ("wgmma_cpasync_fp16", "wgmma from cp.async stages"),
     ("wgmma_tma_fp16", "TMA and mbarriers"),
@@ -54,37 +56,37 @@ def _at_size(experiment: str, **match) -> dict[str, dict]:
 
 
 def ladder() -> list[dict]:
-    """Every rung at 4096³: chapter, track, TFLOP/s, and the fraction of its yardstick."""
+    """Every rung at 4096³: chapter, track, TFLOP/s, and its fraction of cuBLAS timed in the same
+    process. Where an experiment ran the rung in several processes (``fp32_profile``,
+    ``hopper_profile``), the median over them and the lowest and highest (``lo``, ``hi``)."""
     rows = []
 
-    def add(track, chapter, name, change, row, yardstick, experiment):
+    def add(track, chapter, name, change, row, experiment, fraction=None, lo=None, hi=None):
         rows.append({"track": track, "chapter": chapter, "rung": name, "adds": change,
-                     "tflops": row["tflops"], "fraction": row["tflops"] / yardstick["tflops"],
-                     "yardstick": yardstick["tflops"], "experiment": experiment})
+                     "tflops": row["tflops"], "fraction": fraction, "lo": lo, "hi": hi,
+                     "experiment": experiment})
 
-    fp32 = _at_size("fp32_ladder", part="ladder")
-    cublas32 = fp32["cublas_fp32"]
+    chapter_of = {r["kernel"]: r["chapter"] for r in results.rows("fp32_ladder", part="ladder")}
+    fp32 = _at_size("fp32_profile", part="summary")
     for name, change in FP32_RUNGS:
-        add("FP32 (CUDA cores)", fp32[name]["chapter"], name, change, fp32[name], cublas32,
-            "fp32_ladder")
+        r = fp32[name]
+        add("FP32 (CUDA cores)", chapter_of[name], name, change, r, "fp32_profile",
+            r["ratio_to_cublas"], r["ratio_min"], r["ratio_max"])
     tc = _at_size("tensor_cores", part="ladder")
+    hopper = _at_size("hopper_profile", part="summary", dtype="float16")
     for name, change in TC_RUNGS:
-        add("FP16 in, FP32 out (tensor cores)", 5, name, change, tc[name], tc["cublas_fp16"],
-            "tensor_cores")
-    hopper = {k: r for k, r in _at_size("hopper", dtype="float16").items() if "rung" in r}
+        if name in hopper:
+            r = hopper[name]
+            add(TC_TRACK, 5, name, change, r, "hopper_profile", r["ratio_to_cublas"],
+                r["ratio_min"], r["ratio_max"])
+        else:
+            add(TC_TRACK, 5, name, change, tc[name], "tensor_cores",
+                tc[name]["tflops"] / tc["cublas_fp16"]["tflops"])
     for name, change in HOPPER_RUNGS:
-        add("FP16 in, FP32 out (tensor cores)", 7, name.removesuffix("_fp16"), change,
-            hopper[name], hopper["cublas_fp16"], "hopper")
+        r = hopper[name]
+        add(TC_TRACK, 7, name.removesuffix("_fp16"), change, r, "hopper_profile",
+            r["ratio_to_cublas"], r["ratio_min"], r["ratio_max"])
     return rows
-
-
-def yardsticks() -> dict:
-    """The cuBLAS rates each track is measured against, by results file."""
-    return {"cublas_fp32_tflops": _at_size("fp32_ladder", part="ladder")["cublas_fp32"]["tflops"],
-            "cublas_fp16_tc_tflops":
-                _at_size("tensor_cores", part="ladder")["cublas_fp16"]["tflops"],
-            "cublas_fp16_hopper_tflops":
-                _at_size("hopper", dtype="float16")["cublas_fp16"]["tflops"]}
 
 
 def values() -> dict:
@@ -93,30 +95,32 @@ def values() -> dict:
     fp32 = [r for r in rows if r["track"].startswith("FP32")]
     tc = [r for r in rows if not r["track"].startswith("FP32")]
     best_tc = max(tc, key=lambda r: r["fraction"])
-    y = yardsticks()
+    cublas32 = _at_size("fp32_profile", part="summary")["cublas_fp32"]["tflops"]
     return {
-        "intro_naive_fraction": fp32[0]["fraction"],
-        "intro_fp32_best_fraction": fp32[-1]["fraction"],
-        "intro_fp32_best_tflops": fp32[-1]["tflops"],
-        "intro_fp32_speedup": fp32[-1]["tflops"] / fp32[0]["tflops"],
+        "intro_naive_fraction": f"{fp32[0]['fraction']:.2f}",
+        "intro_fp32_best_fraction": f"{fp32[-1]['fraction']:.2f}",
+        "intro_fp32_best_tflops": f"{fp32[-1]['tflops']:.1f}",
+        "intro_fp32_speedup": f"{fp32[-1]['tflops'] / fp32[0]['tflops']:.1f}",
         "intro_tc_best_rung": best_tc["rung"],
-        "intro_tc_best_fraction": best_tc["fraction"],
-        "intro_tc_best_tflops": best_tc["tflops"],
-        "intro_tc_over_fp32_cublas": best_tc["tflops"] / y["cublas_fp32_tflops"],
-        "intro_cublas_fp32_tflops": y["cublas_fp32_tflops"],
-        "intro_cublas_fp16_tflops": y["cublas_fp16_hopper_tflops"],
+        "intro_tc_best_fraction": f"{best_tc['fraction']:.2f}",
+        "intro_tc_best_tflops": f"{best_tc['tflops']:.0f}",
+        "intro_tc_over_fp32_cublas": f"{best_tc['tflops'] / cublas32:.0f}",
+        "intro_processes": str(_at_size("fp32_profile", part="summary")["naive"]["processes"]),
     }
 
 
 def ladder_figure():
     """Each rung as a bar: its fraction of cuBLAS at 4096³, the two tracks in two colours."""
     rows = ladder()
-    colours = {"FP32 (CUDA cores)": "C0", "FP16 in, FP32 out (tensor cores)": "C3"}
+    colours = {"FP32 (CUDA cores)": "C0", TC_TRACK: "C3"}
     fig, ax = plots.axes("", "fraction of cuBLAS at 4096³ (same run, same input type)", "",
                          size=(7.4, 6.4))
     seen = set()
     for y, r in enumerate(rows):
-        ax.barh(y, r["fraction"], color=colours[r["track"]], height=0.72,
+        err = ([[r["fraction"] - r["lo"]], [r["hi"] - r["fraction"]]]
+               if r["lo"] is not None else None)
+        ax.barh(y, r["fraction"], color=colours[r["track"]], height=0.72, xerr=err,
+                error_kw={"elinewidth": 0.8, "capsize": 2},
                 label=None if r["track"] in seen else r["track"])
         seen.add(r["track"])
         ax.text(r["fraction"] + 0.01, y, f"{r['tflops']:.0f} TFLOP/s", va="center", fontsize=7)
@@ -134,14 +138,16 @@ def ladder_table():
     rows = ladder()
     last = {r["chapter"]: i for i, r in enumerate(rows)}           # each chapter's last rung
     best = max(range(len(rows)), key=lambda i: (rows[i]["chapter"] == 7, rows[i]["fraction"]))
-    return page.table(rows, ["chapter", "rung", "adds", "tflops", "fraction"],
+    return page.table(rows, ["chapter", "rung", "adds", "tflops", "fraction", "experiment"],
                       show=sorted(set(last.values()) - {last[7]} | {best}),
                       headers={"chapter": "ch.", "adds": "what the rung adds", "tflops": "TFLOP/s",
-                       "fraction": "of cuBLAS"},
+                       "fraction": "of cuBLAS", "experiment": "results file"},
                       digits=3,
-                      source="Sources: lab/results/h200/fp32_ladder.json (FP32 rungs, against "
-                             "cuBLAS FP32), tensor_cores.json (chapter 5, against cuBLAS FP16 "
-                             "in the same run), hopper.json (chapter 7, likewise)")
+                      source="Each rung against the cuBLAS of its own process (FP32 in, FP32 out "
+                             "for the FP32 rungs; FP16 in, FP32 out for the others). Medians of "
+                             "three processes from lab/results/h200/fp32_profile.json and "
+                             "hopper_profile.json; tc_naive_fp16 … tc_swizzle from one run, "
+                             "tensor_cores.json")
 
 
 def _markdown(path: Path) -> tuple[str, str, int]:
