@@ -101,6 +101,19 @@ def test_summarize_takes_medians_over_processes_and_ignores_second_timings():
     assert s["ratio_to_cublas"] == pytest.approx(0.19 / 0.20)    # the median of 3 ratios
     assert s["ratio_min"] == pytest.approx(0.19 / 0.30)
     assert rows[0]["ratio_to_cublas"] == pytest.approx(0.19 / 0.20)   # filled in per row
+    assert "queued_ratio_to_cublas" not in s                 # no queued timings: no such field
+
+
+def test_summarize_gives_the_launch_hidden_ratio_where_rows_have_it():
+    rows = []
+    for p, (ours, q) in enumerate([(0.40, 0.20), (0.30, 0.21), (0.35, 0.19)]):
+        rows += [{**stab(p, "wgmma_cluster_fp16", ours), "queued_ms": q},
+                 {**stab(p, "cublas_fp16", 0.19), "queued_ms": 0.18}]
+    s = {r["kernel"]: r for r in hp.summarize(rows)}["wgmma_cluster_fp16"]
+    assert s["ratio_to_cublas"] == pytest.approx(0.19 / 0.35)
+    assert s["queued_ms"] == 0.20
+    assert s["queued_ratio_to_cublas"] == pytest.approx(0.18 / 0.20)
+    assert s["queued_ratio_min"] == pytest.approx(0.18 / 0.21)
 
 
 def test_assemble_from_logs_gives_a_valid_results_file(tmp_path):

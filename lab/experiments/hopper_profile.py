@@ -385,7 +385,7 @@ def stability_child(lock_path: str, index: int) -> None:
                 timed: dict[str, float] = {}
                 for position, name in enumerate(group_order(names, index)):
                     row = _time_row(name, size, kind, d_a, d_b, d_c, sampler,
-                                    f"{name} {size} #{position}")
+                                    f"{name} {size} #{position}", queued=True)
                     again = name in timed
                     row.update(process=index, position=position, again=again)
                     if not again:
@@ -413,8 +413,11 @@ def max_active_clusters(kind: str) -> int:
     return hopper.max_active_clusters(kernel, sig, cfg.threads, cfg.shared_bytes, cfg.cluster)
 
 
-def _time_row(name, size, kind, d_a, d_b, d_c, sampler, label: str) -> dict:
-    """Warm up for :data:`WARM_S`, then time for about :data:`ROW_S` (events per call)."""
+def _time_row(name, size, kind, d_a, d_b, d_c, sampler, label: str,
+              queued: bool = False) -> dict:
+    """Warm up for :data:`WARM_S`, then time for about :data:`ROW_S` (events per call); with
+    ``queued``, also the GPU's own time per call with the launch path hidden
+    (:func:`lab.bench.time_queued`: calls queued behind a busy kernel), as ``queued_ms``."""
     from numba import cuda
 
     from lab import bench, clocks
@@ -459,6 +462,10 @@ def _time_row(name, size, kind, d_a, d_b, d_c, sampler, label: str) -> dict:
                         for k, v in s.items()})
         except ValueError:
             pass
+    if queued:
+        tq, covered = bench.time_queued(lambda i: call(), spinner=bench.process_spinner())
+        row.update(queued_ms=tq.median_ms, queued_min_ms=tq.min_ms, queued_max_ms=tq.max_ms,
+                   queued_tflops=tq.tflops(2.0 * size ** 3), spin_covered=covered)
     return row
 
 
@@ -486,10 +493,13 @@ def _tail(path: str, chars: int = 600) -> str:
 def summarize(rows: list[dict]) -> list[dict]:
     """Per (kernel, size, dtype): medians over processes of the first timing in each process
     (``again`` rows left out), with the lowest and highest of them; ``ratio_to_cublas`` the
-    median of each process's own ratio."""
+    median of each process's own ratio; where the rows carry ``queued_ms``, the same for the
+    GPU's own time (``queued_ratio_to_cublas``, ``queued_ratio_min``/``_max``)."""
     first = [r for r in rows if r.get("part") == "stability" and not r.get("again")]
     base = {(r["process"], r["m"], r["dtype"]): r["median_ms"] for r in first
             if r["kernel"].startswith("cublas_")}
+    base_q = {(r["process"], r["m"], r["dtype"]): r["queued_ms"] for r in first
+              if r["kernel"].startswith("cublas_") and r.get("queued_ms")}
     by: dict[tuple, list[dict]] = {}
     for r in first:
         by.setdefault((r["kernel"], r["m"], r["dtype"]), []).append(r)
@@ -506,6 +516,12 @@ def summarize(rows: list[dict]) -> list[dict]:
                "ratio_to_cublas": float(np.median(ratios)) if ratios else None,
                "ratio_min": float(min(ratios)) if ratios else None,
                "ratio_max": float(max(ratios)) if ratios else None}
+        queued = [base_q[r["process"], size, dtype] / r["queued_ms"] for r in group
+                  if r.get("queued_ms") and (r["process"], size, dtype) in base_q]
+        if queued:
+            row.update(queued_ms=float(np.median([r["queued_ms"] for r in group])),
+                       queued_ratio_to_cublas=float(np.median(queued)),
+                       queued_ratio_min=float(min(queued)), queued_ratio_max=float(max(queued)))
         out.append(row)
     for r in rows:                       # the ratio of every timed row, in its own process
         if r.get("part") == "stability":
