@@ -424,7 +424,8 @@ def measured_values() -> dict:
             "lap32_exposed", "lap32_comm", "gat32_share", "lap32_ceiling", "misses_sizes",
             "holds_from", "sms", "lap16_4096_extra", "gat16_4096_comm", "one16_small_tflops",
             "one16_next_tflops", "gat16_4096_compute_model", "lap16_4096_waves",
-            "gat16_4096_waves")
+            "gat16_4096_waves", "one16_small_ms", "ch5_tc_fp16_small_tflops",
+            "ch5_tc_fp16_small_ms")
     try:
         data = _load()
     except results.ResultsMissing:
@@ -503,6 +504,11 @@ def measured_values() -> dict:
     v["gat16_4096_comm"] = _fmt_ms(gat["comm_ms"])
     ones = sorted(_rows("one_gpu", data, dtype="float16"), key=lambda r: r["n"])
     v["one16_small_tflops"] = f"{ones[0]['tflops']:.0f}"
+    v["one16_small_ms"] = _fmt_ms(ones[0]["median_ms"])
+    short = next(r for r in results.rows("tensor_cores", part="ladder", kernel="tc_fp16")
+                 if r["m"] == ones[0]["n"])
+    v["ch5_tc_fp16_small_tflops"] = f"{short['tflops']:.0f}"
+    v["ch5_tc_fp16_small_ms"] = _fmt_ms(short["median_ms"])
     v["one16_next_tflops"] = f"{ones[1]['tflops']:.0f}"
     v["gat16_4096_compute_model"] = _fmt_ms(next(
         r["compute_model"] for r in rows if r["key"] == "column_gather"
