@@ -473,7 +473,7 @@ def values() -> dict:
             v[f"{field}_{key}"] = str(row[field]) if row else "-"
     v["sel_literal"] = str(sum(c for op, c in lit_mix.items() if op.endswith("SEL")))
 
-    ratio = {(r["numba"], r["twin"], r["n"]): r["ratio"] for r in ratio_rows()}
+    ratio = {(r["numba"], r["twin"], r["n"]): r["ratio"] for r in ratio_rows(PAIRS)}
     v["ratio_naive_1024"] = f"{ratio[('naive', 's003_naive', 1024)]:.2f}"
     v["ratio_naive_4096"] = f"{ratio[('naive', 's003_naive', 4096)]:.2f}"
     v["slowdown_literal"] = f"{1 / ratio[('naive_literal', 's003_naive', 1024)]:.1f}"
