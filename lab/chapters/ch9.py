@@ -290,7 +290,7 @@ def roof_table():
 # ----------------------------------------------------------------------------- glued values
 
 #: Names :func:`values` glues (each reads "not measured yet" while its file is missing).
-LIBRARY_VALUES = ("tc_4096", "cublas_4096", "lt_4096", "triton_4096", "triton_4097",
+LIBRARY_VALUES = ("tc_4096", "cublas16_4096", "lt_4096", "triton_4096", "triton_4097",
                   "cublas_4097", "tc_4097", "triton_of_cublas_4096", "triton_of_cublas_4097",
                   "tc_of_cublas_4096", "lt_vs_cublas_out16", "triton_fp32_4096",
                   "warptile_4096", "cublas_fp32_4096", "lt_kernel_4096", "triton_kept_4096",
@@ -379,7 +379,7 @@ def _library_values(data: dict) -> dict:
     lt32 = [abs(t[("cublaslt_fp32", n)]["tflops"] / t[("cublas_fp32", n)]["tflops"] - 1)
             for n in SIZES if ("cublaslt_fp32", n) in t and ("cublas_fp32", n) in t]
     skipped = data["parameters"].get("skipped") or {}
-    return {"tc_4096": rate("tc_fp16", 4096), "cublas_4096": rate("cublas_fp16", 4096),
+    return {"tc_4096": rate("tc_fp16", 4096), "cublas16_4096": rate("cublas_fp16", 4096),
             "lt_4096": rate("cublaslt_fp16", 4096), "triton_4096": rate("triton_fp16", 4096),
             "triton_4097": rate("triton_fp16", 4097), "cublas_4097": rate("cublas_fp16", 4097),
             "tc_4097": rate("tc_fp16", 4097),
