@@ -67,7 +67,8 @@ def _env(tree: Path, gpu: str | None) -> dict:
 
 def _build(book: Path, env: dict) -> str:
     run = subprocess.run([str(Path(sys.executable).parent / "jupyter-book"), "build",
-                          str(book)], capture_output=True, text=True, env=env, timeout=600)
+                          str(book), "-W"], capture_output=True, text=True, env=env,
+                         timeout=600)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     html = (book / "_build" / "html" / "page.html").read_text()
     return re.search(r"page shows: ([^<\n]*)", html)[1]
