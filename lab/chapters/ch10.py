@@ -362,8 +362,9 @@ def scaling_figure(dtype: str = "float16"):
         ax.set_xlabel("n")
         ax.grid(True, alpha=0.25)
     axes[0].set_ylabel("efficiency (model)")
-    axes[-1].legend(fontsize=7, loc="lower right")
-    fig.tight_layout()
+    handles, labels = axes[-1].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))      # the legend below the panels, over no data
     return fig
 
 

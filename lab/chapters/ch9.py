@@ -153,20 +153,36 @@ def library_figure():
         return _placeholder(LIBRARIES)
     rows = library_rows(data)
     names = [n for n in FP16 + FP32 if any(r["provider"] == n for r in rows)]
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
     fig, ax = plots.axes("", "provider", "TFLOP/s (log scale)", logy=True, size=(8.0, 4.0))
-    width = 0.8 / len(SIZES)
     xs = np.arange(len(names))
     colours = {"ours": "C0", "cuBLAS": "C3", "cuBLASLt": "C1", "Triton": "C2"}
+    markers = ("o", "x", "s")
     for i, n in enumerate(SIZES):
         by = {r["provider"]: r for r in rows if r["n"] == n}
-        vals = [by[p]["tflops"] if p in by else 0.0 for p in names]
-        ax.bar(xs + (i - 1) * width, vals, width=width, label=f"{n}³",
-               color=[colours.get(by[p]["layer"], "C7") if p in by else "C7" for p in names],
-               alpha=(1.0, 0.45, 0.75)[i], edgecolor="black", linewidth=0.4,
-               hatch=(None, "//", None)[i])
+        shown = [j for j, p in enumerate(names) if p in by]
+        ax.scatter([xs[j] + (i - 1) * 0.18 for j in shown],
+                   [by[names[j]]["tflops"] for j in shown], marker=markers[i], s=36,
+                   color=[colours.get(by[names[j]]["layer"], "C7") for j in shown],
+                   label=f"{n}³")
+    ticks = [t for t in (10, 20, 50, 100, 200, 500, 1000)
+             if min(r["tflops"] for r in rows) / 2 <= t <= max(r["tflops"] for r in rows) * 2]
+    ax.yaxis.set_major_locator(FixedLocator(ticks))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.yaxis.set_minor_locator(NullLocator())
     ax.set_xticks(xs, names, rotation=30, ha="right", fontsize=8)
     ax.grid(True, axis="x", alpha=0)
-    return plots.finish(fig, ax)
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], linestyle="none", marker=m, color="0.2", label=f"{n}³")
+               for m, n in zip(markers, SIZES)]
+    handles += [Line2D([], [], linestyle="none", marker="o", color=c, label=layer)
+                for layer, c in colours.items()]
+    ax.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+              frameon=False)
+    fig.tight_layout()
+    return fig
 
 
 def heuristic_rows(data: dict | None = None) -> list[dict]:
