@@ -3,7 +3,9 @@
 sizes timed queued behind a busy kernel — the GPU's own time."""
 from __future__ import annotations
 
-from lab import page, plots, results, seeds
+from matplotlib.ticker import LogLocator, ScalarFormatter
+
+from lab import page, plots, results, seeds, tables
 
 #: The kernels of the size curve, with their labels, in the table's order.
 SIZE_KERNELS = {"cublas_fp32": "cuBLAS FP32", "warptile_tuned": "warptile_tuned",
@@ -63,12 +65,13 @@ def queued_rows() -> list[dict]:
 
 
 def queued_table():
-    """Per-call against queued timing of the small sizes."""
-    headers = {"n": "n", "covered": "spin covered (min)"}
-    for kern, label in SIZE_KERNELS.items():
-        headers[f"{kern}_call"] = f"{label}: per call"
-        headers[f"{kern}_gpu"] = f"{label}: GPU"
-    return page.table(queued_rows(), list(headers), headers, title="µs per call",
+    """Per-call against queued timing of the small sizes: each cell is per call / GPU (µs)."""
+    rows = [{"n": r["n"], "covered": r["covered"],
+             **{k: f"{tables.fmt(r[f'{k}_call'])} / {tables.fmt(r[f'{k}_gpu'])}"
+                for k in SIZE_KERNELS}} for r in queued_rows()]
+    return page.table(rows, ["n", *SIZE_KERNELS, "covered"],
+                      {"n": "n", **SIZE_KERNELS, "covered": "spin covered (min)"},
+                      title="µs per call: per-call timing / GPU time (queued)",
                       source=results.source_line("shapes"))
 
 
@@ -83,6 +86,8 @@ def queued_figure():
                 color=colour, **plots.OURS)
         ax.plot(ns, [r[f"{kernel}_call"] for r in rows], label=f"{label}: per-call timing",
                 color=colour, **plots.LIBRARY)
+    ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(ScalarFormatter())
     return page.figure(plots.finish(fig, ax))
 
 

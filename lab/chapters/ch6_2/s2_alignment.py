@@ -18,6 +18,13 @@ FAMILIES = (("nvjet", "nvjet (sm90)"), ("cutlass_75", "CUTLASS sm75"),
 DIVIDES = {8: "divisible by 8", 4: "by 4 but not 8", 2: "by 2 but not 4", 1: "odd"}
 
 
+def short_name(name: str) -> str:
+    """A kernel's name with its middle left out: the first three and the last two parts, where
+    its family and the alignment it assumes are spelled."""
+    parts = tables.kernel_name(name, 200).split("_")
+    return "_".join(parts) if len(parts) <= 6 else f"{'_'.join(parts[:3])}_…_{'_'.join(parts[-2:])}"
+
+
 def _align() -> dict:
     return {(r["kernel"], r["n"]): r for r in results.rows("shapes", part="alignment")}
 
@@ -62,7 +69,8 @@ def align_path_table():
 def seed_align_table():
     """Seed 004's alignment numbers on its Tesla T4 (its FP16 cuBLAS, with the kernel its
     profiler named, and its tiled control)."""
-    rows = [{"n": r["n"], "dtype": r["dtype"], "what": r["cublas_kernel"], "tflops": r["tflops"],
+    rows = [{"n": r["n"], "dtype": r["dtype"], "what": short_name(r["cublas_kernel"]),
+             "tflops": r["tflops"],
              "vs": r["vs"], "extra": r["extra_time_pct"]} for r in seeds.ALIGNMENT_T4]
     rows += [{"n": r["n"], "dtype": "FP32", "what": r["kernel"], "tflops": None, "vs": r["vs"],
               "extra": r["extra_time_pct"]} for r in seeds.TILED_EDGE_T4]
@@ -86,7 +94,7 @@ def align_kernel_rows() -> list[dict]:
     for n in sorted({n for _, n in by}):
         row = {"n": n}
         for kind in ("fp16", "fp32"):
-            row[kind] = ", ".join(tables.kernel_name(x, 44) for x in named[(f"cublas_{kind}", n)])
+            row[kind] = ", ".join(short_name(x) for x in named[(f"cublas_{kind}", n)])
             row[f"{kind}_tflops"] = by[(f"cublas_{kind}", n)]["tflops"]
         rows.append(row)
     return rows
@@ -111,13 +119,15 @@ def align_kernel_rule(kind: str = "fp16") -> str:
     (:data:`DIVIDES`)."""
     named = _named()
     sizes = sorted({n for _, n in _align()})
-    parts = []
+    groups = {}
     for cls, words in DIVIDES.items():
         ns = [n for n in sizes if min(n & -n, 8) == cls]
         if ns:
             fams = sorted({kernel_family(x) for n in ns for x in named[(f"cublas_{kind}", n)]})
-            parts.append(f"{words} ({', '.join(map(str, ns))}): {' and '.join(fams)}")
-    return "; ".join(parts)
+            groups[f"{words} ({', '.join(map(str, ns))})"] = " and ".join(fams)
+    if len(set(groups.values())) == 1:
+        return f"{next(iter(groups.values()))} at every size"
+    return "; ".join(f"{words}: {fams}" for words, fams in groups.items())
 
 
 def shuffled_rows() -> list[dict]:
