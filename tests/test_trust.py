@@ -158,7 +158,9 @@ def test_a_writer_killed_mid_write_leaves_the_previous_file(tmp_path, hold):
     before = target.read_bytes()
     writer = _start_writer(tmp_path, 5000, hold)
     try:
-        assert writer.stdout.readline().strip() == "READY"
+        said = writer.stdout.readline().strip()
+        assert said == "READY", (f"the writer said {said!r}: save wrote without flushing a "
+                                 "temporary file to disk and renaming it over the target")
         os.kill(writer.pid, signal.SIGKILL)
         writer.wait(timeout=30)
     finally:
@@ -250,6 +252,33 @@ def test_a_serial_measure_run_takes_the_folders_gpu_lock(tmp_path, monkeypatch):
     cli.main(["measure", "roofline", "--jobs", "1", "--out", str(tmp_path)])
     slug = device.gpu_slug(device.provenance()["gpu"])
     assert taken == [gpulock.folder_lock(tmp_path / slug)]
+
+
+def test_the_processes_of_a_jobs_run_take_turns_through_the_folders_gpu_lock(tmp_path,
+                                                                             monkeypatch):
+    """``measure --jobs N`` hands its processes the results folder's lock, not a lock of its
+    own: a second run (or a serial one) measuring into that folder takes turns with them."""
+    import subprocess as sp
+
+    from lab import __main__ as cli
+
+    started = []
+
+    class Child:
+        returncode = 0
+
+        def __init__(self, cmd, **kwargs):
+            started.append(cmd)
+
+        def poll(self):
+            return 0
+
+    monkeypatch.setattr(sp, "Popen", Child)
+    todo = [({"experiment": "roofline", "quick": False, "estimate_s": 1.0},
+             {"head": "[1/1] roofline"})]
+    cli._measure_side_by_side(todo, 2, root=tmp_path, slug="h200", command="t")
+    cmd = started[0]
+    assert cmd[cmd.index("--gpu-lock") + 1] == gpulock.folder_lock(tmp_path / "h200")
 
 
 # ----------------------------------------------------------------------------- settings
