@@ -167,11 +167,41 @@ def regions(module) -> dict[str, str]:
     return found
 
 
-def source_of(module, region: str | None = None) -> str:
-    """The source of a named region of ``module`` (or of a function/kernel object)."""
+def _folded(module, region: str, fold: dict[str, str]) -> str:
+    """``region`` with each nested region named in ``fold`` replaced by one comment line."""
+    path = Path(module) if isinstance(module, (str, Path)) else Path(inspect.getsourcefile(module))
+    lines = path.read_text().splitlines()
+    marks = {(m["name"], kind): i for i, line in enumerate(lines)
+             for kind, pattern in (("open", _REGION), ("close", _END))
+             if (m := pattern.match(line))}
+    if (region, "open") not in marks:
+        raise ValueError(f"{path.name} has no region {region!r}")
+    start, end = marks[region, "open"], marks[region, "close"]
+    out, skip_to = [], -1
+    for i in range(start + 1, end):
+        if i <= skip_to:
+            continue
+        line = lines[i]
+        if (m := _REGION.match(line)) and m["name"] in fold:
+            indent = line[:len(line) - len(line.lstrip())]
+            out.append(f"{indent}# … {fold[m['name']]}")
+            skip_to = marks[m["name"], "close"]
+        elif not (_REGION.match(line) or _END.match(line)):
+            out.append(line)
+    missing = set(fold) - {name for name, _ in marks}
+    if missing:
+        raise ValueError(f"{path.name} has no region(s) {sorted(missing)} to fold")
+    return textwrap.dedent("\n".join(out)).strip("\n")
+
+
+def source_of(module, region: str | None = None, fold: dict[str, str] | None = None) -> str:
+    """The source of a named region of ``module`` (or of a function/kernel object); ``fold``
+    names nested regions to show as one comment line each (name -> what the line says)."""
     if region is None:
         obj = getattr(module, "py_func", module)
         return textwrap.dedent(inspect.getsource(obj)).strip("\n")
+    if fold:
+        return _folded(module, region, fold)
     found = regions(module)
     try:
         return found[region]
@@ -181,13 +211,15 @@ def source_of(module, region: str | None = None) -> str:
                          f"{', '.join(found) or '(none)'}") from None
 
 
-def source(module, region: str | None = None, *, language: str = "python") -> _Output:
-    """Show a kernel (or any region of a ``lab`` module) highlighted in the book.
+def source(module, region: str | None = None, *, language: str = "python",
+           fold: dict[str, str] | None = None) -> _Output:
+    """Show a kernel (or any region of a ``lab`` module) highlighted in the book; ``fold``
+    shows nested regions as one line each (what a rung did not change).
 
     The book renders the Markdown code fence with syntax highlighting; nbval compares the plain
     source, so an edit to the shown code is seen.
     """
-    code = source_of(module, region)
+    code = source_of(module, region, fold)
     fence = "````" if "```" in code else "```"
     return _Output({"text/plain": code,
                     "text/markdown": f"{fence}{language}\n{code}\n{fence}"})

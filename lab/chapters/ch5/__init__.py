@@ -21,8 +21,6 @@ import numpy as np
 from lab import bench, compiler, device, fragments, model, page, plots, results, seeds
 from lab.kernels import k08_tc_pipeline, runnable
 
-#: Dense FP16/BF16 tensor-core peak (FP32 accumulation) by the GPU name a results file records.
-TENSOR_DATASHEETS = {"NVIDIA H200": {"tflops": 990.0, "source": "NVIDIA H200 SXM datasheet"}}
 #: The fed rungs in ladder order (FP16), and the tuned kernel.
 FED = ("tc_smem", "tc_warp64", "tc_pipeline", "tc_swizzle", "tc_fp16")
 LADDER = ("tc_naive_fp16",) + FED
@@ -40,15 +38,15 @@ def machine() -> dict:
     """SMs, SM clock, measured streaming-read bandwidth and tensor-core peak of the selected
     GPU: the numbers every prediction of the chapter is built from.
 
-    The peak is the datasheet's where :data:`TENSOR_DATASHEETS` knows the GPU, else cuBLAS
+    The peak is the datasheet's where :data:`lab.model.DATASHEET` knows the GPU, else cuBLAS
     FP16's measured 4096³ rate (labelled as such in ``peak_source``).
     """
     tc = results.load("tensor_cores")
     prov = tc["provenance"]
     read = next(r for r in results.load("roofline")["rows"] if r["kernel"] == "stream_read")
-    sheet = TENSOR_DATASHEETS.get(prov["gpu"])
+    sheet = model.DATASHEET.get(page.gpu_label(prov["gpu"]))
     if sheet:
-        peak, source = sheet["tflops"] * 1e12, "datasheet"
+        peak, source = sheet["tensor_tflops"] * 1e12, "datasheet"
     else:
         peak = next(r for r in tc["rows"] if r["kernel"] == "cublas_fp16"
                     and r.get("part") == "ladder")["tflops"] * 1e12
@@ -346,7 +344,7 @@ def ladder_figure():
     """Measured TFLOP/s of each rung beside its prediction, cuBLAS FP16 as a line."""
     rows = [r for r in ladder_rows() if r["kernel"] in LADDER]
     lad = _ladder()
-    fig, ax = plots.axes("", "rung", "TFLOP/s (4096³, log scale)", logy=True, size=(7.0, 3.8))
+    fig, ax = plots.axes("", "rung", "TFLOP/s (4096³)", size=(7.0, 3.8))
     xs = np.arange(len(rows))
     ax.bar(xs - 0.2, [r["predicted"] for r in rows], width=0.4, label="predicted (model)",
            facecolor="none", edgecolor="C0", hatch="//")
@@ -630,7 +628,7 @@ def values() -> dict:
         "gpu": page.gpu_label(m["gpu"]), "sms": str(m["sms"]),
         "clock_ghz": f"{m['clock_hz'] / 1e9:.2f}", "read_tbps": f"{m['read_bps'] / 1e12:.2f}",
         "peak_tflops": f"{m['peak'] / 1e12:.0f}", "peak_source": m["peak_source"],
-        "ridge": f"{model.ridge(m['peak'], m['read_bps']):.0f}",
+        "tensor_ridge": f"{model.ridge(m['peak'], m['read_bps']):.0f}",
         "naive_tflops": f"{lad['tc_naive_fp16']['tflops']:.1f}",
         "naive_pct": f"{100 * lad['tc_naive_fp16']['ratio_to_cublas_fp16']:.1f}%",
         "cublas_fp16_tflops": f"{lad['cublas_fp16']['tflops']:.0f}",
@@ -691,4 +689,26 @@ def values() -> dict:
     for name in FED:
         v[f"{name}_tflops"] = f"{lad[name]['tflops']:.0f}"
         v[f"{name}_of_pred"] = f"{of_pred[name]:.0%}"
+    v.update(profile_values())
     return v
+
+
+def profile_values() -> dict:
+    """What Nsight Compute counted for ``tc_fp16`` at 4096³ (``hopper_profile``), and its ratio
+    to cuBLAS FP16 as the median of that experiment's separate processes."""
+    prof = {r["kernel"]: r for r in results.rows("hopper_profile", part="profile")}["tc_fp16"]
+    head = {r["kernel"]: r for r in results.rows("hopper_profile", part="summary", m=4096)}
+    tc = head["tc_fp16"]
+    n = prof["m"]
+    model_bytes = 2.0 * n ** 3 / _ladder()["tc_fp16"]["intensity"]   # the tile loads, as counted
+    return {"prof_model_gb": f"{model_bytes / 1e9:.2f}",
+            "prof_l2_to_sm_gb": f"{prof['l2_to_sm_bytes'] / 1e9:.2f}",
+            "prof_dram_gb": f"{prof['dram_read_bytes'] / 1e9:.2f}",
+            "prof_dram_share": f"{prof['dram_read_bytes'] / prof['l2_to_sm_bytes']:.0%}",
+            "prof_l2_hit": f"{prof['l2_hit_pct']:.0f}%",
+            "prof_tensor_active": f"{prof['tensor_active_pct']:.0f}%",
+            "prof_top_stall": next(iter(prof["stalls"])),
+            "prof_regs": f"{prof['registers']:.0f}",
+            "head_ratio": f"{tc['ratio_to_cublas']:.3f}",
+            "head_lo": f"{tc['ratio_min']:.3f}", "head_hi": f"{tc['ratio_max']:.3f}",
+            "head_processes": str(tc["processes"])}
