@@ -13,11 +13,12 @@ from lab.chapters.ch6_3 import s2_prediction, s3_small_k, s4_library
 from lab.chapters.ch6_3.s1_epilogue import epilogue_source
 from lab.chapters.ch6_3.s2_prediction import epilogue_model_table, small_k_model_table
 from lab.chapters.ch6_3.s3_small_k import small_k_figure, small_k_table
-from lab.chapters.ch6_3.s4_library import epilogue_figure, epilogue_table, torch_launched_table
+from lab.chapters.ch6_3.s4_library import (epilogue_figure, epilogue_table, library_table,
+                                           torch_launched_table)
 
 __all__ = ["epilogue_source", "epilogue_model_table", "small_k_model_table",
            "small_k_figure", "small_k_table", "epilogue_figure", "epilogue_table",
-           "torch_launched_table", "values", "glue"]
+           "library_table", "torch_launched_table", "values", "glue"]
 
 
 def values() -> dict:
