@@ -1,9 +1,9 @@
 """Chapter 0, the machine: how much work and traffic a product asks for, the two roofs of the
-GPU measured with our own kernels, the ridge point beside the seeds' machines, and what a live
+GPU measured with our own kernels, the ridge point beside the sources' machines, and what a live
 GPU measures now.
 
 Everything here reads the selected GPU's results (:func:`lab.results.load` with its default
-GPU), the analytic model (:mod:`lab.model`), the compiler (:mod:`lab.compiler`) and the seeds'
+GPU), the analytic model (:mod:`lab.model`), the compiler (:mod:`lab.compiler`) and the sources'
 quoted numbers (:mod:`lab.seeds`). The notebook calls one function per table, figure or set of
 glued values.
 """
@@ -114,7 +114,7 @@ def roof_table():
 # ----------------------------------------------------------------------------- the ridge
 
 def machine_rows() -> list[dict]:
-    """The selected GPU's measured roofs and ridge, then the seeds' machines as they state them."""
+    """The selected GPU's measured roofs and ridge, then the sources' machines as they state them."""
     roofs = roofline.measured()
     rows = [{"machine": f"{page.gpu_label(roofs['gpu'])} FP32 (measured)",
              "tflops": roofs["fma_tflops"], "gbps": roofs["read_gbps"], "ridge": roofs["ridge"],
@@ -128,14 +128,14 @@ def machine_rows() -> list[dict]:
 
 
 def ridge_table():
-    """Roofs and ridge points: the selected GPU measured, the seeds' machines quoted."""
+    """Roofs and ridge points: the selected GPU measured, the sources' machines quoted."""
     return page.table(machine_rows(), ["machine", "tflops", "gbps", "ridge", "source"],
                       {"tflops": "TFLOP/s", "gbps": "GB/s", "ridge": "ridge (FLOP/B)"},
                       source=results.source_line("roofline"))
 
 
 def roofline_figure():
-    """The measured roofline of the selected GPU, the seeds' machines dashed, and the model
+    """The measured roofline of the selected GPU, the sources' machines dashed, and the model
     intensities of the course's kernels as vertical marks."""
     roofs = roofline.measured()
     name = page.gpu_label(roofs["gpu"])

@@ -68,7 +68,7 @@ def ex00_2() -> dict:
 
 
 def ex00_3(tensor_tflops: float = 989.0) -> dict:
-    """Ridge of a tensor-core kernel (seed 000's H100 SXM dense BF16 peak over our read roof)."""
+    """Ridge of a tensor-core kernel (the tiling primer's H100 SXM dense BF16 peak over our read roof)."""
     read = common.row_where(results.load("roofline"), kernel="stream_read")["gbps"] * 1e9
     ridge = model.ridge(tensor_tflops * 1e12, read)
     tile = 2 * ridge                 # tile_intensity(T, T, 2) = T / 2

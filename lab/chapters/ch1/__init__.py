@@ -1,10 +1,10 @@
 """Chapter 1, the naive kernel: one thread per output, what a warp asks memory for under two
-thread mappings, the Numba kernel beside nvcc's build of the seeds' CUDA C, and the
-measurements of the selected GPU beside the seeds' T4 and RTX 3090.
+thread mappings, the Numba kernel beside nvcc's build of the sources' CUDA C, and the
+measurements of the selected GPU beside the sources' T4 and RTX 3090.
 
 Measurements come from the ``naive_tiled`` results file (and ``ncu_dram`` for the bytes that
 really cross the DRAM interface), read for the selected GPU; compiler facts from
-:mod:`lab.compiler` (Numba) and :func:`lab.twins.compile_report` (nvcc); the seeds' numbers from
+:mod:`lab.compiler` (Numba) and :func:`lab.twins.compile_report` (nvcc); the sources' numbers from
 :mod:`lab.seeds`.
 """
 from __future__ import annotations
@@ -63,7 +63,7 @@ def launch_table():
 def warp_coordinates(mapping: str) -> tuple[np.ndarray, np.ndarray]:
     """(row, col) of the output each of the 32 lanes of the first warp computes.
 
-    In a 16 × 16 block a warp is two rows of 16 threads (thread id = x + 16·y); the seeds'
+    In a 16 × 16 block a warp is two rows of 16 threads (thread id = x + 16·y); the sources'
     mapping lays x along a row of C, the swapped one down a column.
     """
     lane = np.arange(LANES)
@@ -122,7 +122,7 @@ def load_sectors(mapping: str, steps: int = 1) -> int:
 
 def warp_figure():
     """Concept figure: the elements the first warp touches at k = 0 in A, B and C, and the
-    32-byte sectors they fall in, for the seeds' mapping (top) and the swapped one (bottom)."""
+    32-byte sectors they fall in, for the sources' mapping (top) and the swapped one (bottom)."""
     import matplotlib.patches as mpatches
     import matplotlib.pyplot as plt
 
@@ -193,7 +193,7 @@ def loop_row(report, compiled_by: str) -> dict:
 
 
 def twin_reports() -> list:
-    """nvcc -O3 compile reports of the seeds' naive kernels ([] where nvcc is not installed)."""
+    """nvcc -O3 compile reports of the sources' naive kernels ([] where nvcc is not installed)."""
     try:
         return [twins.compile_report(t) for t in SASS_TWINS]
     except FileNotFoundError:
@@ -215,7 +215,7 @@ def sass_table():
 
 
 def mix_table():
-    """The hottest loop's instructions by opcode: literal and typed Numba kernels, seed 003's
+    """The hottest loop's instructions by opcode: literal and typed Numba kernels, the RTX 3090 tutorial's
     kernel under nvcc."""
     mixes = {k: compiler.report(k)[0].loop_mix for k in SASS_NUMBA}
     for r in twin_reports()[:1]:
@@ -236,8 +236,8 @@ def ratio_table(pairs=PAIRS):
 # ----------------------------------------------------------------------------- beside the seeds
 
 def seed_rows() -> list[dict]:
-    """The naive kernel measured here at 1024³ and 4096³, and as the T4 (seed 004) and the
-    RTX 3090 (seed 003) ran it; the last column is each time's share of that GPU's FP32 roof."""
+    """The naive kernel measured here at 1024³ and 4096³, and as the T4 (the T4 study) and the
+    RTX 3090 (the RTX 3090 tutorial) ran it; the last column is each time's share of that GPU's FP32 roof."""
     size = measured()
     roof = roofline.measured()["fma_tflops"]
     seed_roof = {m["source"]: m["tflops"] for m in seeds.MACHINES}
@@ -249,37 +249,37 @@ def seed_rows() -> list[dict]:
                      "roof": 100 * r["tflops"] / roof})
     t4 = seeds.NAIVE_T4[0]
     rows.append({"gpu": t4["gpu"], "source": t4["source"], "n": t4["n"], "ms": t4["ms"],
-                 "tflops": t4["tflops"], "roof": 100 * t4["tflops"] / seed_roof["seed 004"]})
+                 "tflops": t4["tflops"], "roof": 100 * t4["tflops"] / seed_roof["the T4 study"]})
     for s in seeds.NAIVE_TILED_3090:
         if s["n"] in SIZES:
             tf = s["naive_gflops"] / 1e3
-            rows.append({"gpu": seeds.GPU_3090, "source": "seed 003", "n": s["n"],
+            rows.append({"gpu": seeds.GPU_3090, "source": "the RTX 3090 tutorial", "n": s["n"],
                          "ms": s["naive_ms"], "tflops": tf,
-                         "roof": 100 * tf / seed_roof["seed 003"]})
+                         "roof": 100 * tf / seed_roof["the RTX 3090 tutorial"]})
     return rows
 
 
 def seed_table():
-    """The naive kernel here and on the seeds' GPUs."""
+    """The naive kernel here and on the sources' GPUs."""
     return page.table(seed_rows(), ["gpu", "source", "n", "ms", "tflops", "roof"],
                       {"gpu": "GPU", "ms": "time (ms)", "tflops": "TFLOP/s",
                        "roof": "% FP32 roof"}, source=results.source_line("naive_tiled"))
 
 
 def swap_rows() -> list[dict]:
-    """The seeds' mapping against the swapped one: our Numba kernels and seed 004's twins on
-    the selected GPU, and seed 004's T4."""
+    """The sources' mapping against the swapped one: our Numba kernels and the T4 study's twins on
+    the selected GPU, and the T4 study's T4."""
     size = measured()
     rows = []
     for n in SIZES:
         for impl, fast, slow in (("Numba", "naive", "naive_swapped"),
-                                 ("CUDA C (NVRTC), seed 004 twins", "s004_naive", "s004_naive_swapped")):
+                                 ("CUDA C (NVRTC), the T4 study twins", "s004_naive", "s004_naive_swapped")):
             f, s = size.get((fast, n)), size.get((slow, n))
             if f and s:
                 rows.append({"gpu": gpu(), "kernels": impl, "n": n, "fast": f["median_ms"],
                              "slow": s["median_ms"], "ratio": s["median_ms"] / f["median_ms"]})
     t4n, t4s = seeds.NAIVE_T4
-    rows.append({"gpu": t4n["gpu"], "kernels": "seed 004", "n": t4n["n"], "fast": t4n["ms"],
+    rows.append({"gpu": t4n["gpu"], "kernels": "the T4 study", "n": t4n["n"], "fast": t4n["ms"],
                  "slow": t4s["ms"], "ratio": seeds.SWAPPED_SLOWDOWN_T4})
     return rows
 
@@ -287,7 +287,7 @@ def swap_rows() -> list[dict]:
 def swap_table():
     """Slowdown of the swapped mapping."""
     return page.table(swap_rows(), ["gpu", "kernels", "n", "fast", "slow", "ratio"],
-                      {"gpu": "GPU", "fast": "seeds' mapping (ms)", "slow": "swapped (ms)",
+                      {"gpu": "GPU", "fast": "sources' mapping (ms)", "slow": "swapped (ms)",
                        "ratio": "slowdown"}, source=results.source_line("naive_tiled"))
 
 
@@ -325,7 +325,7 @@ def sweep_table():
 
 def sweep_figure():
     """The swapped mapping's slowdown against the operands' footprint, the L2 capacities of
-    the selected GPU and of seed 004's T4, and the request model's ratio."""
+    the selected GPU and of the T4 study's T4, and the request model's ratio."""
     rows = sweep_rows()
     l2_mb = l2_bytes() / 1e6
     from matplotlib.ticker import FuncFormatter
@@ -338,10 +338,10 @@ def sweep_figure():
     ax.axvline(l2_mb, color="C0", linestyle=":", linewidth=1,
                label=f"{gpu()} L2 ({l2_bytes() / 2**20:.0f} MiB)")
     t4_footprint = 3 * 4 * seeds.NAIVE_T4[0]["n"] ** 2 / 1e6
-    ax.plot([t4_footprint], [seeds.SWAPPED_SLOWDOWN_T4], label="Tesla T4 at 1024³, seed 004",
+    ax.plot([t4_footprint], [seeds.SWAPPED_SLOWDOWN_T4], label="Tesla T4 at 1024³, the T4 study",
             linestyle="none", marker="s", markerfacecolor="none", markersize=7, color="C3")
     ax.axvline(seeds.L2_T4_BYTES / 1e6, color="C3", linestyle=":", linewidth=1,
-               label=f"Tesla T4 L2 ({seeds.L2_T4_BYTES / 2**20:.0f} MiB), seed 004")
+               label=f"Tesla T4 L2 ({seeds.L2_T4_BYTES / 2**20:.0f} MiB), the T4 study")
     req = load_sectors("naive_swapped") / load_sectors("naive")
     ax.axhline(req, color="0.4", linestyle="--", linewidth=1,
                label=f"request model: {load_sectors('naive_swapped')} / "
@@ -353,7 +353,7 @@ def sweep_figure():
 # ----------------------------------------------------------------------------- seed 003's tables
 
 def metrics_rows() -> list[dict]:
-    """Seed 003's "typical naive kernel" ranges beside the selected GPU's numbers at 1024³."""
+    """The RTX 3090 tutorial's "typical naive kernel" ranges beside the selected GPU's numbers at 1024³."""
     n = 1024
     r = measured()[("naive", n)]
     m = seeds.NAIVE_METRICS_003
@@ -370,14 +370,14 @@ def metrics_rows() -> list[dict]:
 
 
 def metrics_table():
-    """Seed 003's naive-kernel metrics, recomputed."""
+    """The RTX 3090 tutorial's naive-kernel metrics, recomputed."""
     return page.table(metrics_rows(), ["metric", "seed", "ours"],
-                      {"seed": "seed 003 (any GPU)", "ours": f"{gpu()}, 1024³"},
+                      {"seed": "the RTX 3090 tutorial (any GPU)", "ours": f"{gpu()}, 1024³"},
                       source=results.source_line("naive_tiled"))
 
 
 def bandwidth_rows() -> list[dict]:
-    """Effective bandwidth (the model's global reads ÷ measured time) here and on seed 003's
+    """Effective bandwidth (the model's global reads ÷ measured time) here and on the RTX 3090 tutorial's
     RTX 3090, once as the seed states it and once from its own bytes and times."""
     n = 1024
     size = measured()
@@ -392,7 +392,7 @@ def bandwidth_rows() -> list[dict]:
     by_size = {x["n"]: x for x in seeds.NAIVE_TILED_3090}[n]
     for s in seeds.BANDWIDTH_003:
         ms = by_size["naive_ms"] if s["kernel"] == "naive" else by_size["tiled_ms"]
-        rows.append({"kernel": s["kernel"], "gpu": "RTX 3090, as seed 003 states",
+        rows.append({"kernel": s["kernel"], "gpu": "RTX 3090, as the RTX 3090 tutorial states",
                      "reads": s["global_reads_gb"], "ms": None,
                      "gbps": f"~{s['effective_gbps']}", "roof": f"~{s['pct_of_peak']}"})
         implied = s["global_reads_gb"] / (ms * 1e-3)
@@ -403,8 +403,8 @@ def bandwidth_rows() -> list[dict]:
 
 
 def bandwidth_table():
-    """Seed 003's bandwidth table, recomputed (read roof: chapter 0's streaming read; the RTX
-    3090's: its 936 GB/s peak as seed 003 states it)."""
+    """The RTX 3090 tutorial's bandwidth table, recomputed (read roof: chapter 0's streaming read; the RTX
+    3090's: its 936 GB/s peak as the RTX 3090 tutorial states it)."""
     return page.table(bandwidth_rows(), ["kernel", "gpu", "reads", "ms", "gbps", "roof"],
                       {"gpu": "GPU", "reads": "reads (GB)", "ms": "time (ms)",
                        "gbps": "GB/s", "roof": "% read roof"},
@@ -526,7 +526,7 @@ def values() -> dict:
         v["sweep_reading"] = (
             "There is no step at the L2 line, so the swap does not cost DRAM bytes here: the "
             "sectors it needs again are still in the L1 or the L2 at every size. What it costs "
-            f"is requests, {per_k['naive_swapped']} sectors per load step where the seeds' "
+            f"is requests, {per_k['naive_swapped']} sectors per load step where the sources' "
             f"mapping needs {per_k['naive']}, which the L1 works through one after another "
             f"whatever the L2 holds. The measured slowdown, {lo:.1f} to {hi:.1f} across the "
             f"sizes, is of the order of that request ratio "
@@ -577,7 +577,7 @@ def _ncu_values() -> dict:
            "kernel generates, not traffic DRAM sees. " if passes < 1.5 else ". ")
         + f"The swapped kernel reads {sw['l2_read_bytes'] / nv['l2_read_bytes']:.2f} times as "
         f"much from L2 and {sw['dram_read_bytes'] / nv['dram_read_bytes']:.2f} times as much "
-        f"from DRAM as the seeds' mapping, yet takes "
+        f"from DRAM as the sources' mapping, yet takes "
         f"{size[('naive_swapped', n)]['median_ms'] / size[('naive', n)]['median_ms']:.1f} times "
         "as long: its extra cost is in the L1's handling of requests, as the sweep suggested. "
         f"DRAM writes are almost nil (at most {max(r['dram_write_bytes'] or 0 for r in rows):g} "

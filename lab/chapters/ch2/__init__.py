@@ -1,10 +1,10 @@
 """Chapter 2, shared-memory tiles: the tile walk along k, what the tile buys in the model, the
 kernel checked at shapes past a tile, its machine code beside nvcc's, and the measurements of
-the selected GPU beside the seeds' T4 and RTX 3090, cuBLAS, the sanitizer and Nsight Compute.
+the selected GPU beside the sources' T4 and RTX 3090, cuBLAS, the sanitizer and Nsight Compute.
 
 Measurements come from the selected GPU's ``naive_tiled`` file (``ncu_dram`` and ``sanitizer``
 where they exist); compiler facts from :mod:`lab.compiler` and :func:`lab.twins.compile_report`;
-the seeds' numbers from :mod:`lab.seeds`.
+the sources' numbers from :mod:`lab.seeds`.
 """
 from __future__ import annotations
 
@@ -174,7 +174,7 @@ def _loop_row(report, compiled_by: str) -> dict:
 
 @functools.lru_cache(maxsize=None)
 def sass_rows() -> tuple[dict, ...]:
-    """The hottest loop of each tiled kernel (Numba) and of the seeds' tiled kernels (nvcc)."""
+    """The hottest loop of each tiled kernel (Numba) and of the sources' tiled kernels (nvcc)."""
     rows = [_loop_row(compiler.report(k)[0], "Numba") for k in KERNELS]
     try:
         rows += [_loop_row(twins.compile_report(t), "nvcc -O3") for t in SASS_TWINS]
@@ -194,7 +194,7 @@ def sass_table():
 # ----------------------------------------------------------------------------- measured
 
 def tile_rows() -> list[dict]:
-    """Seed 004's tile table at 1024³: the selected GPU's kernels beside the T4's."""
+    """The T4 study's tile table at 1024³: the selected GPU's kernels beside the T4's."""
     size = common.measured()
     t4 = {row["tile"]: row for row in seeds.TILES_T4}
     naive_ms = size[("naive", 1024)]["median_ms"]
@@ -211,7 +211,7 @@ def tile_rows() -> list[dict]:
 
 
 def tile_table():
-    """The tile as the only variable, here and on seed 004's T4 (1024³, FP32)."""
+    """The tile as the only variable, here and on the T4 study's T4 (1024³, FP32)."""
     g = common.gpu()
     return page.table(tile_rows(), ["tile", "intensity", "tflops", "x", "t4_tflops", "t4_x"],
                       {"intensity": "FLOP/B (model)", "tflops": f"{g} TFLOP/s",
@@ -220,7 +220,7 @@ def tile_table():
 
 
 def size_rows() -> list[dict]:
-    """Seed 003's naive-vs-tiled table by size: the selected GPU's row beside the RTX 3090's."""
+    """The RTX 3090 tutorial's naive-vs-tiled table by size: the selected GPU's row beside the RTX 3090's."""
     size = common.measured()
     theirs = {s["n"]: s for s in seeds.NAIVE_TILED_3090}
     rows = []
@@ -231,7 +231,7 @@ def size_rows() -> list[dict]:
                      "speedup": naive["median_ms"] / tiled["median_ms"],
                      "tflops": tiled["tflops"]})
         s = theirs[n]
-        rows.append({"n": n, "gpu": f"{seeds.GPU_3090}, seed 003", "naive_ms": s["naive_ms"],
+        rows.append({"n": n, "gpu": f"{seeds.GPU_3090}, the RTX 3090 tutorial", "naive_ms": s["naive_ms"],
                      "tiled_ms": s["tiled_ms"], "speedup": s["speedup"],
                      "tflops": s["tiled_gflops"] / 1e3})
     return rows
@@ -247,7 +247,7 @@ def size_table():
 
 def size_figure():
     """TFLOP/s against n for every kernel of chapters 1-2 and cuBLAS on the selected GPU,
-    seed 003's RTX 3090 dashed."""
+    the RTX 3090 tutorial's RTX 3090 dashed."""
     size = common.measured()
     g = common.gpu()
     sizes = sorted({n for (_, n) in size})
@@ -262,16 +262,16 @@ def size_figure():
                 label=f"cuBLAS FP32, {g}", color="black", **plots.LIBRARY)
     ns = [s["n"] for s in seeds.NAIVE_TILED_3090]
     ax.plot(ns, [s["naive_gflops"] / 1e3 for s in seeds.NAIVE_TILED_3090], color="C0",
-            label="naive, RTX 3090 (seed 003)", **plots.SEED)
+            label="naive, RTX 3090 (the RTX 3090 tutorial)", **plots.SEED)
     ax.plot(ns, [s["tiled_gflops"] / 1e3 for s in seeds.NAIVE_TILED_3090], color="C3",
-            label="tiled 16×16, RTX 3090 (seed 003)", **plots.SEED)
+            label="tiled 16×16, RTX 3090 (the RTX 3090 tutorial)", **plots.SEED)
     return plots.finish_below(fig, ax)
 
 
 def roofline_figure():
     """The selected GPU's roofline with each kernel of chapters 1-2 at its model intensity
     (4096³), at its measured DRAM intensity (Nsight Compute, 1024³) where counted, and the T4
-    tile table of seed 004. Kernels are told apart by colour, so no label overprints another."""
+    tile table of the T4 study. Kernels are told apart by colour, so no label overprints another."""
     import matplotlib.pyplot as plt
 
     roofs = roofline.measured()
@@ -280,8 +280,8 @@ def roofline_figure():
     fig, ax = plots.axes("", "arithmetic intensity (FLOP/byte)", "TFLOP/s")
     plots.roofline(ax, roofs["fma_tflops"], roofs["read_gbps"],
                    label=f"{g} FP32 roof, measured", style={"linewidth": 2, "color": "0.2"})
-    t4 = next(m for m in seeds.MACHINES if m["source"] == "seed 004")
-    plots.roofline(ax, t4["tflops"], t4["gbps"], label="Tesla T4 roof (seed 004)",
+    t4 = next(m for m in seeds.MACHINES if m["source"] == "the T4 study")
+    plots.roofline(ax, t4["tflops"], t4["gbps"], label="Tesla T4 roof (the T4 study)",
                    style={**plots.SEED, "color": "0.55"})
     t4_tiles = {row["tile"]: row for row in seeds.TILES_T4}
     counted = {r["kernel"]: r for r in (common.ncu_rows() or [])} if common.ncu_ok() else {}
@@ -310,7 +310,7 @@ def roofline_figure():
     handles += [plt.Line2D([], [], linestyle="none", marker="o", color=grey,
                            label=f"{g}, model intensity, 4096³"),
                 plt.Line2D([], [], linestyle="none", marker="s", markerfacecolor="none",
-                           color=grey, label="Tesla T4 tile table (seed 004)")]
+                           color=grey, label="Tesla T4 tile table (the T4 study)")]
     if counted:
         handles.append(plt.Line2D([], [], linestyle="none", marker="x", color=grey,
                                   markeredgewidth=1.6,
@@ -321,7 +321,7 @@ def roofline_figure():
 
 
 def ratio_table():
-    """The tiled kernels beside their CUDA C twins (seed 003's and seed 004's, nvcc)."""
+    """The tiled kernels beside their CUDA C twins (the RTX 3090 tutorial's and the T4 study's, nvcc)."""
     return common.ratio_table(PAIRS)
 
 

@@ -80,7 +80,7 @@ def ex02_5(kernels=("tiled16",), shape=NONSQUARE_SIM) -> dict:
 
 
 def ex02_6(n: int = 2048) -> dict:
-    """Seed 003's tile sweep at 2048³, from the committed H200 run."""
+    """The RTX 3090 tutorial's tile sweep at 2048³, from the committed H200 run."""
     nt = results.load("naive_tiled")
     rows = {t: common.row_where(nt, kernel=f"tiled{t}", m=n, part="size") for t in (8, 16, 32)}
     best = max(rows, key=lambda t: rows[t]["tflops"])
@@ -95,7 +95,7 @@ def ex02_6(n: int = 2048) -> dict:
 
 
 def ex02_7() -> dict:
-    """Seed 003's profiling exercise: naive against tiled, Nsight Compute on the H200 at 1024³."""
+    """The RTX 3090 tutorial's profiling exercise: naive against tiled, Nsight Compute on the H200 at 1024³."""
     data = results.load("ncu_dram")
     by = {r["kernel"]: r for r in data["rows"]}
     lim = model.SM90_LIMITS

@@ -4,7 +4,7 @@ What the notebook shows, one function per table, figure or set of glued values: 
 model of the patch (:mod:`lab.model`), the kernels checked against float64 (:mod:`lab.bench`),
 the register bill and the hottest loop from the compiler (:mod:`lab.compiler`, sm_90, the
 pinned ``ptxas``), the selected GPU's ``patch_sweep`` results beside the signed-index build,
-the CUDA C twin of seed 004's register kernel, and seed 004's T4 numbers (:mod:`lab.seeds`).
+the CUDA C twin of the T4 study's register kernel, and the T4 study's T4 numbers (:mod:`lab.seeds`).
 
 Compiler facts come from :mod:`lab.compiler`'s committed store, so they are the same on every
 machine; :func:`report` names the function a table reads.
@@ -73,7 +73,7 @@ def compiler_rows(signed: bool = False) -> list[dict]:
 # ----------------------------------------------------------------------------- model and checks
 
 def model_rows() -> list[dict]:
-    """Seed 001/004's per-thread model for each patch size of the sweep."""
+    """The step-by-step model/004's per-thread model for each patch size of the sweep."""
     rows = []
     for p in k03_registers.PATCHES:
         r = k03_registers.patch_facts(p)
@@ -326,7 +326,7 @@ def twin_table():
 
 
 def t4_rows() -> list[dict]:
-    """Seed 004's T4 sweep beside the selected GPU's, with the gain of each step."""
+    """The T4 study's T4 sweep beside the selected GPU's, with the gain of each step."""
     ours = sweep()["ours"]
     name = gpu_name()
     rows, prev_t4, prev_ours = [], None, None
@@ -342,18 +342,18 @@ def t4_rows() -> list[dict]:
 
 
 def t4_table():
-    """:func:`t4_rows` as a table; the T4 columns are seed 004's, its registers estimates."""
+    """:func:`t4_rows` as a table; the T4 columns are the T4 study's, its registers estimates."""
     name = gpu_name()
     return page.table(t4_rows(), ["patch", "t4_regs", "t4", "t4_gain", "regs", "ours", "gain"],
                       {"t4_regs": "T4 regs (est.)", "t4": "T4 TFLOP/s", "t4_gain": "T4 gain",
                        "regs": "regs (ptxas)", "ours": f"{name} TFLOP/s",
                        "gain": f"{name} gain"},
-                      source="T4 columns: seed 004 (Tesla T4, 1024³; registers estimated from "
+                      source="T4 columns: the T4 study (Tesla T4, 1024³; registers estimated from "
                              "the kernel's variables). " + results.source_line("patch_sweep"))
 
 
 def intensity_rows() -> list[dict]:
-    """Seed 001's two intensities for each kernel, and the shared bandwidth the measured
+    """The step-by-step model's two intensities for each kernel, and the shared bandwidth the measured
     speed would need if every operand came from shared memory at that intensity."""
     ours, rows = sweep()["ours"], []
     for name in KERNELS:
@@ -463,7 +463,7 @@ def _f(x: float, digits: int = 1) -> str:
 
 def values() -> dict:
     """Every number the chapter's prose quotes, as strings: model, compiler, the selected
-    GPU's results and seed 004's T4 numbers."""
+    GPU's results and the T4 study's T4 numbers."""
     rows = {r["kernel"]: r for r in compiler_rows()}
     srows = {r["kernel"]: r for r in compiler_rows(signed=True)}
     s, before = sweep(), signed_sweep()

@@ -58,7 +58,7 @@ def ex03_4() -> dict:
 
 
 def ex03_5(shapes=((17, 33, 25), (33, 17, 9))) -> dict:
-    """Seed 003's 2 × 2 register patch: our ``patch2`` (``make_patch(2)``), checked and timed."""
+    """The RTX 3090 tutorial's 2 × 2 register patch: our ``patch2`` (``make_patch(2)``), checked and timed."""
     checks = [common.check_summary("patch2", *s) for s in shapes]
     sweep = results.load("patch_sweep")
     p1 = common.row_where(sweep, kernel="patch1")

@@ -5,7 +5,7 @@ padding, what the instruction itself costs, and the accuracy of 16-bit inputs.
 
 Everything comes from the selected GPU's results files (:func:`lab.results.load` with its
 default GPU), the analytic model (:mod:`lab.model`), the NumPy fragment model
-(:mod:`lab.fragments`), the offline compiler (:mod:`lab.compiler`) and the seeds' quoted numbers
+(:mod:`lab.fragments`), the offline compiler (:mod:`lab.compiler`) and the sources' quoted numbers
 (:mod:`lab.seeds`). The notebook calls one function per table, figure or set of glued values.
 """
 from __future__ import annotations
@@ -221,10 +221,10 @@ def rung1_ceiling_text() -> str:
 
 
 def seed_table():
-    """Seed 004's tensor-core numbers on its Tesla T4, labelled as the seed's."""
+    """The T4 study's tensor-core numbers on its Tesla T4, labelled as the seed's."""
     rows = [{**r, "gpu_source": f"{r['gpu']}, {r['source']}"} for r in seeds.TENSOR_CORES_T4]
     return page.table(rows, ["what", "tflops", "flop_per_byte", "gpu_source"],
-                      {"what": "kernel (seed 004)", "tflops": "TFLOP/s",
+                      {"what": "kernel (the T4 study)", "tflops": "TFLOP/s",
                        "flop_per_byte": "FLOP/B", "gpu_source": "GPU, source"})
 
 
@@ -552,11 +552,11 @@ def precision_table():
 
 
 def precision_seed_table():
-    """Seed 004's precision table on its Tesla T4, labelled as the seed's."""
+    """The T4 study's precision table on its Tesla T4, labelled as the seed's."""
     rows = [{**r, "gpu_source": f"{r['gpu']}, {r['source']}"} for r in seeds.PRECISION_T4]
     return page.table(rows, ["format", "tflops", "max_err_over_max_entry", "rel_frobenius",
                              "gpu_source"],
-                      {"format": "format (seed 004)", "tflops": "TFLOP/s",
+                      {"format": "format (the T4 study)", "tflops": "TFLOP/s",
                        "max_err_over_max_entry": "max |err| / max |C|",
                        "rel_frobenius": "rel. Frobenius", "gpu_source": "GPU, source"})
 

@@ -1,4 +1,4 @@
-"""Chapter 8, one model for the whole ladder: seed 001's traffic model of its four kernels,
+"""Chapter 8, one model for the whole ladder: the step-by-step model's traffic model of its four kernels,
 reproduced from :mod:`lab.model` and set beside the seed's table (:mod:`lab.seeds`), the same
 model on the H200 beside our measured times, and the seed's 16 × 16 × 16 animation with its
 traffic counters checked against loads counted in real kernels under the CUDA simulator.
@@ -35,7 +35,7 @@ OUR_KERNEL = {kind: match["kernel"] for kind, (_, match) in MEASURED.items()}
 # ----------------------------------------------------------------------------- seed 001's table
 
 def seed_rows() -> list[dict]:
-    """Seed 001's four kernels at 4096³: its quoted numbers beside :func:`lab.model.rung_model`
+    """The step-by-step model's four kernels at 4096³: its quoted numbers beside :func:`lab.model.rung_model`
     on the A100 and the H100 (datasheet roofs), with the course's tile formula for comparison."""
     rows = []
     for s in seeds.LADDER_MODEL_001:
@@ -53,7 +53,7 @@ def seed_rows() -> list[dict]:
 def seed_intensity_table():
     """FLOP per byte: the seed's, ours with the store of C counted, the course's tile formula."""
     return page.table(seed_rows(), ["kernel", "seed_fpb", "fpb", "course_fpb"],
-                      {"seed_fpb": "seed 001 (FLOP/B)", "fpb": "lab.model (FLOP/B)",
+                      {"seed_fpb": "the step-by-step model (FLOP/B)", "fpb": "lab.model (FLOP/B)",
                        "course_fpb": "tile formula (FLOP/B)"},
                       source=f"Seed columns: {seeds.LADDER_MODEL_001_SOURCE}. lab.model: "
                              "gemm_traffic (loads and the store of C); tile formula: "
@@ -103,7 +103,7 @@ def measured_machine() -> dict:
 
 
 def measured_row(kind: str) -> dict:
-    """Our measured row at 4096³ for one of seed 001's kernels (:data:`MEASURED`)."""
+    """Our measured row at 4096³ for one of the step-by-step model's kernels (:data:`MEASURED`)."""
     experiment, match = MEASURED[kind]
     match = dict(match)
     n = match.pop("n")
@@ -449,7 +449,7 @@ def _offline_player(html: str) -> str:
 
 
 def animation(dpi: int = 72):
-    """Seed 001's animation in our drawing: the SIZE³ product step by step (one frame before
+    """The step-by-step model's animation in our drawing: the SIZE³ product step by step (one frame before
     the first step, one per step), as an interactive player (HTML, frames embedded as PNG).
     The plain-text form names the frames and the size of the HTML."""
     import matplotlib.pyplot as plt

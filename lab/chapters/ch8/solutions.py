@@ -13,7 +13,7 @@ from lab.counting import count_accesses, in_simulator
 
 
 def ex08_1(n: int = 4096, tiles=(64, 128, 256, 512, 1024)) -> dict:
-    """The smallest square block tile (dividing n) that takes seed 001's BF16 tensor-core kernel
+    """The smallest square block tile (dividing n) that takes the step-by-step model's BF16 tensor-core kernel
     off the HBM roof on the H200's datasheet, the roof it lands on, and what its accumulators
     would need."""
     h200 = model.DATASHEET["H200"]
@@ -35,7 +35,7 @@ def ex08_1(n: int = 4096, tiles=(64, 128, 256, 512, 1024)) -> dict:
 
 
 def ex08_2(n: int = 4096) -> dict:
-    """Seed 001's register kernel with 4 × 4 instead of 8 × 8 patches: the A100's bound moves
+    """The step-by-step model's register kernel with 4 × 4 instead of 8 × 8 patches: the A100's bound moves
     from the ALUs to shared memory; beside it, chapter 3's measured patch4 and patch8."""
     a100, h200 = model.DATASHEET["A100"], model.DATASHEET["H200"]
     r8 = model.rung_model("register", a100, n)
