@@ -87,6 +87,9 @@ def totals() -> dict:
             "run_wrote": len(wrote),
             "run_skipped": ", ".join(x["experiment"] for x in run["rows"]
                                      if x["status"] == "skipped") or "none",
+            "run_not_in": ", ".join(x["experiment"] for x in r
+                                    if x["experiment"] not in {y["experiment"] for y in run["rows"]})
+                          or "none",
             "run_held_min": tables.fmt(held / 60, 2),
             "run_held_share": f"{held / wall:.0%}",
             "run_speedup": tables.fmt(sum(x["estimate_s"] or 0 for x in wrote) / wall, 2)}
