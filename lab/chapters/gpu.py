@@ -7,7 +7,8 @@ import re
 
 from lab import experiments, page, results, tables
 
-TOOL_NAMES = {"cupy": "CuPy", "ncu": "ncu", "compute-sanitizer": "compute-sanitizer"}
+TOOL_NAMES = {"cupy": "CuPy", "ncu": "ncu", "compute-sanitizer": "compute-sanitizer",
+              "sgemm-cuda": "SGEMM_CUDA (LAB_SGEMM_CUDA)"}
 
 
 def summary(name: str) -> str:
