@@ -9,7 +9,7 @@ from lab import compiler, model, page, plots, results
 from lab.chapters.ch6_1.roofs import roofs
 from lab.kernels import get_spec
 
-#: Tile counts of the wave table (seed 000's 140 among them).
+#: Tile counts of the wave table (the tiling primer's 140 among them).
 WAVE_TILES = (132, 133, 140, 264, 265, 1024)
 #: Sizes of the per-kernel wave table.
 WAVE_SIZES = (2048, 2049, 4096, 4097, 4104, 8192)

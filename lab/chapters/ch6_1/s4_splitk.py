@@ -13,7 +13,7 @@ from lab.kernels.k11_splitk import extra_bytes
 
 #: The split-K example: few output tiles, a long K.
 SPLIT_K = {"m": 512, "n": 512, "k": 16384, "tile": 128}
-#: Seed 000's Stream-K case: tiles, k-iterations per tile.
+#: The tiling primer's Stream-K case: tiles, k-iterations per tile.
 STREAM_K = {"tiles": 140, "iterations": 64}
 #: Our kernel of each design.
 DESIGN_KERNEL = {"fp16": "tc_fp16", "fp32": "warptile_tuned"}
@@ -44,7 +44,7 @@ def split_k_table():
 
 
 def stream_k() -> dict:
-    """Seed 000's 140 tiles on the SMs: iteration times with one tile per block in waves, and
+    """The tiling primer's 140 tiles on the SMs: iteration times with one tile per block in waves, and
     with Stream-K's equal shares of all k-iterations (and the tiles two SMs share)."""
     tiles, iters = STREAM_K["tiles"], STREAM_K["iterations"]
     sms = roofs()["sm_count"]

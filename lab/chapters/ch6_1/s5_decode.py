@@ -1,6 +1,6 @@
 """Section "One row against a weight matrix": the decode-time product (M × 4096)·(4096 × 4096)
 in FP16, timed per call and queued, cache-hot and with the weights read from HBM
-(``shapes``), against the model's floor; seed 004's T4 numbers beside it."""
+(``shapes``), against the model's floor; the T4 study's numbers beside it."""
 from __future__ import annotations
 
 from lab import model, page, plots, results, seeds
@@ -83,7 +83,7 @@ def skinny_figure():
 def values() -> dict:
     """The section's numbers: per-call times against the GPU's, the single row's time,
     bandwidth and share of larger M, where the flat start ends, our kernel's blocks, and
-    seed 004's T4 numbers."""
+    the T4 study's numbers."""
     per = skinny_rows()
     small = [x[c] for x in per if x["m"] <= 256 for c in ("cublas_hot", "cublas_hbm")]
     q = skinny_queued_rows()

@@ -41,10 +41,10 @@ def size_figure():
 
 
 def seed_size_table():
-    """Seed 004's size curve on its Tesla T4, in words and numbers as the seed gives them."""
+    """The T4 study's size curve on its Tesla T4, in words and numbers as the study gives them."""
     rows = [{**r, "gpu_source": f"{r['gpu']}, {r['source']}"} for r in seeds.SIZE_T4]
     return page.table(rows, ["n", "tflops", "gpu_source"],
-                      {"n": "n (seed 004)", "tflops": "TFLOP/s (FP16)",
+                      {"n": "n", "tflops": "TFLOP/s (FP16)",
                        "gpu_source": "GPU, source"})
 
 

@@ -1,6 +1,6 @@
 """Section "One element past a round number": each kernel at sizes around 2048 and 4096
 (``shapes``), the extra time per FLOP against the round size, the path our kernels took, the
-kernel cuBLAS launched at each size (``cublas_kernels``, Nsight Compute), seed 004's T4 beside
+kernel cuBLAS launched at each size (``cublas_kernels``, Nsight Compute), the T4 study's T4 beside
 it, and the same sizes again in three rounds of random order (drift or alignment?)."""
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ def align_path_table():
 
 
 def seed_align_table():
-    """Seed 004's alignment numbers on its Tesla T4 (its FP16 cuBLAS, with the kernel its
+    """The T4 study's alignment numbers on its Tesla T4 (its FP16 cuBLAS, with the kernel its
     profiler named, and its tiled control)."""
     rows = [{"n": r["n"], "dtype": r["dtype"], "what": short_name(r["cublas_kernel"]),
              "tflops": r["tflops"],
@@ -77,7 +77,7 @@ def seed_align_table():
     return page.table(rows, ["n", "dtype", "tflops", "vs", "extra", "what"],
                       {"n": "n", "what": "kernel (cuBLAS: as the T4's profiler named it)",
                        "tflops": "TFLOP/s", "vs": "against n", "extra": "extra time (%)"},
-                      title="Tesla T4, seed 004")
+                      title="Tesla T4, the T4 study")
 
 
 def _named() -> dict:

@@ -31,7 +31,7 @@ def layout_table():
 
 def values() -> dict:
     """The section's numbers: the spread of the layouts, the bursts' first calls and the rest,
-    how the steady state and the bursts were timed, and seed 004's T4 numbers."""
+    how the steady state and the bursts were timed, and the T4 study's numbers."""
     lay = layout_rows()
     first = [x["first_us"] / x["us"] for x in lay]
     return {"layout_range": f"{min(x['vs_nn'] for x in lay):.3f}–{max(x['vs_nn'] for x in lay):.3f}",
