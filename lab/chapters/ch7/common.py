@@ -70,6 +70,7 @@ def pct(x: float) -> str:
     return f"{x:.1%}"
 
 
-def spread(r: dict) -> str:
-    """A summary row's ratio range over the processes, as text."""
-    return f"{r['ratio_min']:.3f}–{r['ratio_max']:.3f}"
+def spread(r: dict, prefix: str = "") -> str:
+    """A summary row's ratio range over the processes, as text (``prefix`` ``"queued_"``: of
+    the launch-hidden ratio)."""
+    return f"{r[prefix + 'ratio_min']:.3f}–{r[prefix + 'ratio_max']:.3f}"

@@ -21,6 +21,7 @@ def cluster_table():
                          "TFLOP/s": r["tflops"], "GPU time µs (ncu)":
                          common.profile(kernel)["duration_us"],
                          "event time µs": 1e3 * r["median_ms"],
+                         "queued µs": 1e3 * r["queued_ms"],
                          "host µs per call": r["host_us_per_call"],
                          "SM MHz": r["sm_mhz_median"], "W": r["power_w_mean"]})
     return page.table(rows, digits=3, show=lambda r: r["kernel"] != "cublas_fp16"
@@ -81,6 +82,13 @@ def values() -> dict:
         "cluster_8192_host_hi": f"{max(r['host_us_per_call'] for r in c8_big_rows):.0f}",
         "cluster_8192_event_lo": f"{1e3 * min(r['median_ms'] for r in c8_big_rows):.0f}",
         "cluster_8192_ratio": f"{c8_big['ratio_to_cublas']:.3f}",
+        "cluster_queued_lo": f"{min(r['queued_tflops'] for r in c8):.0f}",
+        "cluster_queued_hi": f"{max(r['queued_tflops'] for r in c8):.0f}",
+        "tmastore_queued_lo": f"{min(r['queued_tflops'] for r in t7):.0f}",
+        "tmastore_queued_hi": f"{max(r['queued_tflops'] for r in t7):.0f}",
+        "cublas_queued_tflops": f"{np.median([r['queued_tflops'] for r in cu]):.0f}",
+        "cluster_queued_ratio":
+            f"{common.summary('wgmma_cluster_fp16', 4096)['queued_ratio_to_cublas']:.3f}",
         "cublas_sustained_tflops": f"{common.summary('cublas_fp16', 4096)['tflops']:.0f}",
         "cublas_sustained_mhz": f"{np.median([r['sm_mhz_median'] for r in cu]):.0f}",
         "cublas_short_tflops": f"{ladder_cublas['tflops']:.0f}",
