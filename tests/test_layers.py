@@ -34,10 +34,6 @@ LAYERS = (
     ("command line", ("lab.__main__", "lab.notebooks")),
 )
 
-#: Modules being rewritten into chapter packages (``lab.chapters.ch6_*``, ``lab.chapters.ch7``);
-#: until then they import an experiment and are exempt from the chapter rule only.
-CHAPTER_RULE_EXEMPT = {"lab.chapters.ch6"}
-
 
 def modules() -> dict[str, Path]:
     out = {}
@@ -142,7 +138,7 @@ def test_a_chapter_imports_no_other_chapter_and_no_experiment(graph):
     bad = []
     for name, targets in graph.items():
         chapter = chapter_of(name)
-        if chapter is None or name in CHAPTER_RULE_EXEMPT:
+        if chapter is None:
             continue
         for target, line in targets.items():
             other = chapter_of(target)

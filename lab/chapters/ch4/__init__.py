@@ -213,14 +213,6 @@ def source(module: str, region: str):
 
 # ----------------------------------------------------------------------------- measurements
 
-def _optional_rows(experiment: str, **match):
-    """The rows of an experiment the selected GPU may not have run (None then)."""
-    try:
-        return results.rows(experiment, **match)
-    except results.ResultsMissing:
-        return None
-
-
 def ladder(gpu: str | None = None) -> list[dict]:
     """The ``ladder`` rows of ``fp32_ladder`` (selected GPU unless ``gpu`` names one)."""
     kw = {"gpu": gpu} if gpu else {}
@@ -384,11 +376,8 @@ def tune_table():
 
 def sanitizer_table():
     """compute-sanitizer's memcheck and racecheck on the double-buffered kernels."""
-    rows = _optional_rows("sanitizer")
-    rows = [r for r in rows or () if r["kernel"] in ("pipelined", "warptile", "warptile_tuned")]
-    if not rows:
-        print("sanitizer: not run yet on this GPU")
-        return None
+    rows = [r for r in results.rows("sanitizer")
+            if r["kernel"] in ("pipelined", "warptile", "warptile_tuned")]
     out: dict = {}
     for r in rows:
         key = (r["kernel"], f"{r['m']}×{r['n']}×{r['k']}")
@@ -597,8 +586,8 @@ def values() -> dict:
     edges_n = results.load("fp32_ladder")["parameters"].get("edge_sizes") or []
     v["edge_sizes"] = (", ".join(str(n) for n in edges_n[:-1]) + f" and {edges_n[-1]}"
                        if len(edges_n) > 1 else ", ".join(str(n) for n in edges_n))
-    san = _optional_rows("sanitizer") or []
-    san = [r for r in san if r["kernel"] in ("pipelined", "warptile", "warptile_tuned")]
+    san = [r for r in results.rows("sanitizer")
+           if r["kernel"] in ("pipelined", "warptile", "warptile_tuned")]
     v["sanitizer_runs"] = str(len(san))
     v["sanitizer_errors"] = str(sum(r["errors"] or 0 for r in san))
     return v
