@@ -34,13 +34,10 @@ def gpu() -> str:
     return page.gpu_label(results_file("naive_tiled")["provenance"]["gpu"])
 
 
-def ncu_rows() -> list[dict] | None:
-    """The ``ncu_dram`` rows, or None when that experiment has not been run for this GPU.
-    Rows carry ``error`` when Nsight Compute could not read the counters."""
-    try:
-        return results_file("ncu_dram")["rows"]
-    except results.ResultsMissing:
-        return None
+def ncu_rows() -> list[dict]:
+    """The ``ncu_dram`` rows; a row carries ``error`` when Nsight Compute could not read the
+    counters."""
+    return results_file("ncu_dram")["rows"]
 
 
 def ncu_ok() -> bool:

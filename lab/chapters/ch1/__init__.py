@@ -416,9 +416,6 @@ def bandwidth_table():
 def ncu_table(kernels=("naive", "naive_swapped", "naive_literal")):
     """Bytes the model counts, bytes the SMs read from L2 and bytes read from DRAM (ncu)."""
     rows = ncu_rows()
-    if rows is None:
-        print("Not measured yet: the ncu_dram experiment has no results for this GPU.")
-        return None
     out = []
     for r in rows:
         if r["kernel"] not in kernels:
@@ -552,10 +549,6 @@ def values() -> dict:
 
 def _ncu_values() -> dict:
     rows = ncu_rows()
-    if rows is None:
-        return {"ncu_status": "the ncu_dram experiment has not been run for this GPU yet",
-                "ncu_sentence": "Without the counters, the effective-bandwidth argument above "
-                                "is the evidence that caches absorb most of the model's traffic."}
     if not ncu_ok():
         return {"ncu_status": "Nsight Compute could not read this GPU's counters, so only the "
                               "model's column is shown",

@@ -284,7 +284,7 @@ def roofline_figure():
     plots.roofline(ax, t4["tflops"], t4["gbps"], label="Tesla T4 roof (the T4 study)",
                    style={**plots.SEED, "color": "0.55"})
     t4_tiles = {row["tile"]: row for row in seeds.TILES_T4}
-    counted = {r["kernel"]: r for r in (common.ncu_rows() or [])} if common.ncu_ok() else {}
+    counted = {r["kernel"]: r for r in common.ncu_rows()} if common.ncu_ok() else {}
     handles = []
     for i, kernel in enumerate(("naive", *KERNELS)):
         colour = f"C{i}"
@@ -327,13 +327,10 @@ def ratio_table():
 
 # ----------------------------------------------------------------------------- sanitizer
 
-def sanitizer_rows() -> list[dict] | None:
+def sanitizer_rows() -> list[dict]:
     """compute-sanitizer's memcheck and racecheck for the kernels and twins of chapters 1-2 at
-    the experiment's small odd shape; None when the experiment has not been run."""
-    try:
-        data = results.load("sanitizer")
-    except results.ResultsMissing:
-        return None
+    the experiment's small odd shape."""
+    data = results.load("sanitizer")
     shape = tuple(data["parameters"].get("shape", []))
     ours = {"naive", "naive_swapped", "naive_literal", *KERNELS, *twins.TWINS}
     by_kernel: dict[str, dict] = {}
@@ -349,12 +346,8 @@ def sanitizer_rows() -> list[dict] | None:
 
 def sanitizer_table():
     """Errors each tool reported, and the run's own float64 check."""
-    rows = sanitizer_rows()
-    if rows is None:
-        print("Not measured yet: the sanitizer experiment has no results for this GPU.")
-        return None
-    return page.table(rows, ["kernel", "memcheck_errors", "racecheck_errors", "memcheck_check",
-                             "racecheck_check"],
+    return page.table(sanitizer_rows(), ["kernel", "memcheck_errors", "racecheck_errors",
+                                         "memcheck_check", "racecheck_check"],
                       {"memcheck_errors": "memcheck errors", "racecheck_errors":
                        "racecheck errors", "memcheck_check": "memcheck run",
                        "racecheck_check": "racecheck run"},
@@ -364,8 +357,6 @@ def sanitizer_table():
 def sanitizer_verdict() -> str:
     """One clause per tool summarising the sanitizer rows."""
     rows = sanitizer_rows()
-    if rows is None:
-        return "the sanitizer experiment has not been run for this GPU yet"
     parts = []
     for tool in ("memcheck", "racecheck"):
         runs = [r for r in rows if f"{tool}_errors" in r]
@@ -386,9 +377,6 @@ def sanitizer_verdict() -> str:
 def ncu_table():
     """Model reads, reads from L2 and from DRAM (Nsight Compute, 1024³), and the time."""
     rows = common.ncu_rows()
-    if rows is None:
-        print("Not measured yet: the ncu_dram experiment has no results for this GPU.")
-        return None
     size = common.measured()
     out = []
     for r in rows:
@@ -524,15 +512,14 @@ def values() -> dict:
              tiled32_tflops=f"{t32:.1f}",
              tiled32_share_of_dram_ceiling=f"{t32 / mrows['32 × 32']['ceiling']:.0%}",
              tiled32_vs_roof=f"{t32 / roofs['fma_tflops']:.0%}",
-             cublas_vs_tiled32=(f"{size[('cublas_fp32', 4096)]['tflops'] / t32:.1f}"
-                                if ("cublas_fp32", 4096) in size else "(not measured)"),
+             cublas_vs_tiled32=f"{size[('cublas_fp32', 4096)]['tflops'] / t32:.1f}",
              seed004_edge=f"{seeds.TILED_EDGE_T4[0]['extra_time_pct']:g}%")
     return v
 
 
 def _ncu_values() -> dict:
     rows = common.ncu_rows()
-    if not rows or not common.ncu_ok():
+    if not common.ncu_ok():
         return {"ncu_tiled_sentence": "Nsight Compute has no byte counts for this GPU to "
                                       "confirm it",
                 "ncu_tiles_note": "Without counters, the gap between the DRAM ceiling and the "

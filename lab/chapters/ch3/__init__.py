@@ -169,14 +169,6 @@ def source(region: str):
 
 # ----------------------------------------------------------------------------- measurements
 
-def _optional_rows(experiment: str, **match):
-    """The rows of an experiment the selected GPU may not have measured (None then)."""
-    try:
-        return results.rows(experiment, **match)
-    except results.ResultsMissing:
-        return None
-
-
 def _impl(r: dict) -> str:
     """Who computed a results row: "numba", "twin" or "cublas" (older rows carry no ``impl``)."""
     return r.get("impl") or ("cublas" if r["kernel"].startswith("cublas") else "numba")
@@ -191,10 +183,9 @@ def sweep() -> dict:
                           and "median_ms" in r), None)}
 
 
-def signed_sweep() -> dict | None:
-    """The signed-index build's rows (``patch_sweep_int32``) by kernel, or None."""
-    rows = _optional_rows("patch_sweep_int32")
-    return None if rows is None else {r["kernel"]: r for r in rows if _impl(r) == "numba"}
+def signed_sweep() -> dict:
+    """The signed-index build's rows (``patch_sweep_int32``) by kernel."""
+    return {r["kernel"]: r for r in results.rows("patch_sweep_int32") if _impl(r) == "numba"}
 
 
 def gpu_name() -> str:
@@ -223,11 +214,8 @@ def measured_table():
 
 
 def signed_measured_table():
-    """The signed and the unsigned build side by side, TFLOP/s (or one line if unmeasured)."""
+    """The signed and the unsigned build side by side, TFLOP/s."""
     before = signed_sweep()
-    if before is None:
-        print("patch_sweep_int32: not measured yet on this GPU")
-        return None
     ours = sweep()["ours"]
     rows = [{"kernel": n, "signed": before[n]["tflops"], "unsigned": ours[n]["tflops"],
              "gain": ours[n]["tflops"] / before[n]["tflops"]}
@@ -437,10 +425,9 @@ def sweep_figure():
     fig, ax = plots.axes("", "patch per thread (P × P)", "TFLOP/s", logx=True)
     ax.plot(xs, [s["ours"][n]["tflops"] for n in sweep_names],
             label="uint32 indices (measured)", **plots.OURS)
-    if before:
-        ax.plot(xs, [before[n]["tflops"] for n in sweep_names],
-                label="int32 indices, first build (measured)",
-                **{**plots.OURS, "linestyle": "--", "marker": "v", "alpha": 0.7})
+    ax.plot(xs, [before[n]["tflops"] for n in sweep_names],
+            label="int32 indices, first build (measured)",
+            **{**plots.OURS, "linestyle": "--", "marker": "v", "alpha": 0.7})
     ax.plot(xs, [loop_counts(report(n))["share"] * roof for n in sweep_names],
             label="issue ceiling: loop FFMA share × FP32 roof", color="0.45", linestyle=":",
             marker="x")
@@ -500,14 +487,10 @@ def values() -> dict:
     v["same_build"] = ("match ptxas's counts for today's build" if same_build()
                        else "differ from ptxas's counts for today's build: the rows come from "
                             "an earlier build (re-run `python -m lab measure patch_sweep`)")
-    if before:
-        v["int32_p4"] = _f(before["patch4"]["tflops"])
-        v["int32_p8"] = _f(before["patch8"]["tflops"])
-        v["int32_p8_vs_p4"] = f"{before['patch8']['tflops'] / before['patch4']['tflops']:.2f}"
-        v["int32_gain_p8"] = f"{ours['patch8']['tflops'] / before['patch8']['tflops']:.1f}"
-    else:
-        for key in ("int32_p4", "int32_p8", "int32_p8_vs_p4", "int32_gain_p8"):
-            v[key] = "(not measured)"
+    v["int32_p4"] = _f(before["patch4"]["tflops"])
+    v["int32_p8"] = _f(before["patch8"]["tflops"])
+    v["int32_p8_vs_p4"] = f"{before['patch8']['tflops'] / before['patch4']['tflops']:.2f}"
+    v["int32_gain_p8"] = f"{ours['patch8']['tflops'] / before['patch8']['tflops']:.1f}"
     ceil = ceiling_rows()
     v["roof"] = _f(fp32_roof())
     v["ceil_lo"] = f"{min(r['fraction'] for r in ceil):.0%}"
