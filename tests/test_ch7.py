@@ -104,3 +104,12 @@ def test_what_the_rung_paragraphs_say_holds_in_the_files():
     assert p("wgmma_cluster_fp16")["l2_read_bytes"] < p("wgmma_tmastore_fp16")["l2_read_bytes"]
     assert p("wgmma_cluster_fp16")["dram_read_bytes"] < p("wgmma_tmastore_fp16")["dram_read_bytes"]
     assert p("cublas_fp16")["inst_executed"] < 0.6 * p("wgmma_tmastore_fp16")["inst_executed"]
+
+
+def test_what_the_clock_paragraph_says_holds_in_the_file():
+    v = s4_stability.values()
+    assert float(v["tma_mhz"]) > float(v["cublas_sustained_mhz"])
+    assert float(v["cublas_queued_tflops"]) > float(v["cublas_sustained_tflops"])
+    assert float(v["cublas_short_tflops"]) > float(v["cublas_sustained_tflops"])
+    s = common.summary("wgmma_tma_fp16", 4096)
+    assert s["queued_ratio_to_cublas"] < s["ratio_to_cublas"] - 0.03

@@ -118,33 +118,41 @@ def ring_figure(iterations: int = 10):
 def epilogue_timeline_figure():
     """One SM over two tiles of rung 5 and of rung 7 at 4096³ FP16, drawn to measured times:
     a tile's main loop takes rung 7's GPU time per tile; rung 5's extra time per tile is its
-    direct epilogue, during which no wgmma runs. Rung 7's copy engine writes C while the next
-    tile's main loop runs."""
+    direct epilogue, during which no wgmma runs. In rung 7 the producer's TMA loads run a ring
+    of stages ahead of the consumers, and the copy engine writes C while the next tile's main
+    loop runs."""
     tiles = k09_hopper_tiles()
+    cfg = k09_hopper.RUNG_CONFIGS["wgmma_tmastore"]
     per_sm = tiles / common.profile_data()["provenance"]["sm_count"]
     t5 = common.profile("wgmma_persistent_fp16")["duration_us"] / per_sm
     t7 = common.profile("wgmma_tmastore_fp16")["duration_us"] / per_sm
     epi = t5 - t7
-    fig, ax = plt.subplots(figsize=(9.0, 3.0), dpi=110)
+    ahead = cfg.stages * t7 / (4096 // k09_hopper.BK)     # the ring: stages × time per slice
+    fig, ax = plt.subplots(figsize=(9.0, 3.4), dpi=110)
     ax.set_title("One SM, two tiles, 4096³ FP16 (times per tile from the Nsight Compute "
                  "durations)", fontsize=10)
-    lanes = {"rung 5: consumers": 3.0, "rung 7: consumers": 1.6, "rung 7: copy engine": 0.9}
+    lanes = {"rung 5: consumers": 3.3, "rung 7: producer (TMA loads)": 2.4,
+             "rung 7: consumers": 1.7, "rung 7: copy engine (C)": 1.0}
     x = 0.0
     for _ in range(2):
-        _box(ax, x, 3.0, t7, 0.5, "main loop (wgmma)", COLORS["mma"], fontsize=7)
-        _box(ax, x + t7, 3.0, epi, 0.5, "store C", COLORS["epi"], fontsize=7)
+        _box(ax, x, 3.3, t7, 0.5, "main loop (wgmma)", COLORS["mma"], fontsize=7)
+        _box(ax, x + t7, 3.3, epi, 0.5, "store C", COLORS["epi"], fontsize=7)
         x += t7 + epi
     x = 0.0
     small = 0.08 * t7
     for i in range(2):
-        _box(ax, x, 1.6, t7, 0.5, "main loop (wgmma)", COLORS["mma"], fontsize=7)
-        _box(ax, x + t7, 1.6, small, 0.5, "", COLORS["epi"])
-        _box(ax, x + t7 + small, 0.9, 0.45 * t7, 0.5, "TMA store of tile " + str(i),
+        # tile i's first slices load as the previous tile's last ones free their stages
+        start = max(0.0, x - (small if i else 0.0) - ahead)
+        _box(ax, start, 2.4, x + t7 - ahead - start, 0.5, f"loads of tile {i}",
+             COLORS["tma"], fontsize=7)
+        _box(ax, x, 1.7, t7, 0.5, "main loop (wgmma)", COLORS["mma"], fontsize=7)
+        _box(ax, x + t7, 1.7, small, 0.5, "", COLORS["epi"])
+        _box(ax, x + t7 + small, 1.0, 0.45 * t7, 0.5, f"TMA store of tile {i}",
              COLORS["tma"], fontsize=7)
         x += t7 + small
     ax.set_yticks([v + 0.25 for v in lanes.values()], list(lanes), fontsize=8)
     ax.set_xlabel("µs on one SM")
-    ax.set_ylim(0.6, 3.8)
+    ax.set_ylim(0.8, 4.0)
     ax.set_xlim(0, 2 * (t7 + epi) * 1.02)
     ax.grid(True, axis="x", alpha=0.25)
     for side in ("top", "right", "left"):

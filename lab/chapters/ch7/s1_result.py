@@ -12,23 +12,36 @@ LABELS = {"tc": "ch. 5\nmma.sync", "wgmma_cpasync": "1 wgmma", "wgmma_tma": "2 T
 
 
 def ladder_figure():
-    """Each rung's median ratio to cuBLAS (same type, size and process) with the lowest and
-    highest of the three processes as error bars."""
-    fig, ax = plots.axes("The Hopper ladder on the H200 (median of 3 processes, range as bars)",
-                         "rung", "× cuBLAS (same input type, same process)", size=(9.0, 4.2))
+    """Each rung's median ratio to cuBLAS (same type, size and process), one panel per size:
+    timed call by call with events (solid, the processes' range as bars) and with the launch
+    path hidden (dashed)."""
+    import matplotlib.pyplot as plt
+
     names = list(LABELS)
-    for (size, kind), color in zip([(4096, "fp16"), (4096, "bf16"), (8192, "fp16"),
-                                    (8192, "bf16")], ["C0", "C1", "C2", "C3"]):
-        rows = [common.summary(f"{k}_{kind}", size) for k in names]
-        mid = [r["ratio_to_cublas"] for r in rows]
-        err = [[m - r["ratio_min"] for m, r in zip(mid, rows)],
-               [r["ratio_max"] - m for m, r in zip(mid, rows)]]
-        ax.errorbar([i + 0.08 * (size == 8192) for i in range(len(names))], mid, yerr=err,
-                    color=color, capsize=2, label=f"{kind.upper()}, {size}³", **plots.OURS)
-    ax.axhline(1.0, color="0.3", linestyle=":", linewidth=1.2)
-    ax.set_xticks(range(len(names)), [LABELS[k] for k in names], fontsize=8)
-    ax.set_ylim(0.4, 1.08)
-    return plots.finish(fig, ax)
+    fig, axes = plt.subplots(1, 2, figsize=(10.0, 4.2), dpi=110, sharey=True)
+    for ax, size in zip(axes, common.SIZES):
+        for kind, color in (("fp16", "C0"), ("bf16", "C1")):
+            rows = [common.summary(f"{k}_{kind}", size) for k in names]
+            mid = [r["ratio_to_cublas"] for r in rows]
+            err = [[m - r["ratio_min"] for m, r in zip(mid, rows)],
+                   [r["ratio_max"] - m for m, r in zip(mid, rows)]]
+            ax.errorbar(range(len(names)), mid, yerr=err, color=color, capsize=2,
+                        label=f"{kind.upper()}, events per call", **plots.OURS)
+            ax.plot(range(len(names)), [r["queued_ratio_to_cublas"] for r in rows],
+                    color=color, linestyle="--", marker="s", markersize=4,
+                    markerfacecolor="none", label=f"{kind.upper()}, launch hidden")
+        ax.axhline(1.0, color="0.3", linestyle=":", linewidth=1.2)
+        ax.set_title(f"{size}³", fontsize=10)
+        ax.set_xticks(range(len(names)), [LABELS[k] for k in names], fontsize=7.5,
+                      rotation=45, ha="right")
+        ax.grid(True, alpha=0.25)
+        ax.set_ylim(0.4, 1.08)
+    axes[0].set_ylabel("× cuBLAS (same input type, same process)")
+    fig.suptitle("The Hopper ladder on the H200 (median of 3 processes)", fontsize=11)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    return fig
 
 
 def headline_table():

@@ -59,6 +59,7 @@ def values() -> dict:
     c8 = [r for r in common.timings("wgmma_cluster_fp16", 4096)]
     t7 = [r for r in common.timings("wgmma_tmastore_fp16", 4096)]
     cu = [r for r in common.timings("cublas_fp16", 4096)]
+    tma = [r for r in common.timings("wgmma_tma_fp16", 4096)]
     c8_big = common.summary("wgmma_cluster_fp16", 8192)
     c8_big_rows = common.timings("wgmma_cluster_fp16", 8192)
     ladder_cublas = common.ladder_row("cublas_fp16", 4096)
@@ -77,6 +78,7 @@ def values() -> dict:
         "cublas_host_hi": f"{max(r['host_us_per_call'] for r in cu):.0f}",
         "cluster_mhz": f"{np.median([r['sm_mhz_median'] for r in c8]):.0f}",
         "tmastore_mhz": f"{np.median([r['sm_mhz_median'] for r in t7]):.0f}",
+        "tma_mhz": f"{np.median([r['sm_mhz_median'] for r in tma]):.0f}",
         "cluster_tflops_lo": f"{min(r['tflops'] for r in c8):.0f}",
         "cluster_tflops_hi": f"{max(r['tflops'] for r in c8):.0f}",
         "cluster_8192_host_hi": f"{max(r['host_us_per_call'] for r in c8_big_rows):.0f}",
