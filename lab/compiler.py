@@ -533,6 +533,16 @@ def report(name: str) -> list[CompileReport]:
     return [CompileReport(**d) for d in _get("report", name)]
 
 
+def resident_blocks(name: str) -> int:
+    """Blocks of the registered kernel ``name`` that one SM holds at once (sm_90 limits): its
+    launch configuration's threads and shared memory, its first function's registers."""
+    from lab import model
+    from lab.kernels import get_spec
+
+    cfg = get_spec(name).launch.config
+    return model.blocks_per_sm(cfg.threads, report(name)[0].registers, cfg.shared_bytes)
+
+
 def table(names) -> list[dict]:
     """One summary row per registered kernel (its main — first — function)."""
     prefetch(names)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lab import model, page, plots, results
+from lab import compiler, model, page, plots, results
 from lab.multi import schemes
 
 EXPERIMENT = "multi_gpu"
@@ -425,7 +425,8 @@ def measured_values() -> dict:
             "lap32_exposed", "lap32_comm", "gat32_share", "lap32_ceiling", "misses_sizes",
             "holds_from", "sms", "lap16_4096_extra", "gat16_4096_comm", "one16_small_tflops",
             "one16_next_tflops", "gat16_4096_compute_model", "lap16_4096_waves",
-            "gat16_4096_waves", "one16_small_ms", "ch5_tc_fp16_small_tflops",
+            "gat16_4096_waves", "lap16_4096_blocks", "lap16_4096_slots",
+            "lap16_4096_rule_chunks", "one16_small_ms", "ch5_tc_fp16_small_tflops",
             "ch5_tc_fp16_small_ms")
     try:
         data = _load()
@@ -498,9 +499,14 @@ def measured_values() -> dict:
     w = schemes.split(small, WORLD)[0][1]
     v["lap16_4096_tiles"] = str(-(-rows_per_chunk // bm) * -(-w // bn))
     sms = data["provenance"]["sm_count"]
-    v["lap16_4096_waves"] = str(sum(model.waves(r1 - r0, w, bm, bn, sms)
+    resident = compiler.resident_blocks(KERNEL_OF["float16"])
+    v["lap16_4096_waves"] = str(sum(model.waves(r1 - r0, w, bm, bn, sms, resident)
                                     for r0, r1 in schemes.chunk_ranges(small, lap["chunks"], bm)))
-    v["gat16_4096_waves"] = str(model.waves(small, w, bm, bn, sms))
+    v["gat16_4096_waves"] = str(model.waves(small, w, bm, bn, sms, resident))
+    v["lap16_4096_blocks"] = str(resident)
+    v["lap16_4096_slots"] = str(sms * resident)
+    v["lap16_4096_rule_chunks"] = str(schemes.overlap_chunks(small, w, (bm, bn), sms,
+                                                             blocks_per_sm=resident))
     v["lap16_4096_extra"] = _fmt_ms(lap["compute_ms"] - gat["compute_ms"])
     v["gat16_4096_comm"] = _fmt_ms(gat["comm_ms"])
     ones = sorted(_rows("one_gpu", data, dtype="float16"), key=lambda r: r["n"])
