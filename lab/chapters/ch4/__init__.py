@@ -437,9 +437,9 @@ def gap_values() -> dict:
     ours, cub = g["warptile_tuned"], g["cublas_fp32"]
     issue_ratio = ours["issue"] / cub["issue"]
     inst_ratio = cub["inst"] / ours["inst"]
-    return {"head_ratio": f"{tuned['ratio_to_cublas']:.3f}",
-            "head_lo": f"{tuned['ratio_min']:.3f}", "head_hi": f"{tuned['ratio_max']:.3f}",
-            "head_processes": str(tuned["processes"]),
+    return {"fp32_head_ratio": f"{tuned['ratio_to_cublas']:.3f}",
+            "fp32_head_lo": f"{tuned['ratio_min']:.3f}", "fp32_head_hi": f"{tuned['ratio_max']:.3f}",
+            "fp32_head_processes": str(tuned["processes"]),
             "gap_issue_ours": f"{ours['issue']:.1f}%", "gap_issue_cublas": f"{cub['issue']:.1f}%",
             "gap_inst_more": f"{ours['inst'] / cub['inst'] - 1:.1%}",
             "gap_predicted": f"{issue_ratio * inst_ratio:.3f}",

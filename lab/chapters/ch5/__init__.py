@@ -709,6 +709,6 @@ def profile_values() -> dict:
             "prof_tensor_active": f"{prof['tensor_active_pct']:.0f}%",
             "prof_top_stall": next(iter(prof["stalls"])),
             "prof_regs": f"{prof['registers']:.0f}",
-            "head_ratio": f"{tc['ratio_to_cublas']:.3f}",
-            "head_lo": f"{tc['ratio_min']:.3f}", "head_hi": f"{tc['ratio_max']:.3f}",
-            "head_processes": str(tc["processes"])}
+            "tc_head_ratio": f"{tc['ratio_to_cublas']:.3f}",
+            "tc_head_lo": f"{tc['ratio_min']:.3f}", "tc_head_hi": f"{tc['ratio_max']:.3f}",
+            "tc_head_processes": str(tc["processes"])}
