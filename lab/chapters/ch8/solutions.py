@@ -53,7 +53,7 @@ def ex08_2(n: int = 4096) -> dict:
             "h200_model_tflops_8": h8["tflops"], "h200_model_tflops_4": h4["tflops"],
             "h200_bound_4": h4["bound"], "h200_bound_8": h8["bound"],
             "h200_model_ratio": h4["tflops"] / h8["tflops"],
-            "gpu": data["provenance"]["gpu"].removeprefix("NVIDIA "),
+            "gpu": page.gpu_label(data["provenance"]["gpu"]),
             "patch4_tflops": p4["tflops"], "patch8_tflops": p8["tflops"],
             "patch4_model_share": p4["tflops"] / h4["tflops"],
             "patch8_model_share": p8["tflops"] / h8["tflops"],
