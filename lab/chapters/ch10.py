@@ -496,3 +496,9 @@ def values() -> dict:
             "gflop_per_gpu": f"{model.flops(n, n, n) / 2 / 1e9:.0f}",
             "inter_host_gbps": f"{model.INTER_HOST_GBPS:.0f}",
             "sim_shape": " × ".join(map(str, SIM_SHAPE))}
+
+
+def glue():
+    """Glue :func:`values` and :func:`measured_values` for the prose and return them as one
+    checked text block."""
+    return page.glue({**values(), **measured_values()})

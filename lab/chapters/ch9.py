@@ -475,6 +475,11 @@ def values() -> dict:
     return v
 
 
+def glue():
+    """Glue :func:`values` for the prose and return them as one checked text block."""
+    return page.glue(values())
+
+
 # ----------------------------------------------------------------------------- exercises
 
 # region: host_provider

@@ -530,8 +530,6 @@ def values() -> dict:
     return v
 
 
-def glue_all():
-    """Glue every value of :func:`values` for the prose and show them as one checked block."""
-    v = values()
-    page.glue_values(v)
-    return page.values_text(v)
+def glue():
+    """Glue :func:`values` for the prose and return them as one checked text block."""
+    return page.glue(values())
