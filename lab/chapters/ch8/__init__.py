@@ -302,7 +302,7 @@ def counter_table(counted: dict | None = None):
                        "shared_model": "tiled shared (model)",
                        "shared_counted": "tiled shared (counted)",
                        "agree": "all agree"},
-                      source="Model: lab.model.step_counters. Counted: lab.chapters.ch8."
+                      source="Model: lab.model.step_counters. Counted: lab.counting."
                              "count_accesses on lab's naive kernel and on the tiled kernel "
                              "with 8 × 8 tiles and slices of 4, under the CUDA simulator.")
 
