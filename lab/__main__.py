@@ -157,6 +157,7 @@ def cmd_compile(args) -> int:
         from lab import twins
 
         compiler.prefetch(kernels.TEACHING)
+        compiler.wgmma_probe()
         for name in twins.TWINS:
             twins.compile_report(name)
         print(f"also: {len(kernels.TEACHING)} unregistered kernels, "

@@ -511,18 +511,31 @@ def assemble(ptx_text: str, arch: str) -> tuple[bool, str]:
     """Run ``ptxas -arch=<arch>`` on ``ptx_text``: (accepted, ptxas's messages). The verdict is
     cached by the text's hash (same PTX, same ptxas: same answer)."""
     name = f"{hashlib.sha256(ptx_text.encode()).hexdigest()}-{arch}"
-    cached = _cache_get("ptxas", name)
-    if cached is not None:
-        return bool(cached[0]), cached[1]
-    with tempfile.TemporaryDirectory() as tmp:
-        src = Path(tmp) / "k.ptx"
-        src.write_text(ptx_text)
-        run = subprocess.run([tool("ptxas"), f"-arch={arch}", str(src), "-o",
-                              str(Path(tmp) / "k.cubin")], capture_output=True, text=True)
-    # the temporary path in ptxas's messages would make equal runs differ
-    verdict = (run.returncode == 0, (run.stderr + run.stdout).replace(str(src), "k.ptx").strip())
-    _cache_put("ptxas", name, list(verdict))
-    return verdict
+    cached = stored("ptxas", name) or _cache_get("ptxas", name)
+    if cached is None:
+        with tempfile.TemporaryDirectory() as tmp:
+            src = Path(tmp) / "k.ptx"
+            src.write_text(ptx_text)
+            run = subprocess.run([tool("ptxas"), f"-arch={arch}", str(src), "-o",
+                                  str(Path(tmp) / "k.cubin")], capture_output=True, text=True)
+        # the temporary path in ptxas's messages would make equal runs differ
+        cached = [run.returncode == 0,
+                  (run.stderr + run.stdout).replace(str(src), "k.ptx").strip()]
+        _cache_put("ptxas", name, cached)
+    record("ptxas", name, cached)
+    return bool(cached[0]), cached[1]
+
+
+#: The smallest PTX that uses a Hopper-only instruction (chapter 5 assembles it for sm_90 and
+#: sm_90a; the verdicts are recorded with the other facts, so a GPU machine without the pinned
+#: ptxas wheel prints the same ones).
+WGMMA_PROBE = (".version 8.0\n.target {target}\n.address_size 64\n"
+               ".visible .entry probe()\n{{\n  wgmma.fence.sync.aligned;\n  ret;\n}}\n")
+
+
+def wgmma_probe() -> dict[str, tuple[bool, str]]:
+    """``wgmma.fence`` assembled for sm_90 and for sm_90a: target -> (accepted, messages)."""
+    return {t: assemble(WGMMA_PROBE.format(target=t), t) for t in ("sm_90", "sm_90a")}
 
 
 # ----------------------------------------------------------------------------- reports

@@ -10,10 +10,7 @@ default GPU), the analytic model (:mod:`lab.model`), the NumPy fragment model
 """
 from __future__ import annotations
 
-import pathlib
 import re
-import subprocess
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -498,20 +495,12 @@ def ptxas_version() -> str:
 
 
 def wgmma_probe() -> list[str]:
-    """Assemble one ``wgmma.fence`` for sm_90 and for sm_90a with ptxas; one verdict each."""
+    """``wgmma.fence`` assembled by ptxas for sm_90 and for sm_90a (the committed facts where a
+    machine lacks the pinned ptxas); one verdict each."""
     lines = []
-    for target in ("sm_90", "sm_90a"):
-        src = (f".version 8.0\n.target {target}\n.address_size 64\n"
-               ".visible .entry probe()\n{\n  wgmma.fence.sync.aligned;\n  ret;\n}\n")
-        with tempfile.TemporaryDirectory() as tmp:
-            path = pathlib.Path(tmp) / "probe.ptx"
-            path.write_text(src)
-            run = subprocess.run([compiler.tool("ptxas"), f"-arch={target}", str(path), "-o",
-                                  str(path.with_suffix(".cubin"))], capture_output=True,
-                                 text=True)
-        verdict = ("assembles" if run.returncode == 0 else
-                   "refused: " + re.sub(r"^.*error\s*:\s*", "",
-                                        run.stderr.strip().splitlines()[0]))
+    for target, (ok, messages) in compiler.wgmma_probe().items():
+        verdict = ("assembles" if ok else
+                   "refused: " + re.sub(r"^.*error\s*:\s*", "", messages.splitlines()[0]))
         lines.append(f"wgmma.fence for {target:<7} {verdict}")
     return lines
 
