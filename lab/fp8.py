@@ -171,3 +171,60 @@ def reference(a, bt, sa, sb, fmt="e4m3", blocks: bool = False) -> np.ndarray:
 def bf16_bits_to_float32(bits) -> np.ndarray:
     """BF16 codes (uint16) → float32 (exact)."""
     return (np.asarray(bits, dtype=np.uint32) << np.uint32(16)).view(np.float32)
+
+
+# ----------------------------------------------------------------------------- a model
+
+#: k per FP8 wgmma instruction: one accumulation step of the tensor cores.
+K_STEP = 32
+
+
+def truncate(x: np.ndarray, lead: np.ndarray, keep_bits: int) -> np.ndarray:
+    """``x`` cut toward zero to a multiple of ``2^(e − keep_bits)``, where ``2^e`` is the
+    power of two at or below ``lead`` (elementwise; ``lead`` broadcasts): what an adder that
+    aligns its addends to the largest and keeps ``keep_bits`` bits below it leaves of each."""
+    lead = np.asarray(lead, dtype=np.float64)
+    safe = np.where(lead > 0, lead, 1.0)
+    quantum = np.exp2(np.floor(np.log2(safe)) - keep_bits)
+    return np.where(lead > 0, np.trunc(x / quantum) * quantum, 0.0)
+
+
+def emulate(a, bt, sa, sb, fmt="e4m3", *, promote: int = 0, keep_bits: int = 13,
+            blocks: bool = False) -> np.ndarray:
+    """A NumPy model of the FP8 kernels' arithmetic, for small M×N (it builds M×N×32 arrays):
+    per 32-deep k-step the tensor cores add 32 exact products to the accumulator, each addend
+    truncated to ``keep_bits`` bits below the largest of them, the sum rounded to FP32; with
+    ``promote`` (a multiple of 32) the partial sums start again from zero every ``promote`` k
+    and are added into FP32 accumulators (times the block scales with ``blocks``); per-tensor
+    scales multiply the result at the end. ``keep_bits`` = 13 is what the H200 was measured
+    to keep."""
+    if promote % K_STEP:
+        raise ValueError(f"promote must be a multiple of {K_STEP}, got {promote}")
+    if blocks and promote != 128:
+        raise ValueError("block scales are applied at a promotion every 128 k")
+    da, db = decode(a, fmt), decode(bt, fmt)
+    m, k = da.shape
+    acc = np.zeros((m, db.shape[0]), dtype=np.float32)
+    part = np.zeros_like(acc, dtype=np.float64)
+    for k0 in range(0, k, K_STEP):
+        prod = da[:, None, k0:k0 + K_STEP] * db[None, :, k0:k0 + K_STEP]     # exact
+        lead = np.maximum(np.abs(part), np.abs(prod).max(axis=2, initial=0.0))
+        total = truncate(part, lead, keep_bits) + truncate(prod, lead[..., None],
+                                                           keep_bits).sum(axis=2)
+        part = total.astype(np.float32).astype(np.float64)
+        end = k0 + K_STEP
+        if promote and (end % promote == 0 or end >= k):
+            scale = 1.0
+            if blocks:
+                kb = k0 // 128
+                scale = (np.float64(np.asarray(sa)[:, kb])[:, None]
+                         * _expand(np.asarray(sb, np.float64)[:, kb:kb + 1], (128, 1),
+                                   (db.shape[0], 1)).T)
+            acc = (acc + (part * scale).astype(np.float32)).astype(np.float32)
+            part[:] = 0.0
+    if not promote:
+        acc = part.astype(np.float32)
+    if blocks:
+        return acc.astype(np.float64)
+    return acc.astype(np.float64) * float(np.float32(np.asarray(sa).ravel()[0])
+                                          * np.float32(np.asarray(sb).ravel()[0]))
