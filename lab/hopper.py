@@ -413,32 +413,28 @@ else:
     bulk_wait = _bulk_wait(False)
     bulk_wait_read = _bulk_wait(True)
 
-    @intrinsic
-    def st_shared_v2_f32(typingctx, address, x, y):
-        """``st.shared.v2.f32 [address], {x, y}`` — 8 bytes at an 8-byte aligned shared
-        address."""
-        def codegen(context, builder, sig, args):
-            ops = [_u32(context, builder, sig.args[0], args[0]),
-                   context.cast(builder, args[1], sig.args[1], types.float32),
-                   context.cast(builder, args[2], sig.args[2], types.float32)]
-            _asm(builder, ir.VoidType(), ops, "st.shared.v2.f32 [$0], {$1, $2};",
-                 "r,f,f,~{memory}")
-            return context.get_dummy_value()
-        return types.void(address, x, y), codegen
+    def _st_shared_pair(name: str, text: str, doc: str):
+        """An intrinsic ``name(address, x, y)`` storing two float32 values as ``text`` says."""
+        def impl(typingctx, address, x, y):
+            def codegen(context, builder, sig, args):
+                ops = [_u32(context, builder, sig.args[0], args[0])]
+                ops += [context.cast(builder, v, t, types.float32)
+                        for v, t in zip(args[1:], sig.args[1:])]
+                _asm(builder, ir.VoidType(), ops, text, "r,f,f,~{memory}")
+                return context.get_dummy_value()
+            return types.void(address, x, y), codegen
+        impl.__name__ = name
+        impl.__doc__ = doc
+        return intrinsic(impl)
 
-    @intrinsic
-    def st_shared_bf16x2(typingctx, address, x, y):
-        """``cvt.rn.bf16x2.f32`` + ``st.shared.b32``: ``x`` and ``y`` rounded to BF16 (to
-        nearest even), stored as 4 bytes at a 4-byte aligned shared address, ``x`` first."""
-        def codegen(context, builder, sig, args):
-            ops = [_u32(context, builder, sig.args[0], args[0]),
-                   context.cast(builder, args[1], sig.args[1], types.float32),
-                   context.cast(builder, args[2], sig.args[2], types.float32)]
-            _asm(builder, ir.VoidType(), ops,
-                 "{\n.reg .b32 t;\ncvt.rn.bf16x2.f32 t, $2, $1;\nst.shared.b32 [$0], t;\n}",
-                 "r,f,f,~{memory}")
-            return context.get_dummy_value()
-        return types.void(address, x, y), codegen
+    st_shared_v2_f32 = _st_shared_pair(
+        "st_shared_v2_f32", "st.shared.v2.f32 [$0], {$1, $2};",
+        "``st.shared.v2.f32 [address], {x, y}`` — 8 bytes at an 8-byte aligned shared address.")
+    st_shared_bf16x2 = _st_shared_pair(
+        "st_shared_bf16x2",
+        "{\n.reg .b32 t;\ncvt.rn.bf16x2.f32 t, $2, $1;\nst.shared.b32 [$0], t;\n}",
+        "``cvt.rn.bf16x2.f32`` + ``st.shared.b32``: ``x`` and ``y`` rounded to BF16 (to nearest "
+        "even), stored as 4 bytes at a 4-byte aligned shared address, ``x`` first.")
 
     @intrinsic
     def named_barrier(typingctx, bar_id, count):

@@ -196,9 +196,9 @@ def _offline_worker() -> dict:
 
 @pytest.fixture(scope="module")
 def offline(offline_worker):
-    if device.MODE in ("gpu", "compile"):
-        return _offline_worker()
-    return offline_worker(__file__, "--worker")
+    """SASS facts of every FP8 configuration (compiled by a worker process without a GPU)."""
+    here = device.MODE in ("gpu", "compile")
+    return _offline_worker() if here else offline_worker(__file__, "--worker")
 
 
 @pytest.mark.parametrize("name", list(F.CONFIGS) + list(F.SWEEP_CONFIGS))
