@@ -258,10 +258,14 @@ def check(name: str, m: int, n: int, k: int, *, seed: int | None = None) -> Chec
     provider = providers.get(name)
     if provider.family == "numba":
         from lab.api import matmul
-        from lab.kernels import get_spec
+        from lab.kernels import KernelUnavailable, get_spec, runnable
 
-        if get_spec(name).check is not None:            # it checks more than A·B (FP8 scales)
-            return get_spec(name).check(m, n, k, seed=seed)
+        spec = get_spec(name)
+        if spec.check is not None:                  # it checks more than A·B (FP8 scales)
+            ok, why = runnable(spec)
+            if not ok:
+                raise KernelUnavailable(why)
+            return spec.check(m, n, k, seed=seed)
 
         seed = new_seed() if seed is None else seed
         a, b = random_inputs(m, n, k, provider.dtype, np.random.default_rng(seed))

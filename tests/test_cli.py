@@ -98,10 +98,10 @@ def test_every_experiment_declares_its_needs_and_an_estimate():
 
 @pytest.mark.parametrize("cc,skipped", [
     ((7, 5), {"precision", "tc_tune", "tensor_cores", "epilogue", "shapes", "splitk", "waves",
-             "hopper", "clocks", "libraries"}),
-    ((8, 6), {"hopper"}),
+             "hopper", "fp8", "clocks", "libraries"}),
+    ((8, 6), {"hopper", "fp8"}),
     ((9, 0), set()),
-    ((10, 0), {"hopper"})])     # sm_90a code runs on 9.0 alone
+    ((10, 0), {"hopper", "fp8"})])     # sm_90a code runs on 9.0 alone
 def test_experiments_are_skipped_where_their_kernels_cannot_run(monkeypatch, cc, skipped):
     runnable = kernels.runnable
     monkeypatch.setattr(kernels, "runnable", lambda kernel, _=None: runnable(kernel, cc))
@@ -125,8 +125,9 @@ def test_the_gpu_page_lists_every_experiment_with_its_estimate():
     for r in rows:
         exp = experiments.info(r["experiment"])
         assert r["estimate_s"] == exp.h200_seconds and r["measures"], r
-        assert (r["run_s"], r["held_s"]) == (run[r["experiment"]]["seconds"],
-                                             run[r["experiment"]]["gpu_held_s"])
+        recorded = run.get(r["experiment"], {})     # (an experiment newer than the record)
+        assert (r["run_s"], r["held_s"]) == (recorded.get("seconds"),
+                                             recorded.get("gpu_held_s"))
     assert sum(r["run_s"] is not None for r in rows) == int(gpu.totals()["run_wrote"]) > 0
     text = repr(gpu.table())
     assert all(f"{r['experiment']} " in text for r in rows)

@@ -360,7 +360,7 @@ def speed_figure():
     ax.bar(x - 0.2, ours, 0.4, label="ours")
     ax.bar(x + 0.2, theirs, 0.4, label="cuBLAS(Lt), same format, scaling, output")
     ax.set_xticks(x, labels, fontsize=8)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="lower left")
     return page.figure(fig)
 
 
@@ -542,7 +542,8 @@ def ex7b_2(k: int = 4096, mn: int = 32, seed: int = 5) -> dict:
     ref = fp8.reference(qa, qb, sa, sb)
     err = {p: float(np.linalg.norm(fp8.emulate(qa, qb, sa, sb, promote=p) - ref)
                     / np.linalg.norm(ref)) for p in (128, 512)}
-    return {"promote 128": err[128], "promote 512": err[512], "ratio": err[512] / err[128]}
+    return {"promote 128": f"{err[128]:.2e}", "promote 512": f"{err[512]:.2e}",
+            "ratio": f"{err[512] / err[128]:.1f}"}
 
 
 def ex7b_3(n: int = 8192) -> dict:
@@ -563,5 +564,6 @@ def ex7b_3(n: int = 8192) -> dict:
     for out, size in (("f32", 4), ("bf16", 2)):
         nbytes = 2 * n * n * 1 + n * n * size
         rows[f"memory ms ({out} out)"] = nbytes / (hbm_tbps * 1e12) * 1e3
-    return {"TFLOP/s": tflops, "copy TB/s": hbm_tbps, "math ms": t_math, **rows,
-            "flop per byte (bf16 out)": flops / (2 * n * n + 2 * n * n)}
+    out = {"TFLOP/s": tflops, "copy TB/s": hbm_tbps, "math ms": t_math, **rows,
+           "flop per byte (bf16 out)": flops / (2 * n * n + 2 * n * n)}
+    return {key: f"{value:.3g}" for key, value in out.items()}
