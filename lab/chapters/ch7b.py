@@ -450,6 +450,9 @@ def measured_values(data: dict) -> dict:
     wide = speed.get(("fp8_e4m3", n), {})
     v["tile128_cost"] = (_pct(1 - small["tflops"] / wide["tflops"])
                          if "tflops" in small and "tflops" in wide else MISSING)
+    v["shortfall_8192"] = (_pct(1 - wide["ratio_to_cublas"]) if "ratio_to_cublas" in wide
+                           else MISSING)
+    v["sms"] = f"{data.get('provenance', {}).get('sm_count', MISSING)}"
     narrow = speed.get(("sweep: e4m3 128x192", n), {})
     v["ours_192"] = _fmt(narrow["tflops"]) if "tflops" in narrow else MISSING
     v["ratio_192"] = (f"{narrow['ratio_to_cublas']:.3f}" if "ratio_to_cublas" in narrow
@@ -509,8 +512,8 @@ def values() -> dict:
     v["pred_ratio_kmax"] = f"{pred[-1]['ratio']:.0f}"
     v["rounds_192_4096"] = f"{tiles[(f'{SIZES[0]}³', '128×192')]['rounds']}"
     e4, bf = fp8.FORMATS["e4m3"], ml_dtypes_finfo("bfloat16")
-    v["e4m3_span"] = f"{np.log2(e4.max / e4.min_subnormal):.1f}"
-    v["bf16_span"] = f"{np.log2(float(bf.max) / float(bf.smallest_subnormal)):.0f}"
+    v["e4m3_span"] = f"2^{np.log2(e4.max / e4.min_subnormal):.1f}"
+    v["bf16_span"] = f"2^{np.log2(float(bf.max) / float(bf.smallest_subnormal)):.0f}"
     v["outlier_binades"] = f"{np.log2(OUTLIER_SCALE):.1f}"
     v["pred_k_max"] = f"{pred[-1]['k']}"
     return v
