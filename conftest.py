@@ -4,18 +4,41 @@
 with the committed ones. The book build (`jupyter-book build .`, ``execute_notebooks: cache``)
 would then execute every notebook again. Instead, when every code cell of a notebook ran and
 passed under nbval, this plugin stores the executed notebook in the book's execution cache
-(``_build/.jupyter_cache``), keyed as myst-nb keys it (the notebook's code and kernelspec), so
-the build that follows renders exactly the outputs nbval just checked and executes only
-notebooks that were not tested or did not pass.
+(``_build/.jupyter_cache``), keyed as the build keys it — the notebook's code and kernelspec,
+stamped with the results it read (``book/_ext/book_fixes.py``: the selected GPU, the results
+root and a digest of the results files, taken when the session starts and again when it ends;
+nothing is stored if they changed in between) — so the build that follows renders exactly the
+outputs nbval just checked and executes only notebooks that were not tested or did not pass,
+and a build for another GPU or from other results executes again.
 """
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent
 CACHE = ROOT / "_build" / ".jupyter_cache"
+FIXES = ROOT / "book" / "_ext" / "book_fixes.py"
+
+
+def _book_fixes():
+    """The book's Sphinx extension, whose :func:`stamp` keys the cache for the build too."""
+    spec = importlib.util.spec_from_file_location("_book_fixes_for_the_cache", FIXES)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_KEY: dict[str, str] = {}
+
+
+def pytest_sessionstart(session):
+    try:
+        _KEY["start"] = _book_fixes().execution_key()
+    except Exception:  # noqa: BLE001 - a bad LAB_GPU: the tests say so; nothing is cached
+        _KEY.pop("start", None)
 
 #: notebook path -> {cell number: (passed, outputs)}
 _RUNS: dict[Path, dict[int, tuple[bool, list]]] = {}
@@ -45,8 +68,12 @@ def _as_output(out):
 
 
 def pytest_sessionfinish(session, exitstatus):
-    if not _RUNS:
+    if not _RUNS or "start" not in _KEY:
         return
+    fixes = _book_fixes()
+    key = fixes.execution_key()
+    if key != _KEY["start"]:
+        return              # the results changed while the notebooks ran: cache nothing
     try:
         import nbformat
         from jupyter_cache import get_cache
@@ -64,6 +91,7 @@ def pytest_sessionfinish(session, exitstatus):
         for i, cell in enumerate(code):
             cell.outputs = [o for o in map(_as_output, cells[i][1]) if o is not None]
             cell.execution_count = i + 1
+        fixes.stamp(nb.metadata, key)
         cache = cache or get_cache(str(CACHE))
         record = cache.add_nb_to_project(str(path))
         cache.cache_notebook_bundle(CacheBundleIn(nb, record.uri), check_validity=False,

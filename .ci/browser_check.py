@@ -2,11 +2,16 @@
 would see broken.
 
     python .ci/browser_check.py [_build/html] [--screenshots _build/screenshots]
+    python .ci/browser_check.py --self-test      # every check, planted once, must fire
 
 The book is served from 127.0.0.1; every request to any other host is blocked and counted.
-A page fails on: raw TeX left in its text after MathJax ran, any request that leaves the book,
-a table, image or displayed formula wider than the content column (horizontal scrolling at 1280 px), an image that
-did not load, or a console error. One full-page screenshot per page is saved for review.
+A page fails on: raw TeX left in its text after MathJax ran; a literal ``{glue`` role or a stray
+backtick in its prose (markup that did not render); any request that leaves the book; an image
+or displayed formula wider than the content column, or a table wider than the column that does
+not scroll inside its own box; a page that scrolls sideways at 1280 px; a word or number broken
+inside a table cell; more than WORD_BUDGET visible words, more than TABLE_BUDGET visible tables,
+or an open table of more than OPEN_ROWS rows (longer tables go below a fold); an image that did
+not load; a console error. One full-page screenshot per page is saved for review.
 """
 from __future__ import annotations
 
@@ -21,26 +26,67 @@ from pathlib import Path
 CHROMIUM = "/usr/bin/chromium"
 WIDTH = 1280
 SKIP = {"genindex.html", "search.html"}
+WORD_BUDGET = 6000   # visible words a page (prose, tables and outputs; code listings excluded)
+TABLE_BUDGET = 15    # visible tables a page
+OPEN_ROWS = 15       # body rows of a table shown open; longer ones are collapsed below a fold
 #: TeX that MathJax should have typeset: \( \) \[ \] $$ or a control word of our formulas.
 RAW_TEX = re.compile(r"\\\(|\\\)|\\\[|\\\]|\$\$|\\(?:frac|times|cdot|mathrm|text|le|ge|tfrac|"
                      r"lceil|rceil|sum|approx|ldots|quad)\b")
 
-MEASURE = """() => {
+MEASURE = """(budgets) => {
   const article = document.querySelector('article.bd-article') || document.querySelector('main');
   const box = article.getBoundingClientRect();
-  const out = {wide: [], broken: [], tex: ''};
+  const out = {wide: [], broken: [], tex: '', split: [], words: 0, tables: 0, long: [],
+               pageWidth: document.documentElement.scrollWidth, viewport: window.innerWidth};
+  const scrolls = (el) => {  // inside a box of the column's width that scrolls sideways
+    for (let a = el.parentElement; a && a !== article; a = a.parentElement) {
+      const o = getComputedStyle(a).overflowX;
+      if ((o === 'auto' || o === 'scroll') && a.getBoundingClientRect().width <= box.width + 2)
+        return true;
+    }
+    return false;
+  };
+  const label = (el) => (el.getAttribute('alt') || el.innerText || '').slice(0, 60).replace(/\\s+/g, ' ');
   for (const el of article.querySelectorAll('table, img, mjx-container[display="true"] > mjx-math')) {
     const r = el.getBoundingClientRect();
     if (r.width === 0) continue;
-    if (r.right > box.right + 2 || r.width > box.width + 2) {
+    if ((r.right > box.right + 2 || r.width > box.width + 2) && !(el.tagName === 'TABLE' && scrolls(el))) {
       out.wide.push(`${el.tagName.toLowerCase()} ${Math.round(r.width)} px > column ` +
-                    `${Math.round(box.width)} px: ` +
-                    (el.getAttribute('alt') || el.innerText || '').slice(0, 60).replace(/\\s+/g, ' '));
+                    `${Math.round(box.width)} px: ` + label(el));
     }
   }
   for (const img of document.querySelectorAll('img')) {
     if (!img.complete || img.naturalWidth === 0) out.broken.push(img.getAttribute('src'));
   }
+  // Words broken inside a table cell: one word whose glyphs sit on two lines.
+  const word = /[^\\s\\-\\u2010-\\u2014\\/]{2,}/g;
+  for (const table of article.querySelectorAll('table')) {
+    if (!table.checkVisibility()) continue;
+    out.tables += 1;
+    const rows = table.tBodies.length ? [...table.tBodies].reduce((n, b) => n + b.rows.length, 0)
+                                      : table.rows.length;
+    if (rows > budgets.openRows) out.long.push(`${rows} rows: ` + label(table));
+    for (const cell of table.querySelectorAll('td, th')) {
+      const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+      let node, found = null;
+      while (!found && (node = walker.nextNode())) {
+        for (const m of node.data.matchAll(word)) {
+          const range = document.createRange();
+          range.setStart(node, m.index);
+          range.setEnd(node, m.index + m[0].length);
+          const tops = new Set([...range.getClientRects()].filter(x => x.width > 0)
+                                                          .map(x => Math.round(x.top)));
+          if (tops.size > 1) { found = m[0]; break; }
+        }
+      }
+      if (found) out.split.push(found);
+    }
+  }
+  // Visible words: what the reader sees, less code listings.
+  const count = (text) => (text.match(/\\S+/g) || []).length;
+  out.words = count(article.innerText);
+  for (const pre of article.querySelectorAll('div.cell_input pre, div.highlight pre'))
+    if (pre.checkVisibility()) out.words -= count(pre.innerText);
   const clone = article.cloneNode(true);
   for (const el of clone.querySelectorAll('pre, code, .highlight, script, style, mjx-container, .MathJax'))
     el.remove();
@@ -70,24 +116,40 @@ def pages(root: Path) -> list[Path]:
     return found
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("html", nargs="?", default="_build/html")
-    parser.add_argument("--screenshots", default="_build/screenshots")
-    args = parser.parse_args(argv)
+LEAK = re.compile(r"\{glue|`")
+
+
+def problems_of(seen: dict) -> list[str]:
+    """What a reader would see broken, from one page's measurements."""
+    out = [f"wider than the column: {w}" for w in seen["wide"]]
+    if seen["pageWidth"] > seen["viewport"] + 1:
+        out.append(f"page scrolls sideways: {seen['pageWidth']} px > {seen['viewport']} px")
+    out += [f"word broken inside a table cell: {w}" for w in seen["split"][:5]]
+    if len(seen["split"]) > 5:
+        out.append(f"… and {len(seen['split']) - 5} more cells with a broken word")
+    if seen["words"] > WORD_BUDGET:
+        out.append(f"over the word budget: {seen['words']} visible words > {WORD_BUDGET}")
+    if seen["tables"] > TABLE_BUDGET:
+        out.append(f"too many tables: {seen['tables']} visible > {TABLE_BUDGET}")
+    out += [f"open table over {OPEN_ROWS} rows: {t}" for t in seen["long"]]
+    out += [f"image did not load: {b}" for b in seen["broken"]]
+    text = seen["tex"]
+    for pattern, what in ((RAW_TEX, "raw TeX"), (LEAK, "unrendered markup")):
+        m = pattern.search(text)
+        if m:
+            start = max(0, m.start() - 40)
+            out.append(f"{what}: …" + text[start:m.end() + 40].replace("\n", " "))
+    return out
+
+
+def check(root: Path, todo: list[Path], shots: Path, quiet: bool = False) -> dict[str, list[str]]:
+    """Open each page of ``todo`` (paths under ``root``) and return its problems by page."""
     from playwright.sync_api import sync_playwright
 
-    root = Path(args.html).resolve()
-    shots = Path(args.screenshots)
     shots.mkdir(parents=True, exist_ok=True)
     server, port = serve(root)
     origin = f"http://127.0.0.1:{port}"
-    failures: list[str] = []
-    todo = pages(root)
-    if not todo:
-        print(f"no pages under {root}")
-        return 1
+    found: dict[str, list[str]] = {}
     with sync_playwright() as pw:
         browser = pw.chromium.launch(
             executable_path=CHROMIUM, headless=True,
@@ -113,25 +175,90 @@ def main(argv=None) -> int:
             page.goto(f"{origin}/{rel.as_posix()}", wait_until="networkidle")
             page.evaluate("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
             page.wait_for_timeout(200)
-            seen = page.evaluate(MEASURE)
-            problems += [f"wider than the column: {w}" for w in seen["wide"]]
-            problems += [f"image did not load: {b}" for b in seen["broken"]]
-            for m in RAW_TEX.finditer(seen["tex"]):
-                start = max(0, m.start() - 40)
-                problems.append("raw TeX: …" + seen["tex"][start:m.end() + 40].replace("\n", " "))
-                break
+            seen = page.evaluate(MEASURE, {"openRows": OPEN_ROWS})
+            problems += problems_of(seen)
             page.screenshot(path=str(shots / (rel.as_posix().replace("/", "_") + ".png")),
                             full_page=True)
             page.close()
-            verdict = "ok" if not problems else f"{len(problems)} problem(s)"
-            print(f"{rel.as_posix():<40} {verdict}")
-            for p in problems:
-                print(f"    {p}")
-            failures += [f"{rel}: {p}" for p in problems]
+            if not quiet:
+                verdict = "ok" if not problems else f"{len(problems)} problem(s)"
+                print(f"{rel.as_posix():<40} {verdict} ({seen['words']} words, "
+                      f"{seen['tables']} tables)")
+                for p in problems:
+                    print(f"    {p}")
+            found[rel.as_posix()] = problems
         browser.close()
     server.shutdown()
+    return found
+
+
+#: The self-test's pages: name -> (body html, the problem it must raise; None: must be clean).
+_ROW = "<tr><td>row</td><td class='num'>1.0</td></tr>"
+PLANTS = {
+    "clean.html": ("<p>A clean page with a table.</p><div class='lab-table-wrap'><table>"
+                   + _ROW * 3 + "</table></div>", None),
+    "glue.html": ("<p>The rate is {glue:text}`rate` TFLOP/s.</p>", "unrendered markup"),
+    "backtick.html": ("<p>The kernel `tc_fp16` runs.</p>", "unrendered markup"),
+    "wide.html": ("<div style='width:2600px'>a paragraph wider than any screen</div>",
+                  "page scrolls sideways"),
+    "widetable.html": ("<table><tr>" + "<td>column&nbsp;of&nbsp;words</td>" * 40 + "</tr></table>",
+                       "wider than the column"),
+    "split.html": ("<table style='width:60px'><tr><td style='overflow-wrap:anywhere'>"
+                   "float16accumulatorkernelname</td></tr></table>",
+                   "word broken inside a table cell"),
+    "words.html": ("<p>" + "word " * (WORD_BUDGET + 10) + "</p>", "over the word budget"),
+    "tables.html": (("<table>" + _ROW + "</table>") * (TABLE_BUDGET + 1), "too many tables"),
+    "rows.html": ("<table>" + _ROW * (OPEN_ROWS + 1) + "</table>", f"open table over {OPEN_ROWS} rows"),
+    "folded.html": ("<details><summary>all rows</summary><table>" + _ROW * (OPEN_ROWS + 5)
+                    + "</table></details>", None),
+}
+
+
+def self_test(shots: Path) -> int:
+    """Plant each fault on a page of its own; every check must fire, and only where planted."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for name, (body, _) in PLANTS.items():
+            (root / name).write_text(f"<!doctype html><html><head><meta charset='utf-8'>"
+                                     f"<style>main{{max-width:800px}}</style></head>"
+                                     f"<body><main>{body}</main></body></html>")
+        found = check(root, [Path(n) for n in PLANTS], shots, quiet=True)
+    bad = []
+    for name, (_, expected) in PLANTS.items():
+        got = found[name]
+        if expected is None and got:
+            bad.append(f"{name}: expected clean, got {got}")
+        elif expected is not None and not any(p.startswith(expected) for p in got):
+            bad.append(f"{name}: the check '{expected}' did not fire (got {got})")
+    for line in bad:
+        print("self-test: " + line)
+    print(f"self-test: {len(PLANTS)} planted pages, " + ("every check fired" if not bad
+                                                          else f"{len(bad)} failure(s)"))
+    return 1 if bad else 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("html", nargs="?", default="_build/html")
+    parser.add_argument("--screenshots", default="_build/screenshots")
+    parser.add_argument("--self-test", action="store_true",
+                        help="plant every fault on a page of its own and check each is caught")
+    args = parser.parse_args(argv)
+    shots = Path(args.screenshots)
+    if args.self_test:
+        return self_test(shots / "self-test")
+    root = Path(args.html).resolve()
+    todo = pages(root)
+    if not todo:
+        print(f"no pages under {root}")
+        return 1
+    found = check(root, todo, shots)
+    failures = sum(len(p) for p in found.values())
     print(f"{len(todo)} pages checked, screenshots in {shots}; "
-          + ("all clean" if not failures else f"{len(failures)} problem(s)"))
+          + ("all clean" if not failures else f"{failures} problem(s)"))
     return 1 if failures else 0
 
 

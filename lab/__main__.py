@@ -2,7 +2,7 @@
 
 * ``list`` — the registered kernels and the experiments (chapter, tools needed, time estimate).
 * ``check [KERNEL ...]`` — every registered kernel (or those named) against float64 on this
-  device, on fresh random inputs at shapes derived from its block tile (``bench.shapes_for``).
+  device, on fresh random inputs at shapes derived from its block tile (``lab.kernels.shapes_for``).
   A kernel this device cannot run (the simulator and inline PTX; a GPU outside the kernel's
   compute capabilities) is skipped with one line saying why. Exit status 1 on any failure, and
   when nothing at all was checked.
@@ -124,7 +124,7 @@ def cmd_check(args) -> int:
         shapes = bench.shapes_for(spec, gpu=device.GPU)
         bad = 0
         for m, n, k in shapes:
-            verdict = kernels.check_kernel(spec.name, m, n, k)
+            verdict = bench.check(spec.name, m, n, k)
             bad += not verdict.passed
             if not verdict.passed or args.verbose:
                 print(verdict.line())
@@ -156,10 +156,10 @@ def cmd_compile(args) -> int:
         # twins (nvcc), so that a machine without nvcc reads them from the committed file
         from lab import twins
 
-        compiler.prefetch(compiler.book_extras())
+        compiler.prefetch(kernels.TEACHING)
         for name in twins.TWINS:
             twins.compile_report(name)
-        print(f"also: {len(compiler.book_extras())} unregistered kernels, "
+        print(f"also: {len(kernels.TEACHING)} unregistered kernels, "
               f"{len(twins.TWINS)} CUDA C twins")
     return 0
 
@@ -254,7 +254,7 @@ def _measure_side_by_side(todo: list, jobs: int, *, root: Path | None, slug: str
     from lab import gpulock
 
     with tempfile.TemporaryDirectory(prefix="lab-measure-") as tmp:
-        lock = os.path.join(tmp, "gpu.lock")
+        lock = gpulock.folder_lock((root or results.RESULTS_DIR) / slug)
         env = dict(os.environ, LAB_MEASURE_COMMAND=command, LAB_MEASURE_JOBS=str(jobs))
         # the longest first, so the last to start are short and the run ends together
         pending = sorted(todo, key=lambda t: -(t[0]["estimate_s"] or 0))
@@ -356,6 +356,10 @@ def cmd_measure(args) -> int:
               "GPU (one process at a time launches, copies or times); the estimate is for one "
               "at a time (on the H200, four at a time took half as long; --jobs 1 for one at "
               "a time)", flush=True)
+    if lock is None and jobs == 1:           # a serial run takes turns with any other run
+        from lab import gpulock
+
+        lock = gpulock.share(gpulock.folder_lock((root or results.RESULTS_DIR) / slug))
     command = os.environ.get("LAB_MEASURE_COMMAND") or _command(args.argv)
     summary = []
     started = time.perf_counter()

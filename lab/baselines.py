@@ -9,7 +9,6 @@ Usage (numba device arrays in, result written into ``C``)::
     from lab import baselines
     baselines.available()                 # kinds that work here: [] without CuPy or a GPU
     baselines.launch("fp32", A, B, C)     # C = A @ B through cublasGemmEx
-    row = baselines.time("fp32", 4096, 4096, 4096)   # = bench.time("cublas_fp32", ...)
     baselines.launch_layout("TN", A_stored_transposed, B, C)   # A and/or B stored transposed
 
 Kinds (:data:`KINDS`), inputs → output, and the cuBLAS compute type:
@@ -27,8 +26,8 @@ kind                      A, B                    C         compute type / math 
 ``bf16``                  bfloat16 (uint16 bits)  float32   COMPUTE_32F (FP32 accumulate)
 ========================  ======================  ========  ==============================
 
-bfloat16 travels as ``uint16`` bit patterns, the same convention as :mod:`lab.bench`
-(``bench.to_format(x, np.uint16)``); cuBLAS is told the bits are ``CUDA_R_16BF``.
+bfloat16 travels as ``uint16`` bit patterns, the same convention as :mod:`lab.accuracy`
+(``accuracy.to_format(x, np.uint16)``); cuBLAS is told the bits are ``CUDA_R_16BF``.
 
 Why ``cublasGemmEx`` and not ``cupy.matmul``: CuPy decides TF32 from the ``CUPY_TF32``
 environment variable read once at import, which a running notebook cannot change reliably;
@@ -41,12 +40,11 @@ of its transpose, so ``C = A·B`` (row-major) is computed as ``Cᵀ = Bᵀ·Aᵀ
 no transposes: ``gemmEx(N, N, m=N, n=M, k=K, B, ldb=N, A, lda=K, C, ldc=N)``.
 
 Streams: the call goes on CuPy's current stream, which by default is the legacy default stream
-that Numba launches and CUDA events also use, so :func:`lab.bench.time_gpu` times it correctly.
+that Numba launches and CUDA events also use, so :func:`lab.timing.time_gpu` times it correctly.
 CuPy is imported lazily: importing this module never needs CuPy or a GPU.
 
 Each kind is also the provider ``cublas_<kind>`` of :mod:`lab.providers`, so
-:func:`lab.bench.check` and :func:`lab.bench.time` take it by name; :func:`check` and
-:func:`time` here are those two under the kind's short name.
+:func:`lab.bench.check` and :func:`lab.bench.time` take it by name (``cublas_fp32``, …).
 """
 from __future__ import annotations
 
@@ -156,24 +154,6 @@ def launch(kind: str, A, B, C) -> None:
                   spec.compute, CUBLAS_GEMM_DEFAULT)
 
 
-def check(kind: str, m: int, n: int, k: int, *, seed: int | None = None):
-    """:func:`lab.bench.check` of the provider ``cublas_<kind>`` (a CheckResult)."""
-    from lab import bench
-
-    get_kind(kind)
-    return bench.check(f"cublas_{kind}", m, n, k, seed=seed)
-
-
-def time(kind: str, m: int, n: int, k: int, *, rotate: bool = False, warmup: int = 3,
-         repeats: int = 20, check_first: bool = True) -> dict:
-    """:func:`lab.bench.time` of the provider ``cublas_<kind>`` (a results row)."""
-    from lab import bench
-
-    get_kind(kind)
-    return bench.time(f"cublas_{kind}", m, n, k, rotate=rotate, warmup=warmup,
-                      repeats=repeats, check_first=check_first)
-
-
 # ----------------------------------------------------------------------------- layouts
 
 #: Storage layouts of A and B: first letter A's, second B's; ``T`` = stored transposed.
@@ -241,13 +221,13 @@ def check_layout(layout: str, m: int, n: int, k: int, kind: str = "fp16"):
     ``cublas_<kind>_<layout>``)."""
     from numba import cuda
 
-    from lab import bench
+    from lab import accuracy
 
     spec = get_kind(kind)
-    a, b = bench.random_inputs(m, n, k, spec.in_dtype)
+    a, b = accuracy.random_inputs(m, n, k, spec.in_dtype)
     a_s, b_s = layout_operands(layout, a, b)
     d_c = cuda.to_device(np.full((m, n), np.nan, dtype=spec.out_dtype))
     launch_layout(layout, cuda.to_device(a_s), cuda.to_device(b_s), d_c, kind)
     cuda.synchronize()
-    return bench.compare(d_c.copy_to_host(), a, b, dtype_name=spec.in_name,
-                         kernel=f"cublas_{kind}_{layout}")
+    return accuracy.compare(d_c.copy_to_host(), a, b, dtype_name=spec.in_name,
+                            kernel=f"cublas_{kind}_{layout}")

@@ -51,6 +51,7 @@ class CompileReport:
     loop_mix: dict = field(default_factory=dict)   # opcode -> count, hottest loop
     sass: str = field(default="", repr=False)
     ptx: str = field(default="", repr=False)
+    warnings: list = field(default_factory=list, repr=False)   # ptxas's warnings and notes
 
     def summary(self) -> dict:
         loop = self.loop_mix
@@ -163,7 +164,9 @@ def hottest_loop(instrs, labels) -> list:
 def compile_function(py_func, signature: str, kernel: str = "?", cc: tuple = ARCH,
                      launch_bounds=None) -> CompileReport:
     """PTX → cubin → SASS for one kernel function (needs real numba-cuda, no GPU), for ``cc``
-    (``(9, 0, "a")`` builds ``sm_90a``, which wgmma and setmaxnreg need)."""
+    (``(9, 0, "a")`` builds ``sm_90a``, which wgmma and setmaxnreg need). ``warnings`` keeps
+    ptxas's warnings and performance notes (e.g. C7508, a ``setmaxnreg`` it ignored); PTX that
+    does not assemble raises RuntimeError with ptxas's message."""
     from numba import cuda
 
     ptx, _ = cuda.compile_ptx(py_func, signature, cc=cc, lineinfo=False,
@@ -180,9 +183,12 @@ def compile_function(py_func, signature: str, kernel: str = "?", cc: tuple = ARC
         sass = subprocess.run([tool("nvdisasm"), "-c", str(cubin)], capture_output=True,
                               text=True, check=True).stdout
     instrs, labels = parse_sass(sass)
+    warnings = [ln for ln in (run.stderr + run.stdout).splitlines()
+                if "warning" in ln.lower() or "performance" in ln.lower()]
     return CompileReport(kernel=kernel, function=py_func.__name__, **facts,
                          instructions=len(instrs), mix=mix_of(instrs),
-                         loop_mix=mix_of(hottest_loop(instrs, labels)), sass=sass, ptx=ptx)
+                         loop_mix=mix_of(hottest_loop(instrs, labels)), sass=sass, ptx=ptx,
+                         warnings=warnings)
 
 
 def _report_in_process(name: str) -> list[CompileReport]:
@@ -210,7 +216,7 @@ def _report_in_process(name: str) -> list[CompileReport]:
 #: Parts of ``lab`` that generate no kernel code (left out of the cache key).
 _NOT_CODEGEN = {"chapters", "experiments", "results", "twins", "__main__.py", "page.py",
                 "plots.py", "tables.py", "notebooks.py", "results.py", "seeds.py",
-                "baselines.py", "solutions.py"}
+                "baselines.py"}
 _TOOL_DISTS = ("numba", "numba-cuda", "llvmlite", "nvidia-nvvm", "nvidia-cuda-nvcc",
                "nvidia-cuda-nvdisasm")
 
@@ -285,7 +291,7 @@ def _cache_put(kind: str, name: str, value) -> None:
 # machine's own NVVM or ptxas may differ from the pinned wheels). When the sources change the
 # file is stale and facts are compiled live; ``tests/test_facts.py`` fails until the file is
 # recorded again:  LAB_FACTS=record python -m lab compile  (every registered kernel, every
-# CUDA C twin and the chapters' extra kernels of :func:`book_extras`).
+# CUDA C twin and the teaching kernels of :data:`lab.kernels.TEACHING`).
 
 FACTS_FILE = Path(__file__).resolve().parent / "facts" / "compiler.json"
 
@@ -305,9 +311,9 @@ def source_digest() -> str:
 
 
 #: Host-side modules that never change generated code (left out of :func:`source_digest`).
-_HOST_ONLY = {"compiler.py", "api.py", "bench.py", "model.py", "fragments.py", "device.py",
-              "gpulock.py", "facts", "providers.py", "libraries.py", "triton_gemm.py",
-              "clocks.py", "multi"}
+_HOST_ONLY = {"compiler.py", "api.py", "bench.py", "accuracy.py", "timing.py", "counting.py",
+              "model.py", "fragments.py", "device.py", "gpulock.py", "facts", "providers.py",
+              "libraries.py", "triton_gemm.py", "clocks.py", "multi"}
 
 
 def toolchain() -> dict:
@@ -333,14 +339,6 @@ def pinned_toolchain() -> dict:
         if m and m.group(1).lower() in pins:
             pins[m.group(1).lower()] = m.group(2)
     return pins
-
-
-def book_extras() -> list[str]:
-    """The kernels outside the registry whose facts the book prints: chapter 0's FMA chains and
-    chapter 3's signed-index builds (``module:function``)."""
-    from lab.chapters import ch0, ch3
-
-    return [ch0.FMA_KERNEL, *ch3.SIGNED.values()]
 
 
 def _recording() -> bool:
@@ -533,6 +531,16 @@ def report(name: str) -> list[CompileReport]:
     """Compiler facts for every function of the registered kernel ``name`` (sm_90), or for
     one ``module:function`` that is not a registered matmul (e.g. the roofline kernels)."""
     return [CompileReport(**d) for d in _get("report", name)]
+
+
+def resident_blocks(name: str) -> int:
+    """Blocks of the registered kernel ``name`` that one SM holds at once (sm_90 limits): its
+    launch configuration's threads and shared memory, its first function's registers."""
+    from lab import model
+    from lab.kernels import get_spec
+
+    cfg = get_spec(name).launch.config
+    return model.blocks_per_sm(cfg.threads, report(name)[0].registers, cfg.shared_bytes)
 
 
 def table(names) -> list[dict]:

@@ -9,6 +9,7 @@ Overrides, in order of precedence:
 * ``NUMBA_ENABLE_CUDASIM`` already set in the environment: respected as it is.
 * ``LAB_DEVICE=simulator``: force the simulator even on a GPU machine.
 * ``LAB_DEVICE=compile``: real numba-cuda without a GPU, for offline PTX/SASS (``lab.compiler``).
+* Any other ``LAB_DEVICE`` value is refused (ValueError) rather than ignored.
 
 The module also builds the provenance record that every results file carries.
 """
@@ -43,11 +44,30 @@ def _driver_device_count() -> int:
     return 0
 
 
+#: The values ``LAB_DEVICE`` may take (unset or empty: a GPU if the driver reports one).
+DEVICE_CHOICES = ("simulator", "compile")
+
+
+def requested() -> str:
+    """``LAB_DEVICE`` (lower case, "" when unset); ValueError naming the value and the choices
+    for anything else, so that a misspelling never silently picks the GPU."""
+    forced = os.environ.get("LAB_DEVICE", "").strip().lower()
+    if forced and forced not in DEVICE_CHOICES:
+        import difflib
+
+        close = difflib.get_close_matches(forced, DEVICE_CHOICES, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ValueError(f"LAB_DEVICE={os.environ['LAB_DEVICE']!r} is not a device mode{hint}: "
+                         f"use {' or '.join(map(repr, DEVICE_CHOICES))}, or leave it unset "
+                         "to use a GPU when there is one")
+    return forced
+
+
 def _decide() -> str:
+    forced = requested()
     if "numba.cuda" in sys.modules and "NUMBA_ENABLE_CUDASIM" not in os.environ:
         # numba.cuda was imported before lab: we can no longer switch; report what it chose.
         return "gpu" if _driver_device_count() > 0 else "simulator"
-    forced = os.environ.get("LAB_DEVICE", "").strip().lower()
     if forced == "compile":
         os.environ["NUMBA_ENABLE_CUDASIM"] = "0"
         return "compile"

@@ -9,6 +9,10 @@ timing, the child processes of ncu and compute-sanitizer) runs in one process at
 a serial run. Before it lets go of the lock a process waits for its queued GPU work to end, so
 no kernel of one experiment runs while another experiment times.
 
+The lock file is the results folder's (:func:`folder_lock`), so it is shared by every
+``measure`` process writing there on this machine: the processes of one ``--jobs N`` run, and
+a second ``measure`` started beside it (serial runs take their turns too).
+
 Every wait costs a turn of whoever holds the GPU then (up to the 40 s of a sanitizer run), so
 an experiment that compiled one kernel at a time between launches would wait once per kernel;
 :func:`lab.bench.compile_ahead` compiles an experiment's kernels in one stretch first. (Lending
@@ -62,6 +66,15 @@ class GpuLock:
     def summary(self) -> str:
         return (f"{SUMMARY_HEAD} held {self.held_seconds():.0f} s, waited "
                 f"{self.waited_s:.0f} s")
+
+
+def folder_lock(folder) -> str:
+    """The GPU lock file of the results folder ``folder`` (:func:`lab.results.lock_file`).
+    Every ``measure`` process that writes to one folder — one GPU's — takes its turns on the
+    GPU through it."""
+    from lab import results
+
+    return results.lock_file(folder, "gpu")
 
 
 def _cuda_synchronize() -> None:
@@ -131,5 +144,6 @@ def share(path: str) -> GpuLock:
 
     CURRENT = GpuLock(path)
     CURRENT.acquire()
-    release_while_compiling(CUDADispatcher, CURRENT)
+    if hasattr(CUDADispatcher, "compile"):      # (the simulator's kernels compile nothing)
+        release_while_compiling(CUDADispatcher, CURRENT)
     return CURRENT

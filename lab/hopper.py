@@ -33,18 +33,14 @@ Host side: :func:`tensor_map_2d` encodes a tensor map with the driver's
 ``cuTensorMapEncodeTiled`` and copies its 128 bytes into device memory (Numba cannot pass a
 128-byte, 64-byte-aligned ``__grid_constant__`` parameter; a kernel gets the map's global
 address instead, as a ``uint64[16]`` array argument). :func:`allow_dynamic_shared` lifts a
-kernel's dynamic shared memory limit above 48 KB. :func:`compile_sm90a` builds PTX for
-``sm_90a`` offline and returns ptxas's resource report and the SASS (no GPU needed).
+kernel's dynamic shared memory limit above 48 KB. ``lab.compiler.compile_function(..., cc=(9,
+0, "a"))`` builds such a kernel for ``sm_90a`` offline (ptxas's report, warnings and the SASS).
 
 NumPy twins of the layouts (:func:`swizzle_128b`, :func:`desc_fields`, :func:`k_major_offset`,
 :func:`mn_major_offset`) let the tests check, without a GPU, that what TMA writes is what a
 descriptor tells ``wgmma`` to read. Under the simulator every intrinsic is a stub that raises.
 """
 from __future__ import annotations
-
-import subprocess
-import tempfile
-from pathlib import Path
 
 import numpy as np
 
@@ -725,37 +721,3 @@ def launch_cluster(kernel, signature: str, blocks: int, threads: int, shared: in
                            f"{threads} threads, {shared} bytes of shared memory) failed: {err}")
     for write_back in keep:
         write_back()
-
-
-def compile_sm90a(kernel, signature: str) -> dict:
-    """Offline: PTX for ``sm_90a`` (real numba-cuda, no GPU), ``ptxas -v`` and ``nvdisasm``.
-
-    ``kernel`` is a ``@cuda.jit`` dispatcher (its launch bounds are kept) or a plain Python
-    function. Returns ``{"ptx", "sass", "registers", "spill_stores", "spill_loads",
-    "stack_bytes", "shared_bytes", "mix", "warnings"}``; ``warnings`` holds ptxas's warnings
-    and performance notes (e.g. C7508, a ``setmaxnreg`` it ignored). Raises RuntimeError with
-    ptxas's message when the PTX does not assemble.
-    """
-    from numba import cuda
-
-    from lab import compiler
-
-    py_func = getattr(kernel, "py_func", kernel)
-    bounds = getattr(kernel, "targetoptions", {}).get("launch_bounds")
-    ptx, _ = cuda.compile_ptx(py_func, signature, cc=(9, 0, "a"), lineinfo=False,
-                              launch_bounds=bounds)
-    with tempfile.TemporaryDirectory() as tmp:
-        src, cubin = Path(tmp) / "k.ptx", Path(tmp) / "k.cubin"
-        src.write_text(ptx)
-        run = subprocess.run([compiler.tool("ptxas"), "-arch=sm_90a", "-v", str(src), "-o",
-                              str(cubin)], capture_output=True, text=True)
-        if run.returncode:
-            raise RuntimeError(f"ptxas (sm_90a) failed: {run.stderr.strip()}")
-        facts = compiler.parse_ptxas(run.stderr + run.stdout)
-        sass = subprocess.run([compiler.tool("nvdisasm"), "-c", str(cubin)],
-                              capture_output=True, text=True, check=True).stdout
-    instrs, _labels = compiler.parse_sass(sass)
-    warnings = [ln for ln in (run.stderr + run.stdout).splitlines()
-                if "warning" in ln.lower() or "performance" in ln.lower()]
-    return {"ptx": ptx, "sass": sass, **facts, "mix": compiler.mix_of(instrs),
-            "warnings": warnings}

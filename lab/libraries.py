@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import importlib.util
 
-import numpy as np
-
 from lab import device
 
 #: The CUTLASS Python DSL's wheels for CPython 3.11, x86-64 (``pip download --no-deps``,
@@ -96,7 +94,8 @@ def torch_settings() -> dict:
             "preferred_blas_library": "cublaslt, set around each call"}
 
 
-def _lt_prepare(A, B, C):
+def lt_prepare(A, B, C):
+    """Bind A, B, C (numba device arrays) to one ``torch.mm`` call that prefers cuBLASLt."""
     import torch
 
     torch_settings()
@@ -113,7 +112,8 @@ def _lt_prepare(A, B, C):
     return call
 
 
-def _triton_prepare(precision: str):
+def triton_prepare(precision: str):
+    """The ``prepare`` of the Triton provider of ``precision`` (``fp16`` or ``fp32``)."""
     def prepare(A, B, C):
         from lab import triton_gemm
 
@@ -127,36 +127,6 @@ def triton_choice(name: str, m: int, n: int, k: int) -> str:
 
     return (triton_gemm.chosen(name.split("_")[1], m, n, k)
             or "autotuner's choice (not yet tuned at this shape)")
-
-
-def _named(name: str, reason):
-    """``available()`` for provider ``name``: ``reason()``'s line, prefixed with the name."""
-    def available():
-        why = reason()
-        return None if why is None else f"{name} {why}"
-    return available
-
-
-def providers() -> list:
-    """The library providers (:class:`lab.providers.Provider`), in the order of the stack."""
-    from lab.providers import Provider
-
-    return [
-        Provider("cublaslt_fp16", "cuBLASLt via torch.mm, FP16 in, FP16 out", "library",
-                 "cuBLASLt", np.float16, np.float16, _lt_prepare,
-                 _named("cublaslt_fp16", torch_reason)),
-        Provider("cublaslt_fp32", "cuBLASLt via torch.mm, FP32 (TF32 off)", "library",
-                 "cuBLASLt", np.float32, np.float32, _lt_prepare,
-                 _named("cublaslt_fp32", torch_reason), tensor_cores=False),
-        Provider("triton_fp16", "Triton matmul (ours), FP16 in, FP32 out", "library",
-                 "Triton", np.float16, np.float32, _triton_prepare("fp16"),
-                 _named("triton_fp16", triton_reason),
-                 describe=lambda m, n, k: triton_choice("triton_fp16", m, n, k)),
-        Provider("triton_fp32", "Triton matmul (ours), FP32, IEEE (no TF32)", "library",
-                 "Triton", np.float32, np.float32, _triton_prepare("fp32"),
-                 _named("triton_fp32", triton_reason), tensor_cores=False,
-                 describe=lambda m, n, k: triton_choice("triton_fp32", m, n, k)),
-    ]
 
 
 def kernels_launched(call) -> list[str]:

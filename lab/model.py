@@ -122,9 +122,12 @@ def tile_efficiency(m: int, n: int, tile_m: int, tile_n: int) -> float:
     return m * n / (tile_grid(m, n, tile_m, tile_n) * tile_m * tile_n)
 
 
-def blocks_per_sm(threads: int, registers: int, shared_bytes: int,
-                  limits: dict | None = None) -> int:
-    """Resident blocks per SM allowed by threads, registers and shared memory (sm_90 limits).
+def occupancy(threads: int, registers: int, shared_bytes: int,
+              limits: dict | None = None) -> dict:
+    """Resident blocks and warps per SM of a kernel with ``threads`` threads per block,
+    ``registers`` registers per thread and ``shared_bytes`` of shared memory per block (sm_90
+    limits): ``blocks_per_sm``, ``warps_per_sm``, ``occupancy`` (resident warps over the
+    SM's 64) and ``limited_by`` (registers, warps, shared memory or blocks).
 
     Registers are allocated per warp in units of 256 (``registers`` per thread rounded up);
     each block also costs ``shared_reserved_per_block`` bytes of shared memory.
@@ -133,11 +136,24 @@ def blocks_per_sm(threads: int, registers: int, shared_bytes: int,
     warps = -(-threads // 32)
     unit = lim["register_unit_per_warp"]
     per_warp = -(-registers * 32 // unit) * unit
+    max_warps = lim["threads"] // 32
     by_registers = (lim["registers"] // per_warp) // warps if per_warp else lim["blocks"]
-    by_threads = lim["threads"] // (warps * 32)
+    by_warps = max_warps // warps
     by_shared = (lim["shared_bytes"] // (shared_bytes + lim["shared_reserved_per_block"])
                  if shared_bytes else lim["blocks"])
-    return max(0, min(lim["blocks"], by_registers, by_threads, by_shared))
+    limits_by = (("registers", by_registers), ("warps", by_warps),
+                 ("shared memory", by_shared), ("blocks", lim["blocks"]))
+    blocks = max(0, min(n for _, n in limits_by))
+    return {"blocks_per_sm": blocks, "warps_per_sm": blocks * warps,
+            "occupancy": blocks * warps / max_warps,
+            "limited_by": min(limits_by, key=lambda kv: kv[1])[0]}
+
+
+def blocks_per_sm(threads: int, registers: int, shared_bytes: int,
+                  limits: dict | None = None) -> int:
+    """Resident blocks per SM allowed by threads, registers and shared memory
+    (:func:`occupancy`'s ``blocks_per_sm``)."""
+    return occupancy(threads, registers, shared_bytes, limits)["blocks_per_sm"]
 
 
 def split_k_tiles(m: int, n: int, tile_m: int, tile_n: int, splits: int) -> int:

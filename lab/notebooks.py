@@ -180,15 +180,16 @@ def save(rows: list[dict], *, command: str, parameters: dict, root: Path | None 
     prov = provenance or device.provenance()
     gpu = device.gpu_slug(prov["gpu"])
     target = results.path_for(EXPERIMENT, gpu, root)
-    previous = None
-    if target.exists():
-        try:
-            previous = results.load_path(target)
-        except results.ResultsError:
-            previous = None
-    merged = merge([{**r, "ran": prov["date"]} for r in rows], previous, prov["gpu"])
     params = {"runner": "pytest --nbval-lax, one process per notebook",
               "device_mode": device.MODE, "lab_gpu": os.environ.get("LAB_GPU"),
               "notebooks_this_run": [r["notebook"] for r in rows], **parameters}
-    return results.save(EXPERIMENT, merged, parameters=params, command=command,
-                        provenance=prov, row_fields=ROW_FIELDS, root=root, gpu=gpu)
+    with results.locked(target.parent):      # no other run writes between the read and the write
+        previous = None
+        if target.exists():
+            try:
+                previous = results.load_path(target)
+            except results.ResultsError:
+                previous = None
+        merged = merge([{**r, "ran": prov["date"]} for r in rows], previous, prov["gpu"])
+        return results.save(EXPERIMENT, merged, parameters=params, command=command,
+                            provenance=prov, row_fields=ROW_FIELDS, root=root, gpu=gpu)

@@ -28,7 +28,7 @@ import math
 import re
 import textwrap
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from lab import tables
 
@@ -36,11 +36,12 @@ from lab import tables
 class _Output:
     """An object IPython displays through its mime bundle (``_repr_mimebundle_``)."""
 
-    def __init__(self, bundle: dict):
+    def __init__(self, bundle: dict, metadata: dict | None = None):
         self._bundle = bundle
+        self._metadata = metadata
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        return self._bundle
+        return (self._bundle, self._metadata) if self._metadata else self._bundle
 
     def __repr__(self) -> str:  # what a terminal (or print) shows
         return self._bundle.get("text/plain", "")
@@ -54,16 +55,30 @@ def _cell_html(value, digits: int) -> tuple[str, bool]:
     return html.escape(text), numeric or tables._numeric(text)
 
 
+#: A table of more rows than this shows only the rows its text discusses; all rows go below a fold.
+OPEN_ROWS = 15
+
+
+def gpu_label(name: str) -> str:
+    """A GPU's short name for tables and prose: ``"NVIDIA H200"`` → ``"H200"``."""
+    return name.replace("NVIDIA ", "").strip()
+
+
 def table(rows: Sequence[dict], columns: Sequence[str] | None = None,
           headers: dict | None = None, *, digits: int = 3, source: str | None = None,
-          title: str | None = None, whole_words: Sequence[str] = ()) -> _Output:
+          title: str | None = None, whole_words: Sequence[str] = (),
+          show: Sequence[int] | Callable[[dict], bool] | None = None) -> _Output:
     """A table of ``rows`` (dicts): HTML for the book, fixed-width text for nbval.
 
     ``columns`` picks and orders the fields, ``headers`` renames them (put units in the header:
     ``{"median_ms": "median (ms)"}``), ``source`` is a citation line printed under the table
-    (e.g. :func:`lab.results.source_line`), ``title`` a line above it. Cells may break inside a
-    word (a long kernel name must not widen the table past the column), except in the
-    ``whole_words`` columns (short names that read badly broken).
+    (e.g. :func:`lab.results.source_line`), ``title`` a line above it. Words never break inside
+    a cell; a table wider than the column scrolls in its own box. ``whole_words`` is accepted for
+    older callers and changes nothing.
+
+    A table of more than :data:`OPEN_ROWS` rows shows open only the rows ``show`` picks (row
+    indices, or a predicate on the row) -- the ones the text discusses -- and puts every row
+    below a fold. ``show`` must pick at most :data:`OPEN_ROWS` rows.
     """
     rows = list(rows)
     text = tables.render(rows, columns, headers, digits)
@@ -75,28 +90,47 @@ def table(rows: Sequence[dict], columns: Sequence[str] | None = None,
         return _Output({"text/plain": text, "text/html": "<p><em>(no rows)</em></p>"})
     columns = list(columns or rows[0].keys())
     headers = headers or {}
-    out = ['<div class="lab-table-wrap"><table class="lab-table">']
+    if show is None:
+        shown = rows if len(rows) <= OPEN_ROWS else []
+    elif callable(show):
+        shown = [r for r in rows if show(r)]
+    else:
+        shown = [rows[i] for i in show]
+    if len(shown) > OPEN_ROWS:
+        raise ValueError(f"table {title or columns}: show picks {len(shown)} rows, more than "
+                         f"the {OPEN_ROWS} a table shows open; pick the rows the text discusses")
+    out = ['<div class="lab-table-wrap">']
+    if shown:
+        out.append(_table_html(shown, columns, headers, digits, title))
+    if len(shown) < len(rows):
+        what = f"All {len(rows)} rows" + (f" of {title}" if title and shown else "")
+        out.append(f'<details class="lab-fold"><summary>{html.escape(what)}</summary>'
+                   + _table_html(rows, columns, headers, digits, None if shown else title)
+                   + "</details>")
+    if source:
+        out.append(f'<p class="lab-source">{html.escape(source)}</p>')
+    out.append("</div>")
+    return _Output({"text/plain": text, "text/html": "".join(out)})
+
+
+def _table_html(rows: list[dict], columns: list[str], headers: dict, digits: int,
+                title: str | None) -> str:
+    out = ['<table class="lab-table">']
     if title:
         out.append(f"<caption>{html.escape(title)}</caption>")
-    heads = []
     first = [_cell_html(rows[0].get(c), digits) for c in columns]
-    def cls(c, numeric):
-        names = (["num"] if numeric else []) + (["whole"] if c in whole_words else [])
-        return f' class="{" ".join(names)}"' if names else ""
-    for c, (_, numeric) in zip(columns, first):
-        heads.append(f"<th{cls(c, numeric)}>{html.escape(str(headers.get(c, c)))}</th>")
+    num = ' class="num"'
+    heads = [f"<th{num if numeric else ''}>{html.escape(str(headers.get(c, c)))}</th>"
+             for c, (_, numeric) in zip(columns, first)]
     out.append("<thead><tr>" + "".join(heads) + "</tr></thead><tbody>")
     for r in rows:
         tds = []
         for c in columns:
             cell, numeric = _cell_html(r.get(c), digits)
-            tds.append(f"<td{cls(c, numeric)}>{cell}</td>")
+            tds.append(f"<td{num if numeric else ''}>{cell}</td>")
         out.append("<tr>" + "".join(tds) + "</tr>")
     out.append("</tbody></table>")
-    if source:
-        out.append(f'<p class="lab-source">{html.escape(source)}</p>')
-    out.append("</div>")
-    return _Output({"text/plain": text, "text/html": "".join(out)})
+    return "".join(out)
 
 
 # ----------------------------------------------------------------------------- source
@@ -133,11 +167,41 @@ def regions(module) -> dict[str, str]:
     return found
 
 
-def source_of(module, region: str | None = None) -> str:
-    """The source of a named region of ``module`` (or of a function/kernel object)."""
+def _folded(module, region: str, fold: dict[str, str]) -> str:
+    """``region`` with each nested region named in ``fold`` replaced by one comment line."""
+    path = Path(module) if isinstance(module, (str, Path)) else Path(inspect.getsourcefile(module))
+    lines = path.read_text().splitlines()
+    marks = {(m["name"], kind): i for i, line in enumerate(lines)
+             for kind, pattern in (("open", _REGION), ("close", _END))
+             if (m := pattern.match(line))}
+    if (region, "open") not in marks:
+        raise ValueError(f"{path.name} has no region {region!r}")
+    start, end = marks[region, "open"], marks[region, "close"]
+    out, skip_to = [], -1
+    for i in range(start + 1, end):
+        if i <= skip_to:
+            continue
+        line = lines[i]
+        if (m := _REGION.match(line)) and m["name"] in fold:
+            indent = line[:len(line) - len(line.lstrip())]
+            out.append(f"{indent}# … {fold[m['name']]}")
+            skip_to = marks[m["name"], "close"]
+        elif not (_REGION.match(line) or _END.match(line)):
+            out.append(line)
+    missing = set(fold) - {name for name, _ in marks}
+    if missing:
+        raise ValueError(f"{path.name} has no region(s) {sorted(missing)} to fold")
+    return textwrap.dedent("\n".join(out)).strip("\n")
+
+
+def source_of(module, region: str | None = None, fold: dict[str, str] | None = None) -> str:
+    """The source of a named region of ``module`` (or of a function/kernel object); ``fold``
+    names nested regions to show as one comment line each (name -> what the line says)."""
     if region is None:
         obj = getattr(module, "py_func", module)
         return textwrap.dedent(inspect.getsource(obj)).strip("\n")
+    if fold:
+        return _folded(module, region, fold)
     found = regions(module)
     try:
         return found[region]
@@ -147,13 +211,15 @@ def source_of(module, region: str | None = None) -> str:
                          f"{', '.join(found) or '(none)'}") from None
 
 
-def source(module, region: str | None = None, *, language: str = "python") -> _Output:
-    """Show a kernel (or any region of a ``lab`` module) highlighted in the book.
+def source(module, region: str | None = None, *, language: str = "python",
+           fold: dict[str, str] | None = None) -> _Output:
+    """Show a kernel (or any region of a ``lab`` module) highlighted in the book; ``fold``
+    shows nested regions as one line each (what a rung did not change).
 
     The book renders the Markdown code fence with syntax highlighting; nbval compares the plain
     source, so an edit to the shown code is seen.
     """
-    code = source_of(module, region)
+    code = source_of(module, region, fold)
     fence = "````" if "```" in code else "```"
     return _Output({"text/plain": code,
                     "text/markdown": f"{fence}{language}\n{code}\n{fence}"})
@@ -208,6 +274,9 @@ def figure_data(fig) -> list[str]:
 def figure(fig, *, dpi: int = 110) -> _Output:
     """Show a matplotlib figure as a PNG; nbval compares a digest of the data it plots.
 
+    The PNG is drawn at twice ``dpi`` and shown at the size ``dpi`` gives, so it stays sharp on
+    high-density screens and when the browser scales it to the column.
+
     The plain-text form names how many series and points the figure has and a hash of every
     rounded value and label (:func:`figure_data`), so a changed number that appears only in a
     figure fails the cell's check. The figure is closed after rendering.
@@ -220,11 +289,13 @@ def figure(fig, *, dpi: int = 110) -> _Output:
     digest = hashlib.sha256("\n".join(data).encode()).hexdigest()[:16]
     series = sum(1 for ln in data if not ln.startswith("axes"))
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    fig.savefig(buf, format="png", dpi=2 * dpi, bbox_inches="tight")
     plt.close(fig)
+    width = int.from_bytes(buf.getvalue()[16:20], "big") // 2   # the PNG header's width
     text = f"[figure: {len(fig.axes)} axes, {series} series/labels, data sha256 {digest}]"
     return _Output({"text/plain": text,
-                    "image/png": base64.b64encode(buf.getvalue()).decode()})
+                    "image/png": base64.b64encode(buf.getvalue()).decode()},
+                   {"image/png": {"width": f"{width}px"}})
 
 
 # ----------------------------------------------------------------------------- prose values
@@ -248,3 +319,10 @@ def values_text(values: dict) -> _Output:
     text = "\n".join(f"{k} = {v if isinstance(v, str) else tables.fmt(v)}"
                      for k, v in values.items())
     return _Output({"text/plain": text})
+
+
+def glue(values: dict) -> _Output:
+    """Glue ``values`` for the prose (:func:`glue_values`) and return them as one checked text
+    block (:func:`values_text`): what a chapter's removed glue cell shows."""
+    glue_values(values)
+    return values_text(values)

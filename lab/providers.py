@@ -33,7 +33,8 @@ from typing import Callable
 
 import numpy as np
 
-from lab import device
+from lab import baselines, device, kernels, libraries, twins
+from lab.accuracy import TF32_INPUT_UNIT
 from lab.kernels import KernelUnavailable
 
 #: The layer of the software stack each family (or library provider) belongs to.
@@ -44,14 +45,13 @@ class ProviderUnavailable(KernelUnavailable):
     """The provider cannot run here; the message is its ``available()`` reason."""
 
 
-# region: provider
 @dataclass(frozen=True)
 class Provider:
     """One way of computing ``C = A·B`` (see the module docstring).
 
     ``supports(m, n, k)`` returns why a shape cannot be computed (a kernel without bounds
     checks) or None; ``tensor_cores`` and ``input_unit`` set the error bound of
-    :func:`lab.bench.compare` (None: decided by the input width); ``describe(m, n, k)`` names
+    :func:`lab.accuracy.compare` (None: decided by the input width); ``describe(m, n, k)`` names
     the code path the provider takes at a shape (our kernels' switches, a library's choice).
     """
     name: str
@@ -95,14 +95,11 @@ class Provider:
     def path(self, m: int, n: int, k: int) -> str:
         """The code path at M×N×K (``describe``), or the library's own choice."""
         return self.describe(m, n, k) if self.describe else "library's choice"
-# endregion: provider
 
 
 # ----------------------------------------------------------------------------- our kernels
 
 def _ours(spec) -> Provider:
-    from lab import kernels
-
     name = spec.name
 
     def prepare(A, B, C):
@@ -131,8 +128,6 @@ def _gpu_with_cupy() -> str | None:
 
 
 def _cublas(kind) -> Provider:
-    from lab import baselines
-
     def prepare(A, B, C):
         return lambda: baselines.launch(kind.name, A, B, C)
 
@@ -144,18 +139,10 @@ def _cublas(kind) -> Provider:
     return Provider(f"cublas_{kind.name}", kind.title, "cublas", "cuBLAS", kind.in_dtype,
                     kind.out_dtype, prepare, available, dtype_name=kind.in_name,
                     tensor_cores=kind.name != "fp32",
-                    input_unit=_tf32_unit() if kind.name == "tf32" else 0.0)
-
-
-def _tf32_unit() -> float:
-    from lab import bench
-
-    return bench.TF32_INPUT_UNIT
+                    input_unit=TF32_INPUT_UNIT if kind.name == "tf32" else 0.0)
 
 
 def _twin(t) -> Provider:
-    from lab import twins
-
     def prepare(A, B, C):
         return lambda: twins.launch(t.name, A, B, C)
 
@@ -179,34 +166,56 @@ def _twin(t) -> Provider:
 
 @functools.lru_cache(maxsize=1)
 def _fixed() -> dict[str, Provider]:
-    from lab import baselines, libraries, twins
-
     out: dict[str, Provider] = {}
     for kind in baselines.KINDS.values():
         p = _cublas(kind)
         out[p.name] = p
     for t in twins.TWINS.values():
         out[t.name] = _twin(t)
-    for p in libraries.providers():
+    for p in _libraries():
         out[p.name] = p
     return out
 
 
+def _named(name: str, reason):
+    """``available()`` for provider ``name``: ``reason()``'s line, prefixed with the name."""
+    def available():
+        why = reason()
+        return None if why is None else f"{name} {why}"
+    return available
+
+
+def _libraries() -> list[Provider]:
+    """The library providers (:mod:`lab.libraries`), in the order of the stack."""
+    return [
+        Provider("cublaslt_fp16", "cuBLASLt via torch.mm, FP16 in, FP16 out", "library",
+                 "cuBLASLt", np.float16, np.float16, libraries.lt_prepare,
+                 _named("cublaslt_fp16", libraries.torch_reason)),
+        Provider("cublaslt_fp32", "cuBLASLt via torch.mm, FP32 (TF32 off)", "library",
+                 "cuBLASLt", np.float32, np.float32, libraries.lt_prepare,
+                 _named("cublaslt_fp32", libraries.torch_reason), tensor_cores=False),
+        Provider("triton_fp16", "Triton matmul (ours), FP16 in, FP32 out", "library",
+                 "Triton", np.float16, np.float32, libraries.triton_prepare("fp16"),
+                 _named("triton_fp16", libraries.triton_reason),
+                 describe=lambda m, n, k: libraries.triton_choice("triton_fp16", m, n, k)),
+        Provider("triton_fp32", "Triton matmul (ours), FP32, IEEE (no TF32)", "library",
+                 "Triton", np.float32, np.float32, libraries.triton_prepare("fp32"),
+                 _named("triton_fp32", libraries.triton_reason), tensor_cores=False,
+                 describe=lambda m, n, k: libraries.triton_choice("triton_fp32", m, n, k)),
+    ]
+
+
 def names() -> list[str]:
     """Every provider: our kernels in ladder order, then cuBLAS, twins, libraries."""
-    from lab.kernels import REGISTRY
-
-    return list(REGISTRY) + [n for n in _fixed() if n not in REGISTRY]
+    return list(kernels.REGISTRY) + [n for n in _fixed() if n not in kernels.REGISTRY]
 
 
 def get(name: str) -> Provider:
     """The provider ``name``; ValueError listing every known name otherwise."""
-    from lab.kernels import REGISTRY
-
     if not isinstance(name, str):
         raise TypeError(f"provider name must be a str, got {type(name).__name__}")
-    if name in REGISTRY:
-        return _ours(REGISTRY[name])
+    if name in kernels.REGISTRY:
+        return _ours(kernels.REGISTRY[name])
     try:
         return _fixed()[name]
     except KeyError:

@@ -189,11 +189,12 @@ else:
 
     # ------------------------------------------------------------------ mma.sync
 
-    # region: mma
     def _mma(kind: str):
+        # region: mma_instruction
         text = (f"mma.sync.aligned.m16n8k16.row.col.f32.{kind}.{kind}.f32 "
                 "{$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};")
         constraints = "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f"
+        # endregion: mma_instruction
 
         def impl(typingctx, a, b, c):
             ok = (isinstance(a, types.UniTuple) and a.count == 4
@@ -230,7 +231,6 @@ else:
 
     mma_f16 = _mma("f16")
     mma_bf16 = _mma("bf16")
-    # endregion: mma
 
     # ------------------------------------------------------------------ packing
 

@@ -19,11 +19,22 @@ What :func:`validate` checks:
   fields the file requires (``row_fields``);
 * derived fields against their sources: ``tflops`` (and ``gflops``) against
   ``2·m·n·k / median_ms``, ``min_ms ≤ median_ms ≤ max_ms``, and ``pct_cublas`` against the cuBLAS
-  row(s) of the same shape (or the row's own ``cublas_tflops``, itself within the cuBLAS rows).
+  row(s) of the same shape (or the row's own ``cublas_tflops``, itself within the cuBLAS rows);
+* provenance against the data: every SM clock (provenance and rows) within the GPU's range —
+  at most its ``max_sm_clock_mhz``, and for a GPU in :data:`GPU_CLOCKS` within its supported
+  clocks, its maximum and memory clock exactly; no timed row repeated field for field (two
+  timings are never bit-identical: a repeated one is a copied row, not a second measurement).
+
+:func:`load` also checks that the GPU named in the provenance is the GPU of the folder the
+file lies in. :func:`save` writes atomically (a temporary file beside the target, flushed to
+disk, then renamed over it), so a writer killed or a disk filled mid-write leaves the previous
+file as it was, under the folder's write lock (:func:`locked`).
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
+import hashlib
 import json
 import math
 import os
@@ -170,6 +181,13 @@ PROVENANCE_TYPES: dict[str, Kind] = {
     "wall_seconds": NONNEG,
 }
 ROW_TYPES["ran"] = PROVENANCE_TYPES["date"]         # when a merged row was measured
+
+#: What ``nvidia-smi`` reports for GPUs whose results are committed, by folder name: the range of
+#: supported SM clocks (``nvidia-smi -q -d SUPPORTED_CLOCKS``; the top is ``clocks.max.sm``) and
+#: the memory clock, in MHz. A file from one of these GPUs must stay inside them.
+GPU_CLOCKS: dict[str, dict] = {"h200": {"sm_mhz": (345, 1980), "mem_mhz": 3201}}
+#: Row and provenance fields that hold an SM clock in MHz.
+SM_CLOCK_FIELD = re.compile(r"^(max_)?sm_(clock_)?(after_)?mhz(_(min|max|median))?$")
 
 
 def type_of(field: str) -> Kind | None:
@@ -318,7 +336,68 @@ def validate(data: object, source: str = "<results>") -> dict:
             if kind is not None and not (v is None and f not in required):
                 _check(kind, v, source, f"rows[{i}].{f}")
     _check_derived(data["rows"], source)
+    _check_clocks(data, source)
+    _check_repeats(data["rows"], source)
     return data
+
+
+def _mhz(value) -> float | None:
+    if isinstance(value, str) and value.strip().isdigit():
+        return float(value)
+    return float(value) if _number(value) else None
+
+
+def _check_clocks(data: dict, source: str) -> None:
+    """Every SM clock within the GPU's range (module docstring)."""
+    prov = data["provenance"]
+    known = GPU_CLOCKS.get(_slug(prov.get("gpu")))
+    top = _mhz(prov.get("max_sm_clock_mhz"))
+    if known:
+        lo, hi = known["sm_mhz"]
+        if top is not None and top != hi:
+            _fail(source, "provenance.max_sm_clock_mhz", f"is {prov['max_sm_clock_mhz']!r}, "
+                  f"but the {prov['gpu']}'s maximum SM clock is {hi} MHz")
+        mem = _mhz(prov.get("mem_clock_mhz"))
+        if mem is not None and mem != known["mem_mhz"]:
+            _fail(source, "provenance.mem_clock_mhz", f"is {prov['mem_clock_mhz']!r}, but the "
+                  f"{prov['gpu']}'s memory clock is {known['mem_mhz']} MHz")
+    else:
+        lo, hi = 1, top
+    if hi is None:
+        return
+    where = [(f"provenance.{k}", v) for k, v in prov.items() if SM_CLOCK_FIELD.match(k)]
+    where += [(f"rows[{i}].{k}", v) for i, r in enumerate(data["rows"]) for k, v in r.items()
+              if SM_CLOCK_FIELD.match(k)]
+    for at, value in where:
+        mhz = _mhz(value)
+        if mhz is not None and not lo <= mhz <= hi:
+            _fail(source, at, f"is {value!r} MHz, outside the {prov['gpu']}'s SM clock range "
+                  f"{lo}…{hi:g} MHz")
+
+
+def _is_timed(row: dict) -> bool:
+    return any(_number(v) and re.search(r"_(ms|us|s)$", k) for k, v in row.items())
+
+
+def _check_repeats(rows: list, source: str) -> None:
+    """No timed row twice, field for field (module docstring)."""
+    seen: dict[str, int] = {}
+    for i, row in enumerate(rows):
+        if not _is_timed(row):
+            continue
+        key = json.dumps(row, sort_keys=True)
+        if key in seen:
+            raise ResultsError(f"{source}: rows[{i}] repeats rows[{seen[key]}] field for field "
+                               f"(kernel {row.get('kernel', '?')!r}, shape "
+                               f"{_shape_key(row)}); a timing never comes out bit-identical "
+                               "twice, so one of them is a copy — delete it or measure again")
+        seen[key] = i
+
+
+def _slug(name) -> str:
+    from lab.device import gpu_slug
+
+    return gpu_slug(str(name))
 
 
 def _refuse_constant(name: str):
@@ -343,10 +422,24 @@ def parse(text: str, source: str) -> dict:
         raise ResultsError(f"{source}: not valid results JSON ({exc})") from None
 
 
+#: A GPU folder name as :func:`lab.device.gpu_slug` makes them: lower-case letters and digits in
+#: words joined by single hyphens (``h200``, ``rtx-4090``, ``h200-x2``).
+SLUG = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
+
+
 def selected_gpu() -> str:
     """The GPU whose results the chapters show: ``LAB_GPU`` (a results folder name such as
-    ``h200`` or ``rtx-4090``), else the reference H200."""
-    return os.environ.get("LAB_GPU", "").strip() or REFERENCE_GPU
+    ``h200`` or ``rtx-4090``), else the reference H200. ValueError for a value that is not a
+    folder name (a path, capitals, spaces), naming the folders there are."""
+    gpu = os.environ.get("LAB_GPU", "").strip()
+    if gpu and not SLUG.fullmatch(gpu):
+        there = sorted(p.name for p in RESULTS_DIR.iterdir() if p.is_dir()) \
+            if RESULTS_DIR.is_dir() else []
+        raise ValueError(f"LAB_GPU={gpu!r} is not a GPU folder name: it must be lower-case "
+                         "letters and digits joined by single hyphens, as `python -m lab "
+                         f"measure` names them (folders in {RESULTS_DIR}: "
+                         f"{', '.join(there) or 'none'})")
+    return gpu or REFERENCE_GPU
 
 
 def resolve(experiment: str, gpu: str | None = None, root: Path | None = None) -> tuple[str, str]:
@@ -369,11 +462,13 @@ def load(experiment: str, gpu: str | None = None, root: Path | None = None) -> d
     """Read and validate one results file (ResultsMissing if it does not exist) — the selected
     GPU's unless ``gpu`` names one, falling back to the H200's as :func:`resolve` says."""
     gpu, _ = resolve(experiment, gpu, root)
-    return load_path(path_for(experiment, gpu, root))
+    return load_path(path_for(experiment, gpu, root), folder=folder_for(experiment, gpu))
 
 
-def load_path(path: Path | str) -> dict:
-    """Read and validate the results file at ``path``; its ``experiment`` must match its name."""
+def load_path(path: Path | str, *, folder: str | None = None) -> dict:
+    """Read and validate the results file at ``path``; its ``experiment`` must match its name,
+    and with ``folder`` (the GPU folder it is read as) the GPU its provenance names must be that
+    folder's GPU."""
     path = Path(path)
     try:
         text = path.read_text()
@@ -386,6 +481,11 @@ def load_path(path: Path | str) -> dict:
     if data["experiment"] != path.stem:
         _fail(str(path), "experiment", f"is {data['experiment']!r}, but the file is named "
               f"{path.name}")
+    gpu = data["provenance"]["gpu"]
+    if folder is not None and folder_for(path.stem, _slug(gpu)) != folder:
+        _fail(str(path), "provenance.gpu", f"is {gpu!r} (folder "
+              f"{folder_for(path.stem, _slug(gpu))!r}), but the file lies in the folder of "
+              f"GPU {folder!r}")
     return data
 
 
@@ -405,10 +505,82 @@ def save(experiment: str, rows: list[dict], *, parameters: dict, command: str,
     # through JSON first: numpy scalars become numbers, and the check sees what is written
     text = json.dumps(data, indent=1, default=_jsonable) + "\n"
     validate(json.loads(text), f"<{experiment} before saving>")
-    path = path_for(experiment, gpu or device.gpu_slug(prov["gpu"]), root)
+    own = device.gpu_slug(prov["gpu"])
+    if gpu is not None and folder_for(experiment, gpu) != folder_for(experiment, own):
+        _fail(f"<{experiment} before saving>", "provenance.gpu", f"is {prov['gpu']!r} "
+              f"(folder {folder_for(experiment, own)!r}), but it is to be saved in the folder "
+              f"of GPU {gpu!r}")
+    path = path_for(experiment, gpu or own, root)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
+    with locked(path.parent):
+        write_atomic(path, text)
     return path
+
+
+#: Folders whose write lock this process holds, and how many times over.
+_LOCKED: dict[str, int] = {}
+
+
+def lock_file(folder: Path, what: str) -> str:
+    """The lock file ``what`` (``"write"``, ``"gpu"``) of the results folder ``folder``: one
+    per folder and purpose in the machine's temporary directory (named by the folder's absolute
+    path), so that every process on the machine finds the same file and the store stays free
+    of lock files."""
+    import tempfile
+
+    key = hashlib.sha256(str(Path(folder).resolve()).encode()).hexdigest()[:16]
+    return os.path.join(tempfile.gettempdir(), f"lab-results-{key}.{what}.lock")
+
+
+@contextlib.contextmanager
+def locked(folder: Path):
+    """Hold the write lock of a results folder (:func:`lock_file`) inside: one writer at a time per folder among every process on the machine, so a
+    read-merge-write (:func:`lab.notebooks.save`) loses no other writer's rows. Re-entrant in
+    one process."""
+    import fcntl
+
+    key = str(Path(folder).resolve())
+    if _LOCKED.get(key):
+        _LOCKED[key] += 1
+        try:
+            yield
+        finally:
+            _LOCKED[key] -= 1
+        return
+    with open(lock_file(folder, "write"), "a") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        _LOCKED[key] = 1
+        try:
+            yield
+        finally:
+            del _LOCKED[key]
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Replace ``path`` by ``text`` all at once: written to a temporary file in the same folder,
+    flushed to disk, then renamed over ``path`` (the folder flushed too), so a reader sees the
+    old file or the new one and never a part. A write that fails (a full disk) or is killed
+    leaves ``path`` as it was; a failed one removes its temporary file."""
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    with contextlib.suppress(OSError):      # the rename itself on disk (POSIX only)
+        folder = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(folder)
+        finally:
+            os.close(folder)
 
 
 def _jsonable(x):
@@ -445,6 +617,23 @@ def source_line(experiment: str, gpu: str | None = None) -> str:
 def available(gpu: str | None = None) -> list[str]:
     """The experiments with a results file for ``gpu`` (default: the selected GPU)."""
     return sorted(p.stem for p in (RESULTS_DIR / (gpu or selected_gpu())).glob("*.json"))
+
+
+def execution_key(root: Path | None = None) -> str:
+    """What a chapter's outputs depend on besides its code: the selected GPU (``LAB_GPU``), the
+    results root (``LAB_RESULTS_DIR``) and a SHA-256 digest of every results file under that
+    root (a chapter reads its GPU's folder, the H200's it falls back to and the multi-GPU
+    folders beside them). The book's execution cache keys each notebook on its code *and* this
+    (``book/_ext/book_fixes.py`` for the build, the root ``conftest.py`` for the notebooks that
+    ``pytest`` executed), so a build for another GPU or after a re-measurement re-executes.
+
+    Needs nothing but the standard library: the build loads this module on its own."""
+    root = Path(root or RESULTS_DIR).resolve()
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.json")):
+        digest.update(str(path.relative_to(root)).encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return f"{selected_gpu()} {root} {digest.hexdigest()}"
 
 
 # ----------------------------------------------------------------------------- two runs

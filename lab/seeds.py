@@ -19,11 +19,11 @@ TITLES = {
 
 #: Machines as the seeds state them: compute roof (TFLOP/s), memory roof (GB/s).
 MACHINES = [
-    {"machine": "Tesla T4 (measured, FP32)", "tflops": 6.41, "gbps": 265, "source": "seed 004"},
-    {"machine": "RTX 3090 (FP32)", "tflops": 36.0, "gbps": 936, "source": "seed 003"},
-    {"machine": "A100 (FP32, model)", "tflops": 19.5, "gbps": None, "source": "seed 001"},
-    {"machine": "H100 SXM (FP32)", "tflops": 67.0, "gbps": 3350, "source": "seed 000"},
-    {"machine": "H100 SXM (BF16 tensor)", "tflops": 989.0, "gbps": 3350, "source": "seed 000"},
+    {"machine": "Tesla T4 (measured, FP32)", "tflops": 6.41, "gbps": 265, "source": "the T4 study"},
+    {"machine": "RTX 3090 (FP32)", "tflops": 36.0, "gbps": 936, "source": "the RTX 3090 tutorial"},
+    {"machine": "A100 (FP32, model)", "tflops": 19.5, "gbps": None, "source": "the step-by-step model"},
+    {"machine": "H100 SXM (FP32)", "tflops": 67.0, "gbps": 3350, "source": "the tiling primer"},
+    {"machine": "H100 SXM (BF16 tensor)", "tflops": 989.0, "gbps": 3350, "source": "the tiling primer"},
 ]
 #: Seed 004's second memory number for the same T4: a kernel that reads and writes (GB/s),
 #: against the 265 GB/s of a pure read above.
@@ -36,21 +36,21 @@ READ_WRITE_T4_GBPS = 230
 #: Seed 004's ladder end: hand-written WMMA vs cuBLAS, same formats (TFLOP/s).
 TENSOR_CORES_T4 = [
     {"what": "hand-written WMMA, FP16 in -> FP32 out", "tflops": 3.30,
-     "flop_per_byte": 8, "gpu": "Tesla T4", "source": "seed 004"},
+     "flop_per_byte": 8, "gpu": "Tesla T4", "source": "the T4 study"},
     {"what": "cuBLAS FP32 (CUDA cores)", "tflops": 3.60, "flop_per_byte": None,
-     "gpu": "Tesla T4", "source": "seed 004"},
+     "gpu": "Tesla T4", "source": "the T4 study"},
     {"what": "cuBLAS FP16 in -> FP32 out", "tflops": 21.9, "flop_per_byte": None,
-     "gpu": "Tesla T4", "source": "seed 004"},
+     "gpu": "Tesla T4", "source": "the T4 study"},
     {"what": "cuBLAS FP16 in -> FP16 out", "tflops": 23.3, "flop_per_byte": None,
-     "gpu": "Tesla T4", "source": "seed 004"},
+     "gpu": "Tesla T4", "source": "the T4 study"},
 ]
 
 #: Seed 004's precision table (2048³ against float64).
 PRECISION_T4 = [
     {"format": "FP32, CUDA cores", "tflops": 3.69, "max_err_over_max_entry": 1.0e-6,
-     "rel_frobenius": 5.7e-7, "gpu": "Tesla T4", "source": "seed 004"},
+     "rel_frobenius": 5.7e-7, "gpu": "Tesla T4", "source": "the T4 study"},
     {"format": "FP16, tensor cores", "tflops": 20.0, "max_err_over_max_entry": 4.6e-4,
-     "rel_frobenius": 3.3e-4, "gpu": "Tesla T4", "source": "seed 004"},
+     "rel_frobenius": 3.3e-4, "gpu": "Tesla T4", "source": "the T4 study"},
 ]
 
 
@@ -62,21 +62,21 @@ PRECISION_T4 = [
 #: same kernel with thread x along rows ("one index swapped": 17.9 ms, 3.9× slower).
 NAIVE_T4 = [
     {"kernel": "naive", "n": 1024, "ms": 4.65, "tflops": 0.46, "gpu": "Tesla T4",
-     "source": "seed 004"},
+     "source": "the T4 study"},
     {"kernel": "naive_swapped", "n": 1024, "ms": 17.9, "tflops": 0.12, "gpu": "Tesla T4",
-     "source": "seed 004"},
+     "source": "the T4 study"},
 ]
-#: Seed 004's slowdown of the swapped mapping, as it states it (17.9 ms against 4.6 ms).
-SWAPPED_SLOWDOWN_T4 = 3.9
+#: Seed 004's slowdown of the swapped mapping from the two times above (it states "3.9×").
+SWAPPED_SLOWDOWN_T4 = NAIVE_T4[1]["ms"] / NAIVE_T4[0]["ms"]
 #: The T4's L2 as seed 004 states it (bytes).
 L2_T4_BYTES = 4 * 2**20
 
 #: Seed 004's tile table, 1024³ on the T4 (tile 1 = the naive kernel, no tiling).
 TILES_T4 = [
-    {"tile": 1, "ms": 4.65, "tflops": 0.46, "gpu": "Tesla T4", "source": "seed 004"},
-    {"tile": 8, "ms": 4.23, "tflops": 0.51, "gpu": "Tesla T4", "source": "seed 004"},
-    {"tile": 16, "ms": 2.93, "tflops": 0.73, "gpu": "Tesla T4", "source": "seed 004"},
-    {"tile": 32, "ms": 2.47, "tflops": 0.87, "gpu": "Tesla T4", "source": "seed 004"},
+    {"tile": 1, "ms": 4.65, "tflops": 0.46, "gpu": "Tesla T4", "source": "the T4 study"},
+    {"tile": 8, "ms": 4.23, "tflops": 0.51, "gpu": "Tesla T4", "source": "the T4 study"},
+    {"tile": 16, "ms": 2.93, "tflops": 0.73, "gpu": "Tesla T4", "source": "the T4 study"},
+    {"tile": 32, "ms": 2.47, "tflops": 0.87, "gpu": "Tesla T4", "source": "the T4 study"},
 ]
 
 #: Seed 003's "naive vs tiled (TILE_SIZE = 16)" table on an RTX 3090: n³ products.
@@ -114,21 +114,21 @@ PEAK_GBPS_3090 = 936
 #: output.
 PATCH_SWEEP_T4 = [
     {"patch": 1, "smem_reads_per_fma": 2.0, "regs_estimate": "~11", "tflops": 0.72,
-     "gpu": "Tesla T4", "source": "seed 004"},
+     "gpu": "Tesla T4", "source": "the T4 study"},
     {"patch": 2, "smem_reads_per_fma": 1.0, "regs_estimate": "~16", "tflops": 1.35,
-     "gpu": "Tesla T4", "source": "seed 004"},
+     "gpu": "Tesla T4", "source": "the T4 study"},
     {"patch": 4, "smem_reads_per_fma": 0.5, "regs_estimate": "~32", "tflops": 2.28,
-     "gpu": "Tesla T4", "source": "seed 004"},
+     "gpu": "Tesla T4", "source": "the T4 study"},
     {"patch": 8, "smem_reads_per_fma": 0.25, "regs_estimate": "~88", "tflops": 2.51,
-     "gpu": "Tesla T4", "source": "seed 004"},
+     "gpu": "Tesla T4", "source": "the T4 study"},
 ]
 #: Seed 004's register kernel (64×64 block, 16×16 threads, 4×4 patch) and cuBLAS FP32, T4.
 REGISTER_KERNEL_T4 = {"ms": 0.93, "tflops": 2.32, "pct_of_roof": 36, "x_naive": 5.0,
-                      "cublas_fp32_tflops": 3.60, "gpu": "Tesla T4", "source": "seed 004"}
+                      "cublas_fp32_tflops": 3.60, "gpu": "Tesla T4", "source": "the T4 study"}
 #: Seed 001's model of its register-blocked kernel (128² block, 8² patch) at 4096³:
 #: FLOP per byte from L2, and the modelled times on an A100 and an H100.
 REGISTER_MODEL_001 = {"flop_per_byte_l2": 31.5, "a100_ms": 7.05, "h100_ms": 2.18,
-                      "a100_tflops_model": 19.5, "source": "seed 001 (model)"}
+                      "a100_tflops_model": 19.5, "source": "the step-by-step model (model)"}
 
 
 # ----------------------------------------------------------------------------- chapter 6
@@ -136,9 +136,9 @@ REGISTER_MODEL_001 = {"flop_per_byte_l2": 31.5, "a100_ms": 7.05, "h100_ms": 2.18
 
 #: Seed 004's size curve in words: n = 128 and 512, then a band past n = 1024 (TFLOP/s, FP16).
 SIZE_T4 = [
-    {"n": "128", "tflops": "0.1", "gpu": "Tesla T4", "source": "seed 004"},
-    {"n": "512", "tflops": "9", "gpu": "Tesla T4", "source": "seed 004"},
-    {"n": "> 1024", "tflops": "14–21 (wobbling)", "gpu": "Tesla T4", "source": "seed 004"},
+    {"n": "128", "tflops": "0.1", "gpu": "Tesla T4", "source": "the T4 study"},
+    {"n": "512", "tflops": "9", "gpu": "Tesla T4", "source": "the T4 study"},
+    {"n": "> 1024", "tflops": "14–21 (wobbling)", "gpu": "Tesla T4", "source": "the T4 study"},
 ]
 
 #: Seed 004's alignment findings: each size against its round neighbour, and the kernel the
@@ -165,23 +165,23 @@ ALIGNMENT_T4 = [
 #: Seed 004's control: its own 32×32 tiled kernel, one element past the round size.
 TILED_EDGE_T4 = [
     {"n": 4097, "vs": 4096, "extra_time_pct": 4.4, "kernel": "tiled 32×32",
-     "gpu": "Tesla T4", "source": "seed 004"},
+     "gpu": "Tesla T4", "source": "the T4 study"},
     {"n": 2049, "vs": 2048, "extra_time_pct": 9.3, "kernel": "tiled 32×32",
-     "gpu": "Tesla T4", "source": "seed 004"},
+     "gpu": "Tesla T4", "source": "the T4 study"},
 ]
 #: Seed 004 on layouts: transposed operands at 0.97–1.14× of the plain case in steady state;
 #: 2–3× apart when timed in short bursts (the T4's clock moving).
 LAYOUT_T4 = {"steady_low": 0.97, "steady_high": 1.14, "burst_spread": "2–3×",
-             "gpu": "Tesla T4", "source": "seed 004"}
+             "gpu": "Tesla T4", "source": "the T4 study"}
 
 #: Seed 004's decode shape: (M×4096)·(4096×4096) FP16 through cuBLAS. M = 1: 0.18 ms,
 #: 0.19 TFLOP/s, the weights read at 190 GB/s (of a 265 GB/s read roof); M = 64: 0.17 ms;
 #: M = 1 is 1% of the TFLOP/s of M = 1024.
 SKINNY_T4 = [
     {"m": 1, "ms": 0.18, "tflops": 0.19, "weight_gbps": 190, "gpu": "Tesla T4",
-     "source": "seed 004"},
+     "source": "the T4 study"},
     {"m": 64, "ms": 0.17, "tflops": None, "weight_gbps": None, "gpu": "Tesla T4",
-     "source": "seed 004"},
+     "source": "the T4 study"},
 ]
 SKINNY_T4_M1_SHARE_OF_M1024 = 0.01
 READ_ROOF_T4_GBPS = 265
@@ -203,25 +203,6 @@ LADDER_T4 = [
 ]
 
 
-# ------------------------------------------------------------- chapter 4: reference, not a seed
-# A public CUDA C teaching ladder, siboehm/SGEMM_CUDA (commit 60cba6f9), built with nvcc 13.0
-# (-O3 -arch=sm_90) and run with its own timer (`./sgemm K`) on the same H200 (driver
-# 580.159.04) on 2026-11-30, at 4096³. Not measured by this project's code, so quoted like a
-# seed's numbers: % of the cuBLAS FP32 it timed beside itself; its double-buffering rungs failed
-# their own check or fell back, and are not listed.
-
-#: (rung, % of cuBLAS FP32) at 4096³, H200, in the ladder's order.
-SGEMM_CUDA_H200 = [
-    ("naive", 1.0), ("coalesced", 12.3), ("shared-memory", 17.9), ("1-D block tiling", 33.2),
-    ("2-D block tiling", 51.2), ("vectorised", 62.0), ("autotuned", 61.6),
-    ("warp tiling", 71.7),
-]
-#: Its best rung in TFLOP/s, and the cuBLAS FP32 (TF32 off) of the same notes, 4096³.
-SGEMM_CUDA_H200_BEST_TFLOPS = 36.3
-SGEMM_CUDA_H200_SOURCE = ("siboehm/SGEMM_CUDA 60cba6f9, nvcc 13.0 -O3 -arch=sm_90, its own timer, "
-                          "H200, 2026-11-30")
-
-
 # ----------------------------------------------------------------------------- chapter 8
 # Seed 001's table "the four kernels on a 4096³ GEMM (model)": FLOP per byte from L2, the
 # roof it names for the A100, and its modelled times on an A100 and an H100 (ms). Its other
@@ -238,4 +219,4 @@ LADDER_MODEL_001 = [
 ]
 TENSOR_RIDGE_A100_001 = 201
 TENSOR_TFLOPS_A100_001 = 96.5
-LADDER_MODEL_001_SOURCE = "seed 001 (model; A100 and H100)"
+LADDER_MODEL_001_SOURCE = "the step-by-step model (model; A100 and H100)"

@@ -59,3 +59,16 @@ def markdown(rows: Sequence[dict], columns: Sequence[str] | None = None,
            "|" + "|".join("---" for _ in columns) + "|"]
     out += ["| " + " | ".join(fmt(r.get(c), digits) for c in columns) + " |" for r in rows]
     return "\n".join(out)
+
+
+def kernel_name(name: str, width: int = 60) -> str:
+    """A library kernel's name as a profiler reports it, without its C++ wrapper (``void``,
+    ``Kernel2<…>``, ``(Params)``) and cut at an underscore to at most ``width`` characters."""
+    for prefix in ("void ", "Kernel2<", "cutlass::Kernel2<"):
+        if name.startswith(prefix):
+            name = name[len(prefix):]
+    name = name.removesuffix("(Params)").removesuffix(">")
+    if len(name) <= width:
+        return name
+    cut = name.rfind("_", 0, width)
+    return name[:cut if cut > 0 else width] + "_…"

@@ -48,6 +48,59 @@ def test_a_dropped_tail_block_fails_the_check(monkeypatch, axis):
     assert verdict.nonfinite == (bn + 1 if axis == "rows" else bm + 1)
 
 
+# ----------------------------------------------------------------------------- mixed edges
+
+def _fails(name: str, shape) -> bool:
+    """Whether the check of ``name`` at ``shape`` fails — wrong values, or (the simulator
+    catches an out-of-bounds access) an IndexError."""
+    try:
+        return not bench.check(name, *shape).passed
+    except IndexError:
+        return True
+
+
+@pytest.mark.parametrize("clause", ["m", "n", "k"])
+def test_a_fast_path_that_forgets_a_dimension_fails_the_check(monkeypatch, clause):
+    """k04's ``tiles_fit`` without one of its three clauses sends a shape ragged in that
+    dimension alone to the unchecked 16-byte kernel; the mixed-edge check shape (round in the
+    other two) catches it, and the real ``tiles_fit`` passes there."""
+    from lab.kernels import k04_vectorized as k04
+
+    spec = lab.get_spec("vectorized")
+    bm, bn, bk = spec.tile
+    axis = "mnk".index(clause)
+    mixed = [s for s in bench.shapes_for(spec, gpu=False)
+             if s[axis] % spec.tile[axis] and all(s[i] % spec.tile[i] == 0 for i in range(3)
+                                                   if i != axis)]
+    assert mixed, "no check shape is ragged in this dimension alone"
+    assert not _fails("vectorized", mixed[0])
+    real = k04.tiles_fit
+    monkeypatch.setattr(k04, "tiles_fit", lambda cfg, m, n, k: real(
+        cfg, *(t if i == axis else x for i, (x, t) in enumerate(zip((m, n, k), spec.tile)))))
+    assert _fails("vectorized", mixed[0])
+
+
+def test_a_split_k_slice_rounded_down_fails_the_check(monkeypatch):
+    """``plan`` rounding the slice count down drops the last, partial slice; the check shape
+    whose k-steps the slices do not divide catches it at kernel level."""
+    from lab.kernels import k11_splitk as sk
+
+    name = "warptile_tuned_splitk"
+    spec = lab.get_spec(name)
+    bk, splits = spec.tile[2], spec.launch.splits
+    partial = [s for s in bench.shapes_for(spec, gpu=False)
+               if (-(-s[2] // bk)) % (sk.plan(s[2], bk, splits)[0] // bk)]
+    assert partial, "no check shape leaves a partial split-K slice"
+    real = sk.plan
+
+    def rounded_down(k, bk_, splits_):
+        chunk, _ = real(k, bk_, splits_)
+        return chunk, -(-k // bk_) // (chunk // bk_)
+
+    monkeypatch.setattr(sk, "plan", rounded_down)
+    assert _fails(name, partial[0])
+
+
 # ----------------------------------------------------------------------------- a small bias
 
 def _numpy_kernel(scale: float):

@@ -87,13 +87,13 @@ def test_vector_fallbacks_move_four_floats():
 
 
 def test_occupancy_rules():
-    from lab.experiments.patch_sweep import occupancy
-    assert occupancy(128, 16640, 256)["blocks_per_sm"] == 2
-    assert occupancy(168, 16384, 256)["blocks_per_sm"] == 1
-    assert occupancy(102, 16384, 256)["blocks_per_sm"] == 2          # patch8, uint32 indices
-    assert occupancy(62, 8192, 256)["blocks_per_sm"] == 4            # patch4
-    assert occupancy(24, 2048, 256)["blocks_per_sm"] == 8         # warp limit (64 warps)
-    assert occupancy(24, 2048, 256)["limited_by"] == "warps"
+    from lab.model import occupancy
+    assert occupancy(256, 128, 16640)["blocks_per_sm"] == 2
+    assert occupancy(256, 168, 16384)["blocks_per_sm"] == 1
+    assert occupancy(256, 102, 16384)["blocks_per_sm"] == 2          # patch8, uint32 indices
+    assert occupancy(256, 62, 8192)["blocks_per_sm"] == 4            # patch4
+    assert occupancy(256, 24, 2048)["blocks_per_sm"] == 8         # warp limit (64 warps)
+    assert occupancy(256, 24, 2048)["limited_by"] == "warps"
 
 
 # ---------------------------------------------------------------- offline compiler facts

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from lab import compiler
-from lab.kernels import REGISTRY
+from lab.kernels import REGISTRY, TEACHING
 
 RECORD = "LAB_FACTS=record python -m lab compile"
 
@@ -46,7 +46,7 @@ def test_every_twin_and_extra_kernel_has_facts(facts):
     """A reader's GPU image may lack the nvcc wheel: the twins' facts must come from the file."""
     from lab import twins
 
-    want = [f"twin:{n}" for n in twins.TWINS] + [f"report:{n}" for n in compiler.book_extras()]
+    want = [f"twin:{n}" for n in twins.TWINS] + [f"report:{n}" for n in TEACHING]
     missing = [k for k in want if k not in facts["entries"]]
     assert not missing, f"no committed facts for {missing}: " + RECORD
 

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 import lab
-from lab import device, fp8, hopper
+from lab import compiler, device, fp8
 from lab.kernels import k09_fp8 as F
 from lab.kernels import k09_hopper as K
 
@@ -186,11 +186,14 @@ def test_registered_with_capability_and_refused_by_the_simulator():
 def _offline_worker() -> dict:
     facts = {}
     for name, cfg in {**F.CONFIGS, **F.SWEEP_CONFIGS}.items():
-        r = hopper.compile_sm90a(K.kernel_for(cfg), K.signature(cfg))
-        facts[name] = {"mix": r["mix"], "spills": r["spill_stores"] + r["spill_loads"],
-                       "stack": r["stack_bytes"], "warnings": r["warnings"],
+        kernel = K.kernel_for(cfg)
+        r = compiler.compile_function(kernel.py_func, K.signature(cfg), kernel=name,
+                                      cc=(9, 0, "a"),
+                                      launch_bounds=kernel.targetoptions.get("launch_bounds"))
+        facts[name] = {"mix": r.mix, "spills": r.spill_stores + r.spill_loads,
+                       "stack": r.stack_bytes, "warnings": r.warnings,
                        "qgmma": sorted({ln.split("QGMMA.")[1].split()[0]
-                                        for ln in r["sass"].splitlines() if "QGMMA." in ln})}
+                                        for ln in r.sass.splitlines() if "QGMMA." in ln})}
     return facts
 
 

@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 import lab  # noqa: F401  (device decided first)
-from lab import bench, device, hopper
+from lab import bench, compiler, device, hopper
 from lab.kernels import k09_hopper as K
 
 
@@ -139,11 +139,13 @@ def _offline_worker() -> dict:
     for label, cfg in K.SWEEP_CONFIGS.items():
         probes["sweep: " + label] = (K.kernel_for(cfg), K.signature(cfg))
     for name, (kernel, sig) in probes.items():
-        r = hopper.compile_sm90a(kernel, sig)
-        sass_ops = r["sass"]
-        facts[name] = {"mix": r["mix"], "registers": r["registers"],
-                       "spills": r["spill_stores"] + r["spill_loads"], "stack": r["stack_bytes"],
-                       "warnings": r["warnings"], "target": ".target sm_90a" in r["ptx"],
+        r = compiler.compile_function(
+            getattr(kernel, "py_func", kernel), sig, kernel=name, cc=(9, 0, "a"),
+            launch_bounds=getattr(kernel, "targetoptions", {}).get("launch_bounds"))
+        sass_ops = r.sass
+        facts[name] = {"mix": r.mix, "registers": r.registers,
+                       "spills": r.spill_stores + r.spill_loads, "stack": r.stack_bytes,
+                       "warnings": r.warnings, "target": ".target sm_90a" in r.ptx,
                        "hgmma": [ln.split("HGMMA.")[1].split()[0] for ln in sass_ops.splitlines()
                                  if "HGMMA." in ln][:1],
                        "tnspB": "tnspB" in sass_ops,

@@ -9,7 +9,7 @@ import pytest
 from numba import cuda
 
 import lab
-from lab import bench, compiler, model, results
+from lab import bench, compiler, device, model, results
 from lab.kernels import KernelSpec
 
 # ----------------------------------------------------------------- the check can fail
@@ -172,11 +172,11 @@ def _good_file(tmp_path):
 
 def test_every_committed_results_file_validates():
     """Every file of every GPU in the committed store passes the full schema (types, no NaN,
-    provenance, derived fields)."""
+    provenance, derived fields, clocks, no copied rows) and names the GPU of its folder."""
     files = sorted(results.RESULTS_DIR.glob("*/*.json"))
     assert files
     for path in files:
-        data = results.load_path(path)
+        data = results.load_path(path, folder=path.parent.name)
         assert data["experiment"] == path.stem and data["rows"]
 
 
@@ -216,9 +216,10 @@ def test_save_refuses_a_bad_file(tmp_path):
 def test_save_then_load_round_trips(tmp_path):
     row = {"kernel": "k", "m": 2, "n": 3, "k": 4, "median_ms": np.float64(0.5),
            "min_ms": 0.4, "max_ms": 0.6, "tflops": 2 * 2 * 3 * 4 / 0.5e-3 / 1e12}
-    path = results.save("z", [row], parameters={"n": 3}, command="test", root=tmp_path,
-                        gpu="fake")
-    assert results.load("z", gpu="fake", root=tmp_path)["rows"][0]["median_ms"] == 0.5
+    prov = {**device.provenance(), "gpu": "Fake GPU"}
+    results.save("z", [row], parameters={"n": 3}, command="test", root=tmp_path,
+                 provenance=prov, gpu="fake-gpu")
+    assert results.load("z", gpu="fake-gpu", root=tmp_path)["rows"][0]["median_ms"] == 0.5
 
 
 # ----------------------------------------------------------------- model

@@ -1,6 +1,6 @@
 """The provider face: every way of computing C = A·B is reachable by name through bench.check
 and bench.time; unknown names and unavailable providers are refused clearly, before anything is
-launched; the older entry points still work. Library providers are exercised with fakes."""
+launched. Library providers are exercised with fakes."""
 from __future__ import annotations
 
 import sys
@@ -28,11 +28,8 @@ def fake_library(monkeypatch):
     fake = providers.Provider("fake_lib", "host matmul", "library", "Triton", np.float16,
                               np.float32, lambda A, B, C: (lambda: _numpy_launch(A, B, C)),
                               lambda: None, describe=lambda m, n, k: "host")
-    real = libraries.providers
-    monkeypatch.setattr(libraries, "providers", lambda: real() + [fake])
-    providers._fixed.cache_clear()
-    yield fake
-    providers._fixed.cache_clear()
+    with providers.registered(fake):
+        yield fake
 
 
 def fake_timing(call, *, warmup=3, repeats=20, rotated=False):
@@ -97,11 +94,11 @@ def test_unavailable_provider_gives_its_reason_before_launch(monkeypatch):
     with pytest.raises(providers.ProviderUnavailable, match="cublas_fp16 needs a GPU"):
         bench.check("cublas_fp16", 9, 10, 7)
     with pytest.raises(providers.ProviderUnavailable, match="cublas_fp32 needs a GPU"):
-        baselines.check("fp32", 9, 10, 7)
+        bench.time("cublas_fp32", 9, 10, 7)
     with pytest.raises(providers.ProviderUnavailable, match="triton_fp16 needs a GPU"):
         bench.time("triton_fp16", 9, 10, 7)
     with pytest.raises(KernelUnavailable, match="tc_fp16 needs a GPU"):
-        bench.time_kernel("tc_fp16", 9, 10, 7)
+        bench.time("tc_fp16", 9, 10, 7)
     assert not launched
 
 
@@ -134,57 +131,29 @@ def test_code_paths():
     assert providers.get("s004_tiled16").path(16, 16, 16) == "CUDA C twin of tiled16"
 
 
-# ----------------------------------------------------------------------------- wrappers
-
-def test_wrappers_reach_the_face(monkeypatch):
-    """baselines.check/time, twins.check/time and bench.time_kernel go through bench."""
-    seen = []
-
-    def spy_time(name, m, n, k, **kw):
-        seen.append(("time", name, kw))
-        return {"kernel": name}
-
-    def spy_check(name, m, n, k, *, seed=None):
-        seen.append(("check", name, seed))
-        return "verdict"
-
-    monkeypatch.setattr(bench, "time", spy_time)
-    monkeypatch.setattr(bench, "check", spy_check)
-    assert baselines.time("fp16", 8, 8, 8, repeats=11)["kernel"] == "cublas_fp16"
-    assert baselines.check("bf16", 8, 8, 8, seed=3) == "verdict"
-    assert twins.time("s003_naive", 8, 8, 8)["kernel"] == "s003_naive"
-    assert twins.check("s003_naive", 8, 8, 8) == "verdict"
-    assert bench.time_kernel("naive", 8, 8, 8, rotate=True)["kernel"] == "naive"
-    assert [s[1] for s in seen] == ["cublas_fp16", "cublas_bf16", "s003_naive",
-                                    "s003_naive", "naive"]
-    assert seen[0][2]["repeats"] == 11 and seen[-1][2]["rotate"] is True
-    with pytest.raises(ValueError, match="unknown baseline"):
-        baselines.check("fp8", 8, 8, 8)
-    with pytest.raises(ValueError, match="unknown twin"):
-        twins.time("s999", 8, 8, 8)
-
+# ----------------------------------------------------------------------------- cuBLAS and twins
 
 def test_cublas_and_twins_with_fakes(monkeypatch):
     monkeypatch.setattr(baselines, "available", lambda: list(baselines.KINDS))
     monkeypatch.setattr(baselines, "launch", lambda kind, A, B, C: _numpy_launch(A, B, C))
     monkeypatch.setattr(twins, "available", lambda: list(twins.TWINS))
     monkeypatch.setattr(twins, "launch", lambda name, A, B, C: _numpy_launch(A, B, C))
-    v = baselines.check("fp16", 9, 10, 7)
+    v = bench.check("cublas_fp16", 9, 10, 7)
     assert v.passed and v.kernel == "cublas_fp16" and v.dtype == "float16"
     v = bench.check("cublas_bf16", 9, 10, 7)
     assert v.passed and v.dtype == "bfloat16"
-    assert twins.check("s004_tiled16", 16, 16, 16).passed
+    assert bench.check("s004_tiled16", 16, 16, 16).passed
     with pytest.raises(ValueError, match="multiples of 16"):
-        twins.check("s004_tiled16", 17, 16, 16)
+        bench.check("s004_tiled16", 17, 16, 16)
 
     monkeypatch.setattr(bench, "require_gpu", lambda what="": None)
     monkeypatch.setattr(bench, "time_gpu", fake_timing)
     row = bench.time("cublas_fp16_out16", 9, 10, 7)
     assert row["out_dtype"] == "float16" and row["dtype"] == "float16"
     assert row["tflops"] == pytest.approx(2 * 9 * 10 * 7 / 1e-3 / 1e12)
-    row = twins.time("s004_tiled16", 16, 16, 16)
+    row = bench.time("s004_tiled16", 16, 16, 16)
     assert list(row)[:3] == ["kernel", "twin_of", "m"] and row["twin_of"] == "tiled16"
-    row = bench.time_kernel("naive", 9, 10, 7)
+    row = bench.time("naive", 9, 10, 7)
     assert list(row) == ["kernel", "m", "n", "k", "dtype", "median_ms", "min_ms", "max_ms",
                          "repeats", "warmup", "rotated", "tflops", "rel_frobenius",
                          "max_err_over_max_entry", "err_over_bound"]

@@ -25,8 +25,11 @@ def reader_tree(tmp_path, monkeypatch):
         row[f] /= 2
     row["tflops"] *= 2
     row["pct_cublas"] *= 2
-    data["provenance"]["gpu"] = "Test GPU"
     path.write_text(json.dumps(data))
+    for other in mine.glob("*.json"):               # every file names the GPU of its folder
+        data = json.loads(other.read_text())
+        data["provenance"].update(gpu="Test GPU", max_sm_clock_mhz=None)
+        other.write_text(json.dumps(data))
     (mine / "roofline.json").unlink()
     monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
     monkeypatch.setenv("LAB_GPU", "test-gpu")

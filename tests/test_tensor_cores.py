@@ -239,22 +239,23 @@ class WarpEmulation:
                             original(self_, shape, dtype))
 
 
-def _emulated_launch(name):
-    """A launch for registered kernel ``name`` rebuilt against the (patched) lab.ptx."""
+def _emulated_launch(name, monkeypatch):
+    """The registered launch of ``name``, its kernel's code rebuilt against the patched
+    lab.ptx (a kernel binds its ``mma`` intrinsic when it is built) and k08's shared-memory
+    opt-in (a driver call) skipped: the launch code under test is the registered one."""
     from lab import ptx
     from lab.kernels import k07_tensor_core as k07
     from lab.kernels import k08_tc_pipeline as k08
 
     if name in k08.RUNG_CONFIGS:
         cfg = k08.RUNG_CONFIGS[name]
-        kernel = k08.build(cfg)
-
-        def launch(A, B, C):
-            a, b = k07.pad_inputs(A, B, cfg.bm, cfg.bn, cfg.bk)
-            blocks = (a.shape[0] // cfg.bm) * (b.shape[1] // cfg.bn)
-            kernel[blocks, cfg.threads, 0, cfg.shared_bytes](a, b, C)
-        return launch
-    return k07._launcher(k07.make_naive_kernel(ptx.mma_f16 if "fp16" in name else ptx.mma_bf16))
+        monkeypatch.setattr(k08.kernel_for(cfg), "fn", k08.build(cfg).fn)
+        monkeypatch.setattr(k08, "_allow_shared", lambda *args: None)
+    else:
+        fp16 = "fp16" in name
+        monkeypatch.setattr(k07.naive_fp16_kernel if fp16 else k07.naive_bf16_kernel, "fn",
+                            k07.make_naive_kernel(ptx.mma_f16 if fp16 else ptx.mma_bf16).fn)
+    return lab.get_spec(name).launch
 
 
 #: Shapes: odd edges in every dimension, small (each warp-wide instruction is a rendezvous of 32
@@ -281,7 +282,7 @@ def test_kernel_logic_under_emulated_intrinsics(name, monkeypatch, rng):
     from numba import cuda
 
     WarpEmulation().install(monkeypatch)
-    launch = _emulated_launch(name)
+    launch = _emulated_launch(name, monkeypatch)
     spec = lab.get_spec(name)
     for m, n, k in EMULATED[name]:
         a, b = bench.random_inputs(m, n, k, spec.dtype, rng)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lab import model, page, plots, results
+from lab import compiler, model, page, plots, results
 from lab.multi import schemes
 
 EXPERIMENT = "multi_gpu"
@@ -191,7 +191,7 @@ def measured_table(dtype: str = "float16"):
     except results.ResultsMissing as exc:
         return _Text(not_measured(exc))
     return page.table(rows, ["n", "scheme", "ms", "spread", "per_gpu", "speedup", "eff"],
-                      {"ms": "median (ms)", "spread": "min–max (ms)",
+                      show=lambda r: r["n"] in (4096, 16384), headers={"ms": "median (ms)", "spread": "min–max (ms)",
                        "per_gpu": "TFLOP/s per GPU", "speedup": "× one GPU",
                        "eff": "efficiency"},
                       title=f"{dtype} inputs, {KERNEL_OF[dtype]} on each GPU",
@@ -209,7 +209,8 @@ def share_table(dtype: str = "float16"):
             "share": r["comm_share"]} for r in rows if r["scheme"] != "column"]
     return page.table(sorted(out, key=lambda r: r["n"]),
                       ["n", "scheme", "compute", "comm", "whole", "exposed", "share"],
-                      {"compute": "compute alone (ms)", "comm": "comm alone (ms)",
+                      show=lambda r: r["n"] in (4096, 16384),
+                      headers={"compute": "compute alone (ms)", "comm": "comm alone (ms)",
                        "whole": "whole (ms)", "exposed": "not hidden (ms)",
                        "share": "comm / whole"}, source=results.source_line(EXPERIMENT))
 
@@ -247,8 +248,12 @@ def bandwidth_table():
         return _Text(not_measured(exc))
     out = [{"what": r["what"], "mib": r["bytes"] / 2**20, "ms": r["median_ms"],
             "alg": r["algbw_gbps"], "bus": r["busbw_gbps"]} for r in rows]
-    return page.table(out, ["what", "mib", "ms", "alg", "bus"],
-                      {"what": "collective", "mib": "buffer (MiB)", "ms": "median (ms)",
+    largest = {}
+    for i, r in enumerate(out):
+        if r["mib"] >= out[largest.get(r["what"], i)]["mib"]:
+            largest[r["what"]] = i
+    return page.table(out, ["what", "mib", "ms", "alg", "bus"], show=sorted(largest.values()),
+                      headers={"what": "collective", "mib": "buffer (MiB)", "ms": "median (ms)",
                        "alg": "algbw (GB/s)", "bus": "busbw (GB/s)"},
                       source=results.source_line(EXPERIMENT))
 
@@ -314,7 +319,8 @@ def model_table():
         return _Text(not_measured(exc))
     return page.table(rows, ["dtype", "n", "scheme", "measured", "model", "miss", "within",
                              "compute", "compute_model", "comm", "comm_model"],
-                      {"measured": "measured (ms)", "model": "model (ms)",
+                      show=lambda r: r["within"] != "yes",
+                      headers={"measured": "measured (ms)", "model": "model (ms)",
                        "miss": "model / measured − 1", "within": f"within {GOAL:.0%}",
                        "compute": "compute alone, measured", "compute_model": "… model",
                        "comm": "comm alone, measured", "comm_model": "… model"},
@@ -356,8 +362,9 @@ def scaling_figure(dtype: str = "float16"):
         ax.set_xlabel("n")
         ax.grid(True, alpha=0.25)
     axes[0].set_ylabel("efficiency (model)")
-    axes[-1].legend(fontsize=7, loc="lower right")
-    fig.tight_layout()
+    handles, labels = axes[-1].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))      # the legend below the panels, over no data
     return fig
 
 
@@ -418,7 +425,9 @@ def measured_values() -> dict:
             "lap32_exposed", "lap32_comm", "gat32_share", "lap32_ceiling", "misses_sizes",
             "holds_from", "sms", "lap16_4096_extra", "gat16_4096_comm", "one16_small_tflops",
             "one16_next_tflops", "gat16_4096_compute_model", "lap16_4096_waves",
-            "gat16_4096_waves")
+            "gat16_4096_waves", "lap16_4096_blocks", "lap16_4096_slots",
+            "lap16_4096_rule_chunks", "one16_small_ms", "ch5_tc_fp16_small_tflops",
+            "ch5_tc_fp16_small_ms")
     try:
         data = _load()
     except results.ResultsMissing:
@@ -490,13 +499,23 @@ def measured_values() -> dict:
     w = schemes.split(small, WORLD)[0][1]
     v["lap16_4096_tiles"] = str(-(-rows_per_chunk // bm) * -(-w // bn))
     sms = data["provenance"]["sm_count"]
-    v["lap16_4096_waves"] = str(sum(model.waves(r1 - r0, w, bm, bn, sms)
+    resident = compiler.resident_blocks(KERNEL_OF["float16"])
+    v["lap16_4096_waves"] = str(sum(model.waves(r1 - r0, w, bm, bn, sms, resident)
                                     for r0, r1 in schemes.chunk_ranges(small, lap["chunks"], bm)))
-    v["gat16_4096_waves"] = str(model.waves(small, w, bm, bn, sms))
+    v["gat16_4096_waves"] = str(model.waves(small, w, bm, bn, sms, resident))
+    v["lap16_4096_blocks"] = str(resident)
+    v["lap16_4096_slots"] = str(sms * resident)
+    v["lap16_4096_rule_chunks"] = str(schemes.overlap_chunks(small, w, (bm, bn), sms,
+                                                             blocks_per_sm=resident))
     v["lap16_4096_extra"] = _fmt_ms(lap["compute_ms"] - gat["compute_ms"])
     v["gat16_4096_comm"] = _fmt_ms(gat["comm_ms"])
     ones = sorted(_rows("one_gpu", data, dtype="float16"), key=lambda r: r["n"])
     v["one16_small_tflops"] = f"{ones[0]['tflops']:.0f}"
+    v["one16_small_ms"] = _fmt_ms(ones[0]["median_ms"])
+    short = next(r for r in results.rows("tensor_cores", part="ladder", kernel="tc_fp16")
+                 if r["m"] == ones[0]["n"])
+    v["ch5_tc_fp16_small_tflops"] = f"{short['tflops']:.0f}"
+    v["ch5_tc_fp16_small_ms"] = _fmt_ms(short["median_ms"])
     v["one16_next_tflops"] = f"{ones[1]['tflops']:.0f}"
     v["gat16_4096_compute_model"] = _fmt_ms(next(
         r["compute_model"] for r in rows if r["key"] == "column_gather"

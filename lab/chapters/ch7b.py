@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lab import compiler, fp8, kernels, model, page, plots, results
+from lab import bench, compiler, fp8, kernels, model, page, plots, results
 from lab.kernels import k09_fp8, k09_hopper
 
 EXPERIMENT = "fp8"
@@ -200,7 +200,7 @@ def check_here() -> str:
         if not ok:
             lines.append(why)
             continue
-        lines.append(kernels.check_kernel(name, 257, 387, 259).line())
+        lines.append(bench.check(name, 257, 387, 259).line())
     return _Text("\n".join(lines))
 
 

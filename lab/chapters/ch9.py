@@ -73,11 +73,6 @@ def layer_table():
                       {"in": "A, B", "out": "C"})
 
 
-def provider_source():
-    """The Provider record every entry of the registry fills."""
-    return page.source(providers, "provider")
-
-
 def triton_source():
     """Our Triton kernel, from lab/triton_gemm.py (read, not imported: it needs Triton)."""
     from pathlib import Path
@@ -87,15 +82,13 @@ def triton_source():
 
 def check_here() -> None:
     """Check every provider of the chapter that runs here against float64 — on a GPU at an
-    odd and a round shape, in the simulator at one small odd shape — and print one line each
-    for those that cannot run here."""
+    odd and a round shape, in the simulator at one small odd shape; those that cannot run here
+    are left out (the introduction says once what the simulator skips)."""
     from lab import device
 
     shapes = CHECK_SHAPES if device.GPU else ((33, 17, 9),)
     for name in FP16 + FP32:
-        why = providers.get(name).reason()
-        if why is not None:
-            print(why)
+        if providers.get(name).reason() is not None:
             continue
         for shape in shapes:
             print(bench.check(name, *shape).line())
@@ -146,7 +139,7 @@ def library_table():
         return _Text(not_measured(LIBRARIES))
     return page.table(library_rows(data),
                       ["n", "provider", "layer", "types", "us", "spread", "tflops", "ratio"],
-                      {"n": "n (n³)", "types": "A, B → C", "us": "median (µs)",
+                      show=lambda r: r["n"] == 4096, headers={"n": "n (n³)", "types": "A, B → C", "us": "median (µs)",
                        "spread": "min–max (µs)", "tflops": "TFLOP/s",
                        "ratio": "× cuBLAS (same inputs, FP32 out)"},
                       source=results.source_line(LIBRARIES))
@@ -160,20 +153,36 @@ def library_figure():
         return _placeholder(LIBRARIES)
     rows = library_rows(data)
     names = [n for n in FP16 + FP32 if any(r["provider"] == n for r in rows)]
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
     fig, ax = plots.axes("", "provider", "TFLOP/s (log scale)", logy=True, size=(8.0, 4.0))
-    width = 0.8 / len(SIZES)
     xs = np.arange(len(names))
     colours = {"ours": "C0", "cuBLAS": "C3", "cuBLASLt": "C1", "Triton": "C2"}
+    markers = ("o", "x", "s")
     for i, n in enumerate(SIZES):
         by = {r["provider"]: r for r in rows if r["n"] == n}
-        vals = [by[p]["tflops"] if p in by else 0.0 for p in names]
-        ax.bar(xs + (i - 1) * width, vals, width=width, label=f"{n}³",
-               color=[colours.get(by[p]["layer"], "C7") if p in by else "C7" for p in names],
-               alpha=(1.0, 0.45, 0.75)[i], edgecolor="black", linewidth=0.4,
-               hatch=(None, "//", None)[i])
+        shown = [j for j, p in enumerate(names) if p in by]
+        ax.scatter([xs[j] + (i - 1) * 0.18 for j in shown],
+                   [by[names[j]]["tflops"] for j in shown], marker=markers[i], s=36,
+                   color=[colours.get(by[names[j]]["layer"], "C7") for j in shown],
+                   label=f"{n}³")
+    ticks = [t for t in (10, 20, 50, 100, 200, 500, 1000)
+             if min(r["tflops"] for r in rows) / 2 <= t <= max(r["tflops"] for r in rows) * 2]
+    ax.yaxis.set_major_locator(FixedLocator(ticks))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.yaxis.set_minor_locator(NullLocator())
     ax.set_xticks(xs, names, rotation=30, ha="right", fontsize=8)
     ax.grid(True, axis="x", alpha=0)
-    return plots.finish(fig, ax)
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], linestyle="none", marker=m, color="0.2", label=f"{n}³")
+               for m, n in zip(markers, SIZES)]
+    handles += [Line2D([], [], linestyle="none", marker="o", color=c, label=layer)
+                for layer, c in colours.items()]
+    ax.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+              frameon=False)
+    fig.tight_layout()
+    return fig
 
 
 def heuristic_rows(data: dict | None = None) -> list[dict]:
@@ -195,6 +204,7 @@ def heuristic_table():
     if not rows:
         return _Text("the run recorded no kernel names: " + data["parameters"]["kernel_names"])
     return page.table(rows, ["provider", "n", "kernels"], {"kernels": "kernel(s) launched"},
+                      show=lambda r: r["n"] == 4096,
                       source=results.source_line(LIBRARIES))
 
 
@@ -296,7 +306,7 @@ def roof_table():
 # ----------------------------------------------------------------------------- glued values
 
 #: Names :func:`values` glues (each reads "not measured yet" while its file is missing).
-LIBRARY_VALUES = ("tc_4096", "cublas_4096", "lt_4096", "triton_4096", "triton_4097",
+LIBRARY_VALUES = ("tc_4096", "cublas16_4096", "lt_4096", "triton_4096", "triton_4097",
                   "cublas_4097", "tc_4097", "triton_of_cublas_4096", "triton_of_cublas_4097",
                   "tc_of_cublas_4096", "lt_vs_cublas_out16", "triton_fp32_4096",
                   "warptile_4096", "cublas_fp32_4096", "lt_kernel_4096", "triton_kept_4096",
@@ -385,7 +395,7 @@ def _library_values(data: dict) -> dict:
     lt32 = [abs(t[("cublaslt_fp32", n)]["tflops"] / t[("cublas_fp32", n)]["tflops"] - 1)
             for n in SIZES if ("cublaslt_fp32", n) in t and ("cublas_fp32", n) in t]
     skipped = data["parameters"].get("skipped") or {}
-    return {"tc_4096": rate("tc_fp16", 4096), "cublas_4096": rate("cublas_fp16", 4096),
+    return {"tc_4096": rate("tc_fp16", 4096), "cublas16_4096": rate("cublas_fp16", 4096),
             "lt_4096": rate("cublaslt_fp16", 4096), "triton_4096": rate("triton_fp16", 4096),
             "triton_4097": rate("triton_fp16", 4097), "cublas_4097": rate("cublas_fp16", 4097),
             "tc_4097": rate("tc_fp16", 4097),

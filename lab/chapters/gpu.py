@@ -7,7 +7,8 @@ import re
 
 from lab import experiments, page, results, tables
 
-TOOL_NAMES = {"cupy": "CuPy", "ncu": "ncu", "compute-sanitizer": "compute-sanitizer"}
+TOOL_NAMES = {"cupy": "CuPy", "ncu": "ncu", "compute-sanitizer": "compute-sanitizer",
+              "sgemm-cuda": "SGEMM_CUDA (LAB_SGEMM_CUDA)"}
 
 
 def summary(name: str) -> str:
@@ -59,10 +60,12 @@ def rows() -> list[dict]:
 def table():
     columns = ["experiment", "chapter", "measures", "needs", "estimate_s", "quick_s", "run_s",
                "held_s"]
-    return page.table(rows(), columns,
+    every = rows()
+    slowest = sorted(range(len(every)), key=lambda i: -every[i]["estimate_s"])[:5]
+    return page.table(every, columns,
                       {"chapter": "ch.", "estimate_s": "estimate (s)", "quick_s": "quick (s)",
                        "run_s": "run (s)", "held_s": "on GPU (s)"},
-                      digits=3, whole_words=[c for c in columns if c != "measures"],
+                      digits=3, show=sorted(slowest),
                       source="estimate: H200 seconds one at a time, each experiment module's "
                              "H200_SECONDS (quick: with --quick); run: seconds in one whole "
                              "measure all on the H200, four at a time, and on GPU: the seconds "
@@ -85,6 +88,9 @@ def totals() -> dict:
             "run_wrote": len(wrote),
             "run_skipped": ", ".join(x["experiment"] for x in run["rows"]
                                      if x["status"] == "skipped") or "none",
+            "run_not_in": ", ".join(x["experiment"] for x in r
+                                    if x["experiment"] not in {y["experiment"] for y in run["rows"]})
+                          or "none",
             "run_held_min": tables.fmt(held / 60, 2),
             "run_held_share": f"{held / wall:.0%}",
             "run_speedup": tables.fmt(sum(x["estimate_s"] or 0 for x in wrote) / wall, 2)}

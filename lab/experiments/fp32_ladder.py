@@ -91,7 +91,7 @@ def run(progress) -> dict:
     def cublas_row(n, m=None, k=None):
         m = m or n
         k = k or n
-        return baselines.time("fp32", m, n, k, repeats=20, check_first=False)
+        return bench.time("cublas_fp32", m, n, k, repeats=20, check_first=False)
 
     # ---- the ladder
     for n in progress(SIZES, desc="ladder"):
@@ -101,7 +101,7 @@ def run(progress) -> dict:
             if n >= 8192 and name in SLOW:
                 continue
             repeats = 10 if name in SLOW or n >= 8192 else 20
-            row = bench.time_kernel(name, n, n, n, repeats=repeats, check_first=False)
+            row = bench.time(name, n, n, n, repeats=repeats, check_first=False)
             row.update(part="ladder", n=n, chapter=REGISTRY[name].chapter)
             timed.append(row)
         last = cublas_row(n) if have_cublas else None
@@ -134,7 +134,7 @@ def run(progress) -> dict:
 
     # ---- edges: the bounds-checked twin kernel
     for e in progress(EDGE_SIZES, desc="edges"):
-        row = bench.time_kernel(EDGE_KERNEL, e, e, e, repeats=20, check_first=False)
+        row = bench.time(EDGE_KERNEL, e, e, e, repeats=20, check_first=False)
         row.update(part="edges", n=e)
         if have_cublas:
             c = cublas_row(e)

@@ -17,7 +17,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from lab import bench
+from lab import bench, model
 
 CHAPTER = 4
 NEEDS = ("cupy",)
@@ -52,7 +52,6 @@ def run(progress, *, n: int = N, repeats: int = REPEATS, quick: bool = False) ->
     from numba import cuda
 
     from lab import baselines
-    from lab.experiments.patch_sweep import occupancy
     from lab.kernels.k04_vectorized import SIGNATURE, build
 
     a, b = bench.random_inputs(n, n, n, np.float32)
@@ -63,7 +62,7 @@ def run(progress, *, n: int = N, repeats: int = REPEATS, quick: bool = False) ->
 
     cublas = None
     if "fp32" in baselines.available():
-        cublas = baselines.time("fp32", n, n, n, repeats=repeats, check_first=False)
+        cublas = bench.time("cublas_fp32", n, n, n, repeats=repeats, check_first=False)
     rows, failed = [], []
     built = [(cfg, build(cfg)) for cfg in configs(quick)]
     # every configuration compiles first; CHECK_N and n are tile multiples: the fast kernel
@@ -87,7 +86,7 @@ def run(progress, *, n: int = N, repeats: int = REPEATS, quick: bool = False) ->
         tflops = t.tflops(2.0 * n ** 3)
         rows.append({"kernel": cfg.label(), "config": cfg.label(), "lb": cfg.min_blocks,
                      "regs": int(regs),
-                     "blocks/SM": occupancy(int(regs), int(smem), cfg.threads)["blocks_per_sm"],
+                     "blocks/SM": model.blocks_per_sm(cfg.threads, int(regs), int(smem)),
                      "threads": cfg.threads, "median_ms": t.median_ms, "min_ms": t.min_ms,
                      "max_ms": t.max_ms, "tflops": tflops,
                      "pct_cublas": 100 * tflops / cublas["tflops"] if cublas else None})

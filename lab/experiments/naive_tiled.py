@@ -51,16 +51,16 @@ def run(progress) -> dict:
         checked = n <= CHECK_MAX
         kw = dict(repeats=_repeats(n), check_first=checked)
         if impl == "numba":
-            rows.append(_finish(bench.time_kernel(name, n, n, n, **kw), impl, "size", n,
+            rows.append(_finish(bench.time(name, n, n, n, **kw), impl, "size", n,
                                 checked))
         elif impl == "twin":
-            rows.append(_finish(twins.time(name, n, n, n, **kw), impl, "size", n, checked))
+            rows.append(_finish(bench.time(name, n, n, n, **kw), impl, "size", n, checked))
         elif impl == "cublas":
-            rows.append(_finish(baselines.time(name, n, n, n, **kw), impl, "size", n,
+            rows.append(_finish(bench.time(f"cublas_{name}", n, n, n, **kw), impl, "size", n,
                                 checked))
         else:
-            row = bench.time_kernel(name, n, n, n, repeats=10, warmup=2,
-                                    check_first=n <= 1024)
+            row = bench.time(name, n, n, n, repeats=10, warmup=2,
+                             check_first=n <= 1024)
             row["footprint_mb"] = 3 * 4 * n * n / 1e6
             rows.append(_finish(row, "numba", "l2_sweep", n, n <= 1024))
     by_n = {r["n"]: r for r in rows if r["part"] == "l2_sweep" and r["kernel"] == "naive"}

@@ -6,7 +6,7 @@
 run. Each row also carries what the GPU's own loader says about the kernel —
 ``regs_gpu`` (``get_regs_per_thread()``), ``shared_gpu`` (bytes of static shared memory), the
 offline ptxas count ``regs_ptxas`` with ``spill_bytes``/``stack_bytes``, and the occupancy those
-numbers allow (:func:`occupancy`, the CUDA occupancy rules for an H100/H200-class SM).
+numbers allow (:func:`lab.model.occupancy`, the CUDA occupancy rules for an H100/H200-class SM).
 
 Rows: kernel, impl ("numba" | "twin" | "cublas"), patch (P or 0 for cuBLAS), m, n, k,
 median_ms, min_ms, max_ms, tflops, pct_cublas, regs_gpu, regs_ptxas, spill_bytes, stack_bytes,
@@ -23,8 +23,6 @@ Budget: about 25 s of GPU time.
 """
 from __future__ import annotations
 
-import numpy as np
-
 from lab import bench, model, twins
 
 CHAPTER = 3
@@ -35,28 +33,6 @@ KERNELS = ("patch1", "patch2", "patch4", "patch8", "block128")
 PATCH = {"patch1": 1, "patch2": 2, "patch4": 4, "patch8": 8, "block128": 8}
 SIZE = 4096
 CHECK_SHAPES = ((1024, 1024, 1024), (1000, 1030, 999))
-
-#: Per-SM limits of compute capability 9.0 (CUDA programming guide, occupancy tables).
-SM90 = {"regs": 65536, "reg_unit": 256, "max_regs_thread": 255, "max_warps": 64,
-        "max_blocks": 32, "smem": 228 * 1024, "smem_reserved_per_block": 1024,
-        "max_smem_block": 227 * 1024}
-
-
-def occupancy(regs: int, shared_bytes: int, threads: int, limits: dict = SM90) -> dict:
-    """Resident blocks and warps per SM for a kernel using ``regs`` registers per thread and
-    ``shared_bytes`` of shared memory per block of ``threads`` threads."""
-    warps = -(-threads // 32)
-    per_warp = -(-max(regs, 1) * 32 // limits["reg_unit"]) * limits["reg_unit"]
-    by_regs = limits["regs"] // (per_warp * warps)
-    by_warps = limits["max_warps"] // warps
-    smem = shared_bytes + limits["smem_reserved_per_block"]
-    by_smem = limits["smem"] // smem if shared_bytes else limits["max_blocks"]
-    blocks = min(by_regs, by_warps, by_smem, limits["max_blocks"])
-    limiter = min((("registers", by_regs), ("warps", by_warps), ("shared memory", by_smem),
-                   ("blocks", limits["max_blocks"])), key=lambda kv: kv[1])[0]
-    return {"blocks_per_sm": blocks, "warps_per_sm": blocks * warps,
-            "occupancy": blocks * warps / limits["max_warps"], "limited_by": limiter}
-
 
 def gpu_facts(name: str) -> dict:
     """Registers and shared memory of the (first) compiled kernel, as the driver loaded it."""
@@ -106,8 +82,8 @@ def twin_regs(name: str) -> dict:
         except Exception as exc:  # noqa: BLE001
             errors.append(f"RawKernel: {type(exc).__name__}: {exc}"[:200])
     if out["regs_gpu"] is not None:
-        out.update(occupancy(out["regs_gpu"], out["shared_gpu"],
-                             twins.get_twin(name).block ** 2))
+        out.update(model.occupancy(twins.get_twin(name).block ** 2, out["regs_gpu"],
+                                   out["shared_gpu"]))
     if errors:
         out["regs_gpu_errors"] = errors
     try:
@@ -124,10 +100,10 @@ def time_twins(kernel: str, numba_row: dict) -> list[dict]:
         if t not in twins.available() or not twins.supports(t, SIZE, SIZE, SIZE):
             continue
         try:
-            verdict = twins.check(t, 1024, 1024, 1024)
+            verdict = bench.check(t, 1024, 1024, 1024)
             if not verdict.passed:
                 raise AssertionError(f"failed its check: {verdict.line()}")
-            row = twins.time(t, SIZE, SIZE, SIZE, repeats=20, check_first=False)
+            row = bench.time(t, SIZE, SIZE, SIZE, repeats=20, check_first=False)
         except Exception as exc:  # noqa: BLE001 -- a broken twin must not cost the sweep
             rows.append({"kernel": t, "impl": "twin", "twin_of": kernel, "m": SIZE, "n": SIZE,
                          "k": SIZE, "patch": numba_row["patch"], "checked": False,
@@ -145,18 +121,18 @@ def run(progress) -> dict:
     rows = []
     cublas = None
     if "fp32" in baselines.available():
-        cublas = baselines.time("fp32", SIZE, SIZE, SIZE, repeats=20, check_first=False)
+        cublas = bench.time("cublas_fp32", SIZE, SIZE, SIZE, repeats=20, check_first=False)
         cublas.update(impl="cublas", patch=0, pct_cublas=100.0, checked=False)
     for name in progress(KERNELS, desc="patch_sweep"):
         checked = check_kernel(name)
-        row = bench.time_kernel(name, SIZE, SIZE, SIZE, repeats=20, check_first=False)
+        row = bench.time(name, SIZE, SIZE, SIZE, repeats=20, check_first=False)
         rep = compiler.report(name)[0]
         facts = gpu_facts(name)
         p = PATCH[name]
         threads = 256
         row.update(impl="numba", patch=p, checked=checked, regs_ptxas=rep.registers,
                    spill_bytes=rep.spill_stores + rep.spill_loads, stack_bytes=rep.stack_bytes,
-                   **facts, **occupancy(facts["regs_gpu"], facts["shared_gpu"], threads),
+                   **facts, **model.occupancy(threads, facts["regs_gpu"], facts["shared_gpu"]),
                    smem_reads_per_fma=model.smem_reads_per_fma(p),
                    smem_intensity=model.smem_intensity(p),
                    loop_ffma_share=rep.summary()["loop_ffma_share"])
@@ -166,7 +142,7 @@ def run(progress) -> dict:
                 r["pct_cublas"] = 100.0 * r["tflops"] / cublas["tflops"]
             rows.append(r)
     if cublas:   # timed again after the sweep: the ratio uses the mean of the two
-        again = baselines.time("fp32", SIZE, SIZE, SIZE, repeats=20, check_first=False)
+        again = bench.time("cublas_fp32", SIZE, SIZE, SIZE, repeats=20, check_first=False)
         cublas["tflops_after"] = again["tflops"]
         rows.append(cublas)
     return {"rows": rows,
@@ -178,7 +154,7 @@ def run(progress) -> dict:
                            "bk": {"patch*": 16, "block128": 8},
                            "check_shapes": [list(s) for s in CHECK_SHAPES],
                            "inputs": "cache-hot (one buffer set)",
-                           "occupancy_limits": SM90},
+                           "occupancy_limits": model.SM90_LIMITS},
             "notes": "regs_gpu from Dispatcher.get_regs_per_thread() on the GPU; regs_ptxas "
                      "from lab.compiler (ptxas -v, sm_90, offline). cuBLAS: cublasGemmEx "
                      "COMPUTE_32F, TF32 off. Twins (impl='twin'): CUDA C compiled by NVRTC "

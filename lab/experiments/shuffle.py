@@ -10,7 +10,7 @@ Rows: kernel, impl ("numba" | "cublas"), m, n, k, median_ms, min_ms, max_ms, tfl
 """
 from __future__ import annotations
 
-from lab import baselines, bench
+from lab import bench
 
 CHAPTER = 2
 NEEDS = ("cupy",)
@@ -34,10 +34,10 @@ def run(progress) -> dict:
         checked[name] = len(shapes)
     rows = []
     for size in progress(SIZES, desc="time"):
-        cublas = baselines.time("fp32", size, size, size, repeats=20)
+        cublas = bench.time("cublas_fp32", size, size, size, repeats=20)
         rows.append({**cublas, "impl": "cublas", "checked": True})
         for name in KERNELS:
-            row = bench.time_kernel(name, size, size, size, repeats=20, check_first=False)
+            row = bench.time(name, size, size, size, repeats=20, check_first=False)
             rows.append({**row, "impl": "numba", "checked": True,
                          "pct_cublas": 100.0 * row["tflops"] / cublas["tflops"]})
     return {"rows": rows,

@@ -17,18 +17,16 @@ Rows told apart by ``part``:
   output, unfused (GEMM, then the element-wise epilogue) and fused (bias + ReLU), for both
   designs and cuBLAS; ``model_bytes`` the bytes each row moves at least.
 
-Short calls (under ~100 µs) are timed *queued* (:func:`time_queued`): a busy kernel holds the GPU
-while a batch of calls is queued behind it, so the host's launch path is hidden; every row says
-``timing``. Inputs are cache-hot. Budget: ≈ 60–90 s, most of it compiling eight kernels.
+Short calls (under ~100 µs) are timed *queued* (:func:`lab.timing.time_queued`): a busy kernel
+holds the GPU while a batch of calls is queued behind it, so the host's launch path is hidden;
+every row says ``timing``. Inputs are cache-hot. Budget: ≈ 60–90 s, most of it compiling eight kernels.
 """
 from __future__ import annotations
-
-import time as clock
 
 import numpy as np
 
 from lab import baselines, bench, model
-from numba import cuda, float32, int32  # noqa: E402  (after lab: simulator decided first)
+from numba import cuda  # noqa: E402  (after lab: simulator decided first)
 
 CHAPTER = 6
 NEEDS = ("cupy",)
@@ -54,82 +52,11 @@ DESIGNS = {"fp32": {"plain": "warptile_tuned", "two_pass": "warptile_tuned_split
                     "atomic": "tc_fp16_splitk_atomic", "fused": "tc_fp16_epilogue",
                     "cublas": "fp16", "dtype": np.float16}}
 
-#: Queued timing: calls per batch, batches, the least busy time in front of a batch.
-BATCH = 20
-BATCHES = 10
-SPIN_MIN_MS = 1.0
 #: Calls whose per-call median is below this are re-timed queued.
 QUEUE_BELOW_MS = 0.1
 
 
 # ----------------------------------------------------------------------------- timing
-
-@cuda.jit
-def spin_kernel(iterations, out):
-    """One thread, one dependent FMA chain: the GPU is busy for a known time."""
-    x = out[0]
-    i = int32(0)
-    while i < iterations:
-        x = x * float32(0.9999999) + float32(1e-7)
-        i += int32(1)
-    out[0] = x
-
-
-class Spinner:
-    """Launches :func:`spin_kernel` for a requested time (calibrated once)."""
-
-    def __init__(self):
-        self.out = cuda.to_device(np.ones(1, np.float32))
-        n = 1 << 18
-        t = bench.time_gpu(lambda i: spin_kernel[1, 1](np.int32(n), self.out), warmup=1,
-                           repeats=10)
-        self.ms_per_iteration = t.median_ms / n
-
-    def spin(self, ms: float) -> None:
-        n = min(int(ms / self.ms_per_iteration) + 1, 2**31 - 1)
-        spin_kernel[1, 1](np.int32(n), self.out)
-
-
-_SPINNER: list = []
-
-
-def spinner() -> Spinner:
-    if not _SPINNER:
-        _SPINNER.append(Spinner())
-    return _SPINNER[0]
-
-
-def time_queued(call) -> tuple[bench.Timing, float]:
-    """GPU time per call of ``call(i)`` with the host's launch path hidden: a spin kernel runs
-    while :data:`BATCH` calls are queued between two events, :data:`BATCHES` times. Also the
-    share of batches whose spin outlasted the enqueueing (1.0: the calls ran back to back)."""
-    sp = spinner()
-    for i in range(3):
-        call(i)
-    cuda.synchronize()
-    t0 = clock.perf_counter()
-    for i in range(BATCH):
-        call(i)
-    cuda.synchronize()
-    spin_ms = max(SPIN_MIN_MS, 3e3 * (clock.perf_counter() - t0))
-    per_call, covered = [], 0
-    for b in range(BATCHES):
-        e0, e1, e2 = (cuda.event(timing=True) for _ in range(3))
-        h0 = clock.perf_counter()
-        e0.record()
-        sp.spin(spin_ms)
-        e1.record()
-        for i in range(BATCH):
-            call(i)
-        e2.record()
-        host_ms = 1e3 * (clock.perf_counter() - h0)
-        e2.synchronize()
-        covered += cuda.event_elapsed_time(e0, e1) > host_ms
-        per_call.append(cuda.event_elapsed_time(e1, e2) / BATCH)
-    t = bench.Timing(float(np.median(per_call)), float(min(per_call)), float(max(per_call)),
-                     BATCHES, 3, False, per_call)
-    return t, covered / BATCHES
-
 
 def timed(call, repeats: int = 20) -> dict:
     """Per-call CUDA-event timing (warm-up 3, ``repeats`` calls); re-timed queued when the
@@ -137,8 +64,8 @@ def timed(call, repeats: int = 20) -> dict:
     t = bench.time_gpu(call, warmup=3, repeats=repeats)
     if t.median_ms >= QUEUE_BELOW_MS:
         return {**t.row(), "timing": "per call"}
-    q, covered = time_queued(call)
-    return {**q.row(), "timing": "queued", "batch": BATCH, "spin_covered": covered}
+    q, covered = bench.time_queued(call)
+    return {**q.row(), "timing": "queued", "batch": bench.QUEUE_BATCH, "spin_covered": covered}
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -204,7 +131,7 @@ def _splitk_rows(progress) -> list[dict]:
         d = DESIGNS[design]
         a, b = _inputs(design, m, n, k)
         rows.append(_check_row(bench.check(d["plain"], m, n, k)))
-        rows.append(_check_row(baselines.check(d["cublas"], m, n, k)))
+        rows.append(_check_row(bench.check("cublas_" + d["cublas"], m, n, k)))
         for mode in ("two_pass", "atomic"):
             rows.append(_check_split(d[mode], 8, a, b))
             oa, ob = _inputs(design, *ODD_CHECK)
@@ -340,9 +267,10 @@ def run(progress) -> dict:
             "parameters": {"split_shapes": [list(s) for s in SPLIT_SHAPES],
                            "splits": list(SPLITS), "det_splits": list(DET_SPLITS),
                            "runs": RUNS, "small_mn": SMALL_MN, "small_k": list(SMALL_K),
-                           "odd_check": list(ODD_CHECK), "batch": BATCH, "batches": BATCHES,
+                           "odd_check": list(ODD_CHECK), "batch": bench.QUEUE_BATCH,
+                           "batches": bench.QUEUE_BATCHES,
                            "queue_below_ms": QUEUE_BELOW_MS,
-                           "spinner_ms_per_iteration": spinner().ms_per_iteration,
+                           "spinner_ms_per_iteration": bench.process_spinner().ms_per_iteration,
                            "inputs": "cache-hot (one buffer set per shape)",
                            "cublas": "cublasGemmEx via CuPy; fp32 = TF32 off; fp16 = FP16 in, "
                                      "FP32 accumulate and out"},

@@ -109,14 +109,14 @@ def run(progress) -> dict:
             verdict = bench.check(name, m, n, k)
             if not verdict.passed:
                 raise AssertionError(verdict.line())
-        row = bench.time_kernel(name, SIZE, SIZE, SIZE, repeats=REPEATS, check_first=False)
+        row = bench.time(name, SIZE, SIZE, SIZE, repeats=REPEATS, check_first=False)
         cfg = RUNG_CONFIGS.get(name)
         row.update(part="ladder", **errors[name], intensity=tile_intensity(name),
                    config=cfg.label if cfg else "16x16 per warp, from global",
                    title=get_spec(name).title)
         rows.append(row)
     for kind in progress(kinds, desc="cuBLAS"):
-        row = baselines.time(kind, SIZE, SIZE, SIZE, repeats=REPEATS, check_first=False)
+        row = bench.time(f"cublas_{kind}", SIZE, SIZE, SIZE, repeats=REPEATS, check_first=False)
         row.update(part="ladder", **errors[f"cublas_{kind}"],
                    title=baselines.get_kind(kind).title)
         rows.append(row)
@@ -126,13 +126,13 @@ def run(progress) -> dict:
 
     for size in progress(CURVE, desc="size curve"):
         check = size <= 2048      # larger sizes: float64 references take too long on the host
-        ours = bench.time_kernel(CURVE_KERNEL, size, size, size, repeats=REPEATS,
-                                 check_first=check)
+        ours = bench.time(CURVE_KERNEL, size, size, size, repeats=REPEATS,
+                          check_first=check)
         ours["part"] = "size"
         rows.append(ours)
         if "fp16" in kinds:
-            theirs = baselines.time("fp16", size, size, size, repeats=REPEATS,
-                                    check_first=check)
+            theirs = bench.time("cublas_fp16", size, size, size, repeats=REPEATS,
+                                check_first=check)
             theirs["part"] = "size"
             ours["ratio_to_cublas_fp16"] = ours["tflops"] / theirs["tflops"]
             rows.append(theirs)
@@ -160,7 +160,7 @@ def run(progress) -> dict:
                                            int(p_a.shape[1])],
                      **t.row(), "tflops": flops / (t.median_ms * 1e-3) / 1e12})
     if "fp16" in kinds:
-        row = baselines.time("fp16", n, n, n, repeats=REPEATS, check_first=False)
+        row = bench.time("cublas_fp16", n, n, n, repeats=REPEATS, check_first=False)
         row.update(part="padding", what="cuBLAS at the odd size")
         rows.append(row)
 

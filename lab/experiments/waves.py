@@ -55,7 +55,7 @@ def run(progress) -> dict:
     bench.compile_ahead([impl[1] for impl in IMPLS if impl[0] != "cublas"])
     for impl in progress(IMPLS, desc="checks"):
         for n in CHECK_N:
-            v = (baselines.check(impl[1], 512, n, 512) if impl[0] == "cublas"
+            v = (bench.check("cublas_" + impl[1], 512, n, 512) if impl[0] == "cublas"
                  else bench.check(impl[1], 512, n, 512))
             if not v.passed:
                 raise AssertionError(f"check failed before timing: {v.line()}")

@@ -5,7 +5,7 @@ saying what changed since the previous rung, its constants, its ``@cuda.jit`` ke
 ``launch`` functions that own the grid/block arithmetic. Each module exposes ``SPECS``, a list of
 :class:`KernelSpec`; :data:`REGISTRY` collects them in ladder order.
 
-Every spec declares its block tile (so checks can aim at its edges: :func:`lab.bench.shapes_for`)
+Every spec declares its block tile (so checks can aim at its edges: :func:`shapes_for`)
 and the oldest compute capability it runs on; :func:`runnable` answers, with one line, whether
 this device (or a given capability) can run a kernel, and :func:`lab.matmul` raises
 :class:`KernelUnavailable` with that line instead of launching.
@@ -40,8 +40,9 @@ class KernelSpec:
     (``sm_90a`` features run on compute capability 9.0 alone). ``paths(m, n, k)`` names the
     code path the launch takes at a shape, for kernels that switch or pad (:meth:`code_path`).
     ``check`` is set only for a kernel that computes more than its ``launch`` shows (a fused
-    epilogue): ``check(m, n, k, seed=None) -> lab.bench.CheckResult`` checks all of it against
-    its own float64 reference; :func:`check_kernel` picks it over the plain product check.
+    epilogue): ``check(m, n, k, seed=None) -> lab.accuracy.CheckResult`` checks all of it
+    against its own float64 reference; :func:`lab.bench.check` picks it over the plain product
+    check.
     """
     name: str
     title: str
@@ -90,6 +91,15 @@ RUNGS = ("k01_naive", "k02_tiled", "k03_registers", "k04_vectorized", "k05_pipel
          "k10_epilogue", "k11_splitk")
 
 
+#: Teaching kernels outside the ladder whose compiler facts the book prints, as
+#: :func:`lab.compiler.report` names them (``module:function``, signature from the module's
+#: ``SIGNATURES``): chapter 0's dependent FMA chains and chapter 3's first, signed-index builds
+#: of its register kernels (compiled offline only, never registered).
+TEACHING = ("lab.roofline:fma_kernel",
+            *(f"lab.kernels.k03_registers:int32_{name}"
+              for name in ("patch1", "patch2", "patch4", "patch8", "block128")))
+
+
 def _collect() -> dict[str, KernelSpec]:
     registry: dict[str, KernelSpec] = {}
     for rung in RUNGS:
@@ -117,16 +127,39 @@ def get_spec(name: str) -> KernelSpec:
                          f"{', '.join(REGISTRY)}") from None
 
 
-def check_kernel(name: str, m: int, n: int, k: int, *, seed: int | None = None):
-    """Check registered kernel ``name`` once at M×N×K: its own check where it has one
-    (``spec.check``: a fused epilogue against the float64 reference of the whole epilogue),
-    else :func:`lab.bench.check` (the product against float64)."""
-    spec = get_spec(name)
-    if spec.check is not None:
-        return spec.check(m, n, k, seed=seed)
-    from lab import bench
+def shapes_for(spec, *, gpu: bool) -> list[tuple[int, int, int]]:
+    """The (M, N, K) shapes a kernel is checked on, derived from its block tile (BM, BN, BK).
 
-    return bench.check(name, m, n, k, seed=seed)
+    Always (small enough for the simulator): 1×1×1; ``(BM+1, BN+1, BK+1)`` — a second block row
+    and a second block column that hold one row/column each, a tail in every dimension and a
+    second, partial k-step; ``(2·BM, BN, 2·BK)`` — round (the unchecked path where a kernel has
+    one), two block rows, two full k-steps; mixed edges, round in two dimensions and ragged in
+    the third — ``(BM, BN, BK+1)``, ``(BM, BN+1, BK)``, ``(BM+1, BN, BK)`` — so that a kernel
+    which takes a fast path when "the shape fits" is caught if its test forgets a dimension;
+    for a split-K launch (``spec.launch.splits`` = s), a K of p k-steps, p the first prime
+    above s, its last one partial, so the slices (⌈p/s⌉ steps each) do not divide the k-steps
+    and the last slice is short. With ``gpu=True`` also odd shapes just past two tiles (a third
+    block row with three k-steps; a third block column with K inside one step; both at once),
+    mixed edges past two tiles, and two large ones, odd and round.
+    """
+    if not isinstance(spec, KernelSpec):
+        raise TypeError(f"shapes_for takes a KernelSpec, got {type(spec).__name__}")
+    if spec.tile is None:
+        raise ValueError(f"kernel {spec.name!r} declares no block tile")
+    bm, bn, bk = spec.tile
+    shapes = [(1, 1, 1), (bm + 1, bn + 1, bk + 1), (2 * bm, bn, 2 * bk),
+              (bm, bn, bk + 1), (bm, bn + 1, bk), (bm + 1, bn, bk)]
+    splits = getattr(spec.launch, "splits", 1)
+    if splits > 1:
+        steps = next(p for p in range(splits + 1, 4 * splits + 4)
+                     if all(p % d for d in range(2, p)))
+        shapes.append((bm, bn, (steps - 1) * bk + 1))
+    if gpu:
+        shapes += [(2 * bm + 1, 3, 2 * bk + 1), (5, 2 * bn + 1, bk // 2 + 1),
+                   (2 * bm + 1, 2 * bn + 1, 2 * bk + 1),
+                   (2 * bm, 2 * bn, 3 * bk + 1), (2 * bm, 2 * bn + 1, 3 * bk),
+                   (2 * bm + 1, 2 * bn, 3 * bk), (1000, 1030, 999), (1024, 1024, 1024)]
+    return list(dict.fromkeys(shapes))
 
 
 class KernelUnavailable(RuntimeError):

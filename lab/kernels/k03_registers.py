@@ -61,6 +61,7 @@ def make_patch(P: int, BK: int = 16):
         a = cuda.local.array(P, float32)
         b = cuda.local.array(P, float32)
 
+        # region: patch_indices
         m = uint32(C.shape[0])
         n = uint32(C.shape[1])
         k_total = uint32(A.shape[1])
@@ -69,6 +70,7 @@ def make_patch(P: int, BK: int = 16):
         tid = uint32(ty * uint32(THREADS) + tx)
         bm = uint32(uint32(cuda.blockIdx.y) * uint32(BM))
         bn = uint32(uint32(cuda.blockIdx.x) * uint32(BN))
+        # endregion: patch_indices
         row0 = uint32(ty * uint32(P))            # this thread's patch inside the block tile
         col0 = uint32(tx * uint32(P))
 
@@ -78,6 +80,7 @@ def make_patch(P: int, BK: int = 16):
 
         k0 = uint32(0)
         while k0 < k_total:
+            # region: patch_load
             # load phase: each thread copies A_PER + B_PER elements, zeros outside the matrices
             for l in range(int32(A_PER)):
                 e = uint32(tid + uint32(l * int32(NT)))
@@ -99,6 +102,7 @@ def make_patch(P: int, BK: int = 16):
                 if gr < k_total and gc < n:
                     v = B[gr, gc]
                 Bs[r, c] = v
+            # endregion: patch_load
             cuda.syncthreads()
             # region: compute_phase
             # compute phase: P + P shared reads, P·P multiply-adds per k

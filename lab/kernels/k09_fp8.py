@@ -34,8 +34,8 @@ from dataclasses import replace
 import numpy as np
 from numba import cuda, uint32
 
-from lab import fp8
-from lab.kernels import KernelSpec
+from lab import accuracy, fp8
+from lab.kernels import KernelSpec, KernelUnavailable, runnable
 from lab.kernels import k09_hopper as K
 
 #: Tensor-core FP8 accumulation: addends below about 2⁻¹³ of the largest in one wgmma are
@@ -142,20 +142,17 @@ def operands(m: int, n: int, k: int, cfg: K.HopperConfig, rng: np.random.Generat
 
 def bound_factor(k: int, out: str) -> float:
     """The error bound's factor on ``|A|·|B|`` (dequantised operands) for an FP8 kernel:
-    :func:`lab.bench.bound_factor`'s form with the unit of the tensor cores' FP8 accumulation
+    :func:`lab.accuracy.bound_factor`'s form with the unit of the tensor cores' FP8 accumulation
     (:data:`TC_FP8_UNIT`) instead of FP32's, plus a few FP32 roundings for the scales and the
     promotion, plus BF16's unit for a BF16 result. Promotion only makes the error smaller."""
-    from lab import bench
-
-    scaled = bench.bound_factor(k, tensor_cores=True) * (TC_FP8_UNIT / bench.UNIT)
-    return scaled + 4 * bench.UNIT + (2.0 ** -8 if out == "bf16" else 0.0)
+    scaled = accuracy.bound_factor(k, tensor_cores=True) * (TC_FP8_UNIT / accuracy.UNIT)
+    return scaled + 4 * accuracy.UNIT + (2.0 ** -8 if out == "bf16" else 0.0)
 
 
 def compare(out, qa, qb, sa, sb, cfg: K.HopperConfig, *, kernel: str = "?",
             seed: int | None = None):
     """A kernel's result (float32, or BF16 bits) against :func:`lab.fp8.reference`, elementwise
-    within :func:`bound_factor` · (|A|·|B|); a :class:`lab.bench.CheckResult`."""
-    from lab import bench
+    within :func:`bound_factor` · (|A|·|B|); a :class:`lab.accuracy.CheckResult`."""
 
     m, k = qa.shape
     out = np.asarray(out)
@@ -166,18 +163,20 @@ def compare(out, qa, qb, sa, sb, cfg: K.HopperConfig, *, kernel: str = "?",
     b64 = fp8.dequantize(qb, sb, cfg.kind, fp8.WEIGHT_BLOCK if blocks else None)
     factor = bound_factor(k, cfg.out)
     bound = factor * (np.abs(a64) @ np.abs(b64).T) + k * 2.0 ** -149
-    return bench.judge(value, ref, bound, kernel=kernel, shape=(m, qb.shape[0], k),
+    return accuracy.judge(value, ref, bound, kernel=kernel, shape=(m, qb.shape[0], k),
                        dtype_name=fp8.get_format(cfg.kind).numpy_type.__name__,
                        factor=factor, seed=seed, what="the FP8 bound")
 
 
 def checker(name: str, cfg: K.HopperConfig):
     """``check(m, n, k, seed=None)``: fresh scaled FP8 operands, the output poisoned with NaN,
-    :func:`run`, :func:`compare`."""
+    :func:`run`, :func:`compare`; :class:`lab.kernels.KernelUnavailable` with its one line,
+    before anything is allocated, where the kernel cannot run."""
     def check(m: int, n: int, k: int, *, seed: int | None = None):
-        from lab import bench
-
-        seed = bench.new_seed() if seed is None else seed
+        ok, why = runnable(name)
+        if not ok:
+            raise KernelUnavailable(why)
+        seed = accuracy.new_seed() if seed is None else seed
         qa, qb, sa, sb = operands(m, n, k, cfg, np.random.default_rng(seed))
         poison = np.full((m, n), np.nan, np.float32)
         if cfg.out == "bf16":

@@ -299,7 +299,7 @@ def activate(v: np.ndarray, activation: str) -> np.ndarray:
 
 def reference(a, b, *, C=None, bias=None, alpha=1.0, beta=0.0, activation="none") -> np.ndarray:
     """act(α·A·B + β·C + bias) in float64 from the exact values the kernel was given."""
-    from lab.bench import to_float64
+    from lab.accuracy import to_float64
 
     v = alpha * (to_float64(a) @ to_float64(b))
     if C is not None and beta != 0:
@@ -318,17 +318,17 @@ UNIT = 2.0 ** -24
 def compare(out, a, b, *, C=None, bias=None, alpha=1.0, beta=0.0, activation="none",
             kernel: str = "?", seed: int | None = None, tensor_cores: bool | None = None):
     """Compare a fused kernel's output with :func:`reference`, elementwise against a bound that
-    extends :mod:`lab.bench`'s product bound through the epilogue; a
-    :class:`lab.bench.CheckResult`.
+    extends :mod:`lab.accuracy`'s product bound through the epilogue; a
+    :class:`lab.accuracy.CheckResult`.
 
-    With ``E`` the product's bound (``bench.bound_factor(K)·(|A|·|B|)``) and
+    With ``E`` the product's bound (``accuracy.bound_factor(K)·(|A|·|B|)``) and
     ``S = |α|·(|A|·|B|) + |β·C| + |bias|``, the value before the activation is off by at most
     ``|α|·E + 4u·S`` (the product's error scaled, plus one rounding for each of the scale, the
     add of β·C and the add of the bias, and one for luck). ReLU does not add to it; GELU
     multiplies it by its Lipschitz constant 1.13 and adds ``16u·|v|`` for its own evaluation
     (tanh and five roundings). NaN, infinity or an unwritten element always fails.
     """
-    from lab import bench
+    from lab import accuracy
 
     a_shape, b_shape = np.shape(a), np.shape(b)
     m, k = a_shape
@@ -337,19 +337,19 @@ def compare(out, a, b, *, C=None, bias=None, alpha=1.0, beta=0.0, activation="no
     dtype_name = "bfloat16" if a.dtype == np.uint16 else a.dtype.name
     if tensor_cores is None:
         tensor_cores = a.dtype.itemsize == 2
-    factor = bench.bound_factor(k, tensor_cores=tensor_cores)
+    factor = accuracy.bound_factor(k, tensor_cores=tensor_cores)
     out = np.asarray(out)
     if out.shape != (m, n):
-        return bench.CheckResult(kernel, shape, dtype_name, math.inf, math.inf, math.inf,
+        return accuracy.CheckResult(kernel, shape, dtype_name, math.inf, math.inf, math.inf,
                                  factor, -1, False, f"output shape {out.shape} != {(m, n)}",
                                  seed)
     out64 = out.astype(np.float64)
     nonfinite = int(np.count_nonzero(~np.isfinite(out64)))
     if nonfinite:
-        return bench.CheckResult(kernel, shape, dtype_name, math.inf, math.inf, math.inf,
+        return accuracy.CheckResult(kernel, shape, dtype_name, math.inf, math.inf, math.inf,
                                  factor, nonfinite, False,
                                  f"{nonfinite} element(s) NaN/inf or never written", seed)
-    a64, b64 = bench.to_float64(a), bench.to_float64(b)
+    a64, b64 = accuracy.to_float64(a), accuracy.to_float64(b)
     absprod = np.abs(a64) @ np.abs(b64)
     s = abs(alpha) * absprod
     if C is not None and beta != 0:
@@ -371,7 +371,7 @@ def compare(out, a, b, *, C=None, bias=None, alpha=1.0, beta=0.0, activation="no
     mx = float(np.max(diff)) / ref_max if ref_max > 0 else float(np.max(diff))
     passed = ratio <= 1.0
     reason = "" if passed else f"error {ratio:.1f}x the epilogue's bound"
-    return bench.CheckResult(kernel, shape, dtype_name, rel, mx, ratio, factor, 0, passed,
+    return accuracy.CheckResult(kernel, shape, dtype_name, rel, mx, ratio, factor, 0, passed,
                              reason, seed)
 
 
@@ -381,9 +381,9 @@ CHECK_ALPHA, CHECK_BETA = 0.75, -0.5
 
 def operands(m: int, n: int, k: int, dtype, rng: np.random.Generator):
     """Random A, B (the kernel's dtype), C (M×N) and bias (N), all uniform(−1, 1)."""
-    from lab import bench
+    from lab import accuracy
 
-    a, b = bench.random_inputs(m, n, k, dtype, rng)
+    a, b = accuracy.random_inputs(m, n, k, dtype, rng)
     c = rng.uniform(-1.0, 1.0, size=(m, n)).astype(np.float32)
     bias = rng.uniform(-1.0, 1.0, size=n).astype(np.float32)
     return a, b, c, bias
@@ -418,11 +418,11 @@ def check(name: str, m: int, n: int, k: int, *, seed: int | None = None,
           use_c: bool = True, use_bias: bool = True):
     """Run fused kernel ``name`` once on fresh random operands (from ``seed``) with the whole
     epilogue — by default GELU(0.75·A·B − 0.5·C + bias) — and compare with float64."""
-    from lab import bench
+    from lab import accuracy
     from lab.kernels import get_spec
 
     spec = get_spec(name)
-    seed = bench.new_seed() if seed is None else seed
+    seed = accuracy.new_seed() if seed is None else seed
     a, b, c, bias = operands(m, n, k, spec.dtype, np.random.default_rng(seed))
     c = c if use_c else None
     bias = bias if use_bias else None

@@ -67,18 +67,19 @@ def chunk_ranges(m: int, chunks: int, row_tile: int = 1) -> list[tuple[int, int]
 WAVE_SLACK = 0.05
 
 
-def overlap_chunks(m: int, w: int, tile: tuple, sms: int, most: int = CHUNKS) -> int:
+def overlap_chunks(m: int, w: int, tile: tuple, sms: int, most: int = CHUNKS,
+                   blocks_per_sm: int = 1) -> int:
     """How many row chunks ``column_overlap`` should cut an M × w block of C into: the most, up
     to ``most``, whose products together take at most :data:`WAVE_SLACK` more waves of ``tile``
-    blocks on ``sms`` SMs than one launch of the whole block. Every launch ends in a partly
-    empty wave, so a bad count adds arithmetic: ``tc_fp16`` at n = 4096 on two GPUs is 512
-    tiles of 128 × 128 per GPU, four waves on 132 SMs in one launch, four in four chunks of 128
-    tiles, but six in three chunks (176 and 168 tiles: two waves each). One chunk (no overlap)
-    when even two would add more."""
-    whole = waves(m, w, tile[0], tile[1], sms)
+    blocks on ``sms`` SMs, ``blocks_per_sm`` resident on each, than one launch of the whole
+    block. Every launch ends in a partly empty wave, so a bad count adds arithmetic:
+    ``tc_fp16`` (two blocks per SM) at n = 4096 on two GPUs is 512 tiles of 128 × 128 per GPU,
+    two waves of 264 in one launch, but four in four chunks of 128 tiles (one half-empty wave
+    each): two chunks add none. One chunk (no overlap) when even two would add more."""
+    whole = waves(m, w, tile[0], tile[1], sms, blocks_per_sm)
     for c in range(most, 1, -1):
         parts = chunk_ranges(m, c, tile[0])
-        if len(parts) == c and sum(waves(r1 - r0, w, tile[0], tile[1], sms)
+        if len(parts) == c and sum(waves(r1 - r0, w, tile[0], tile[1], sms, blocks_per_sm)
                                    for r0, r1 in parts) <= whole * (1 + WAVE_SLACK):
             return c
     return 1

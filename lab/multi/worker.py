@@ -181,6 +181,7 @@ def products(rank: Rank, plan: dict) -> list[dict]:
     from lab.multi import schemes
     from lab.multi.nccl import NcclComm
 
+    from lab import compiler
     from lab.kernels import get_spec
 
     torch, P = rank.torch, rank.world
@@ -213,7 +214,8 @@ def products(rank: Rank, plan: dict) -> list[dict]:
             rows.append({"part": "add", "dtype": "float32", "m": m, "n": w, "world": P, **add,
                          "bytes": 3 * 4 * m * w})
             del x, y
-            chunks = schemes.overlap_chunks(m, w, tile, sms, plan["chunks"])
+            chunks = schemes.overlap_chunks(m, w, tile, sms, plan["chunks"],
+                                            blocks_per_sm=compiler.resident_blocks(kernel))
             for scheme in names:
                 mine = schemes.prepare(comm, scheme, a, b, chunks=chunks,
                                        panels_per_rank=plan["panels_per_rank"],

@@ -19,7 +19,7 @@ Usage (numba device arrays; CuPy is imported lazily, GPU only)::
     twins.available()                        # [] without a GPU and CuPy
     twins.launch("s003_naive", A, B, C)
     twins.TWINS["s003_naive"].twin_of        # "naive": the Numba kernel it twins
-    row = twins.time("s004_tiled16", 1024, 1024, 1024)   # = bench.time("s004_tiled16", ...)
+    row = bench.time("s004_tiled16", 1024, 1024, 1024)   # a twin is a provider by name
 
 Offline (no GPU): :func:`compile_report` compiles a twin with ``nvcc -O3 -arch=sm_90`` and gives
 the same register / hottest-loop mix as :func:`lab.compiler.report` does for Numba kernels.
@@ -144,23 +144,6 @@ def launch(name: str, A, B, C) -> None:
     tile = t.block_tile
     grid = ((along_x + tile - 1) // tile, (along_y + tile - 1) // tile)
     _function(name)(grid, (t.block, t.block), (a, b, c, *dims))
-
-
-def check(name: str, m: int, n: int, k: int, *, seed: int | None = None):
-    """:func:`lab.bench.check` of the twin ``name`` (a CheckResult)."""
-    from lab import bench
-
-    get_twin(name)
-    return bench.check(name, m, n, k, seed=seed)
-
-
-def time(name: str, m: int, n: int, k: int, *, warmup: int = 3, repeats: int = 20,
-         check_first: bool = True) -> dict:
-    """:func:`lab.bench.time` of the twin ``name``, cache-hot (a row with ``twin_of``)."""
-    from lab import bench
-
-    get_twin(name)
-    return bench.time(name, m, n, k, warmup=warmup, repeats=repeats, check_first=check_first)
 
 
 def _function_sass(sass: str, fragment: str) -> str:

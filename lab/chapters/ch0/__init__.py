@@ -1,9 +1,9 @@
 """Chapter 0, the machine: how much work and traffic a product asks for, the two roofs of the
-GPU measured with our own kernels, the ridge point beside the seeds' machines, and what a live
+GPU measured with our own kernels, the ridge point beside the sources' machines, and what a live
 GPU measures now.
 
 Everything here reads the selected GPU's results (:func:`lab.results.load` with its default
-GPU), the analytic model (:mod:`lab.model`), the compiler (:mod:`lab.compiler`) and the seeds'
+GPU), the analytic model (:mod:`lab.model`), the compiler (:mod:`lab.compiler`) and the sources'
 quoted numbers (:mod:`lab.seeds`). The notebook calls one function per table, figure or set of
 glued values.
 """
@@ -19,11 +19,6 @@ SIZES = (1024, 4096, 8192)
 DECODE = (1, 4096, 4096)
 #: The FMA kernel as :mod:`lab.compiler` names it.
 FMA_KERNEL = "lab.roofline:fma_kernel"
-
-
-def gpu_label(name: str) -> str:
-    """A GPU's short name for tables and prose: ``"NVIDIA H200"`` → ``"H200"``."""
-    return name.replace("NVIDIA ", "").strip()
 
 
 # ----------------------------------------------------------------------------- the problem
@@ -62,7 +57,7 @@ def intensity_figure():
     ax.plot(ns, [model.naive_intensity(4) for _ in ns], label="naive kernel, FP32 (1/4)",
             **{**plots.OURS, "marker": "v"})
     ax.axhline(roofs["ridge"], color="0.3", linestyle="--", linewidth=1.2,
-               label=f"ridge of the {gpu_label(roofs['gpu'])}, FP32 (measured)")
+               label=f"ridge of the {page.gpu_label(roofs['gpu'])}, FP32 (measured)")
     ax.set_ylim(0.1, 1e4)
     return plots.finish(fig, ax)
 
@@ -119,9 +114,9 @@ def roof_table():
 # ----------------------------------------------------------------------------- the ridge
 
 def machine_rows() -> list[dict]:
-    """The selected GPU's measured roofs and ridge, then the seeds' machines as they state them."""
+    """The selected GPU's measured roofs and ridge, then the sources' machines as they state them."""
     roofs = roofline.measured()
-    rows = [{"machine": f"{gpu_label(roofs['gpu'])} FP32 (measured)",
+    rows = [{"machine": f"{page.gpu_label(roofs['gpu'])} FP32 (measured)",
              "tflops": roofs["fma_tflops"], "gbps": roofs["read_gbps"], "ridge": roofs["ridge"],
              "source": "roofline results"}]
     for m in seeds.MACHINES:
@@ -133,17 +128,17 @@ def machine_rows() -> list[dict]:
 
 
 def ridge_table():
-    """Roofs and ridge points: the selected GPU measured, the seeds' machines quoted."""
+    """Roofs and ridge points: the selected GPU measured, the sources' machines quoted."""
     return page.table(machine_rows(), ["machine", "tflops", "gbps", "ridge", "source"],
                       {"tflops": "TFLOP/s", "gbps": "GB/s", "ridge": "ridge (FLOP/B)"},
                       source=results.source_line("roofline"))
 
 
 def roofline_figure():
-    """The measured roofline of the selected GPU, the seeds' machines dashed, and the model
+    """The measured roofline of the selected GPU, the sources' machines dashed, and the model
     intensities of the course's kernels as vertical marks."""
     roofs = roofline.measured()
-    name = gpu_label(roofs["gpu"])
+    name = page.gpu_label(roofs["gpu"])
     fig, ax = plots.axes("", "arithmetic intensity (FLOP/byte)", "attainable TFLOP/s")
     plots.roofline(ax, roofs["fma_tflops"], roofs["read_gbps"],
                    label=f"{name} FP32, measured ({roofs['fma_tflops']:.1f} TFLOP/s, "
@@ -169,9 +164,9 @@ def roofline_figure():
 
 def measure_here():
     """On a GPU: re-measure the FMA and streaming-read roofs briefly (a few seconds) and return
-    them as a table beside the H200 reference. Without a GPU: print one line, return None."""
+    them as a table beside the H200 reference. Without a GPU: nothing (the introduction says
+    once what the simulator skips)."""
     if not device.GPU:
-        print("No GPU in this run: nothing measured here.")
         return None
     from numba import cuda
 
@@ -190,7 +185,7 @@ def measure_here():
     sink = cuda.device_array(sms * 8 * 512, dtype=np.float32)
     read = bench.time_gpu(lambda i: roofline.read_kernel[sms * 8, 512](x, sink), repeats=10)
     gbps = nbytes / (read.median_ms * 1e-3) / 1e9
-    here = gpu_label(device.provenance()["gpu"] or "this GPU")
+    here = page.gpu_label(device.provenance()["gpu"] or "this GPU")
     rows = [{"roof": "FP32 FMA chains", "here": tflops, "ref": ref["fma_tflops"],
              "unit": "TFLOP/s"},
             {"roof": "streaming read", "here": gbps / 1e3, "ref": ref["read_gbps"] / 1e3,
@@ -218,7 +213,7 @@ def values() -> dict:
     t4 = machines["Tesla T4 (measured, FP32)"]
     rtx = machines["RTX 3090 (FP32)"]
     v = {
-        "gpu": gpu_label(roofs["gpu"]),
+        "gpu": page.gpu_label(roofs["gpu"]),
         "ideal_4096_bf16": f"{model.ideal_intensity(4096, 4096, 4096, 2):,.0f}",
         "ideal_4096_fp32": f"{model.ideal_intensity(4096, 4096, 4096, 4):,.0f}",
         "decode_intensity": f"{model.ideal_intensity(*DECODE, 2):.2f}",
@@ -234,6 +229,8 @@ def values() -> dict:
         "unroll": str(roofline.UNROLL),
         "fma_block": str(params["fma_block"]),
         "fma_blocks_per_sm": str(params["fma_blocks_per_sm"]),
+        "fma_resident_blocks": str(model.SM90_LIMITS["threads"] // params["fma_block"]),
+        "sm_threads": f"{model.SM90_LIMITS['threads']:,}",
         "loop_ffma": str(loop.get("FFMA", 0)),
         "loop_other": str(loop_total - loop.get("FFMA", 0)),
         "loop_other_mix": ", ".join(f"{op} ×{n}" for op, n in other.items()),

@@ -3,17 +3,17 @@
 One function per table, figure or set of glued values: the kernels checked against float64,
 the compiler's facts for the rungs (:mod:`lab.compiler`'s committed store), the
 shared-memory values a warp reads per k (a model computed from each rung's :class:`Config`),
-the selected GPU's ``fp32_ladder``, ``fp32_tune`` and ``sanitizer`` results, and the CUDA C
-reference ladder (SGEMM_CUDA) that the project's notes ran on the H200.
+the selected GPU's ``fp32_ladder``, ``fp32_tune``, ``fp32_profile`` and ``sanitizer`` results,
+and the public CUDA C ladder SGEMM_CUDA timed by its own program (``sgemm_cuda``).
 """
 from __future__ import annotations
 
 import re
 
-from lab import bench, model, page, results, seeds
-from lab.chapters import ch3
-from lab.chapters.ch1 import example_inputs, verdict  # noqa: F401  (the notebook's run cell)
-from lab.kernels import get_spec, k04_vectorized, k05_pipelined, k06_warptile
+from lab import bench, model, page, results
+from lab.chapters import common
+from lab.chapters.common import example_inputs, verdict  # noqa: F401  (the notebook's run cell)
+from lab.kernels import get_spec, k03_registers, k04_vectorized, k05_pipelined, k06_warptile
 from lab.kernels.k04_vectorized import Config
 
 #: The rungs of this chapter in ladder order, after chapter 3's ``block128``.
@@ -41,14 +41,22 @@ VARIANTS = {"warptile_nopad": "no padding of A's tile", "warptile_1buf": "one sh
             "warptile_lb2": "launch bounds (2 blocks/SM)"}
 #: The kernels of the size figure and table.
 CURVES = ("warptile_tuned", "warptile", "pipelined", "vectorized", "block128", "patch4")
-#: Our rungs beside the reference ladder, in order.
-OURS_BESIDE_REFERENCE = ("naive", "tiled32", "patch4", "block128", "vectorized",
-                         "vectorized_spread", "pipelined", "warptile", "warptile_tuned")
+#: SGEMM_CUDA's kernels (its numbers) and the rung of ours that makes the same change, or None.
+#: Its kernel 1 maps threads across rows (our chapter 1's swapped mapping, not in fp32_ladder);
+#: its 1-D block tiling and autotuned 2-D tiling have no rung of their own here.
+REFERENCE_PAIRS = ((1, "naive", None), (2, "global-memory coalescing", "naive"),
+                   (3, "shared-memory blocking", "tiled32"), (4, "1-D block tiling", None),
+                   (5, "2-D block tiling", "block128"), (6, "vectorised accesses", "vectorized"),
+                   (7, "bank conflicts (linearise)", "vectorized_spread"),
+                   (8, "bank conflicts (offset)", None), (9, "autotuning", None),
+                   (10, "warp tiling", "warptile"), (11, "double buffering", "pipelined"),
+                   (12, "double buffering (2)", "pipelined"))
 
 
 def prefetch() -> None:
-    """Make sure the compiler facts of :data:`COMPILED` are at hand (see ``ch3.prefetch``)."""
-    ch3.prefetch(list(COMPILED))
+    """Make sure the compiler facts of :data:`COMPILED` are at hand
+    (:func:`lab.chapters.common.prefetch`)."""
+    common.prefetch(list(COMPILED))
 
 
 def config(name: str) -> Config:
@@ -166,7 +174,7 @@ def check_table():
 
 def _threads(name: str) -> int:
     """Threads per block of a compiled kernel (for its occupancy)."""
-    return ch3.BLOCK_THREADS if name == "block128" else config(name).threads
+    return k03_registers.THREADS ** 2 if name == "block128" else config(name).threads
 
 
 def compiler_rows() -> list[dict]:
@@ -174,13 +182,13 @@ def compiler_rows() -> list[dict]:
     rows = []
     for target in COMPILED:
         name = target.split("#")[0]
-        r = ch3.report(target)
-        occ = ch3.occupancy(r.registers, r.shared_bytes, _threads(name))
+        r = common.report(target)
+        occ = model.occupancy(_threads(name), r.registers, r.shared_bytes)
         rows.append({"kernel": name + (" (edges)" if "#" in target else ""),
                      "registers": r.registers, "spills": r.spill_stores + r.stack_bytes,
                      "warps": occ["warps_per_sm"], "blocks": occ["blocks_per_sm"],
                      "shared": r.shared_bytes, "ldg128": r.mix.get("LDG.128", 0),
-                     **ch3.loop_counts(r)})
+                     **common.loop_counts(r)})
     return rows
 
 
@@ -205,14 +213,6 @@ def source(module: str, region: str):
 
 # ----------------------------------------------------------------------------- measurements
 
-def _optional_rows(experiment: str, **match):
-    """The rows of an experiment the selected GPU may not have run (None then)."""
-    try:
-        return results.rows(experiment, **match)
-    except results.ResultsMissing:
-        return None
-
-
 def ladder(gpu: str | None = None) -> list[dict]:
     """The ``ladder`` rows of ``fp32_ladder`` (selected GPU unless ``gpu`` names one)."""
     kw = {"gpu": gpu} if gpu else {}
@@ -232,7 +232,7 @@ def cublas_mean(n: int = 4096) -> float:
 
 def gpu_name() -> str:
     """The measured GPU's short name, from the ladder file's provenance."""
-    return results.load("fp32_ladder")["provenance"]["gpu"].replace("NVIDIA ", "")
+    return page.gpu_label(results.load("fp32_ladder")["provenance"]["gpu"])
 
 
 def ladder_table():
@@ -367,19 +367,17 @@ def tune_rows() -> list[dict]:
 def tune_table():
     """:func:`tune_rows` as a table (launch bounds: the minimum blocks per SM asked of ptxas)."""
     rows = [dict(r, lb=r["lb"] or None) for r in tune_rows()]
+    best = sorted(range(len(rows)), key=lambda i: -rows[i]["pct"])[:8]
     return page.table(rows, ["block", "warp", "patch", "lb", "regs", "blocks", "pct"],
-                      {"block": "block tile", "warp": "warp tile", "lb": "launch bounds",
+                      show=sorted(best), headers={"block": "block tile", "warp": "warp tile", "lb": "launch bounds",
                        "blocks": "blocks/SM", "pct": "% cuBLAS"},
                       source=results.source_line("fp32_tune"))
 
 
 def sanitizer_table():
     """compute-sanitizer's memcheck and racecheck on the double-buffered kernels."""
-    rows = _optional_rows("sanitizer")
-    rows = [r for r in rows or () if r["kernel"] in ("pipelined", "warptile", "warptile_tuned")]
-    if not rows:
-        print("sanitizer: not run yet on this GPU")
-        return None
+    rows = [r for r in results.rows("sanitizer")
+            if r["kernel"] in ("pipelined", "warptile", "warptile_tuned")]
     out: dict = {}
     for r in rows:
         key = (r["kernel"], f"{r['m']}×{r['n']}×{r['k']}")
@@ -391,20 +389,79 @@ def sanitizer_table():
                       source=results.source_line("sanitizer"))
 
 
+def reference_rows() -> list[dict]:
+    """SGEMM_CUDA's kernels at 4096³ (% of the cuBLAS its program timed) beside the rung of
+    ours that makes the same change (% of the cuBLAS fp32_ladder timed); a kernel of its that
+    printed no timing is listed as such."""
+    theirs = {r["peer_kernel"]: r for r in results.rows("sgemm_cuda", m=4096)}
+    at = at_size()
+    rows = []
+    for kernel, name, ours in REFERENCE_PAIRS:
+        t = theirs.get(kernel)
+        rows.append({"kernel": kernel, "theirs": name,
+                     "their_pct": t["pct_cublas"] if t else "no timing printed",
+                     "ours": ours or "—", "our_pct": at[ours]["pct_cublas"] if ours else None})
+    return rows
+
+
 def reference_table():
-    """The reference CUDA C ladder (SGEMM_CUDA, nvcc, on the H200) beside ours on the H200,
-    each rung as % of the cuBLAS timed beside it."""
-    ref = results.REFERENCE_GPU
-    rows = [{"ladder": "SGEMM_CUDA (CUDA C)", "rung": n, "pct": p}
-            for n, p in seeds.SGEMM_CUDA_H200]
-    at = at_size(gpu=ref)
-    rows += [{"ladder": "this course (Numba)", "rung": n, "pct": at[n]["pct_cublas"]}
-             for n in OURS_BESIDE_REFERENCE if n in at]
-    return page.table(rows, ["ladder", "rung", "pct"], {"pct": "% cuBLAS"},
-                      title="H200 (reference), 4096³",
-                      source=f"SGEMM_CUDA: {seeds.SGEMM_CUDA_H200_SOURCE}. This course: "
-                             + results.source_line("fp32_ladder", gpu=ref).removeprefix(
-                                 "Source: "))
+    return page.table(reference_rows(), ["kernel", "theirs", "their_pct", "ours", "our_pct"],
+                      {"kernel": "SGEMM_CUDA #", "theirs": "its rung",
+                       "their_pct": "% of its cuBLAS", "ours": "our rung",
+                       "our_pct": "% of cuBLAS"},
+                      digits=3,
+                      source=results.source_line("sgemm_cuda") + " "
+                             + results.source_line("fp32_ladder"))
+
+
+def gap_rows() -> list[dict]:
+    """What Nsight Compute saw of the best rungs and cuBLAS FP32 at 4096³ (fp32_profile)."""
+    prof = {r["kernel"]: r for r in results.rows("fp32_profile", part="profile")}
+    out = []
+    for name in ("warptile", "warptile_tuned", "cublas_fp32"):
+        r = prof[name]
+        stalls = r["stalls"]
+        out.append({"kernel": name, "us": r["duration_us"], "mhz": r["sm_mhz"],
+                    "inst": r["inst_executed"] / 1e9, "issue": r["issue_active_pct"],
+                    "warps": r["warps_active_pct"], "regs": r["registers"],
+                    "sb": stalls.get("short_scoreboard"), "dispatch": stalls.get("dispatch_stall"),
+                    "not_selected": stalls.get("not_selected")})
+    return out
+
+
+def gap_values() -> dict:
+    """The headline over three processes, and the last gap in issue slots and instructions."""
+    summary = {r["kernel"]: r for r in results.rows("fp32_profile", part="summary")}
+    tuned = summary["warptile_tuned"]
+    g = {r["kernel"]: r for r in gap_rows()}
+    ours, cub = g["warptile_tuned"], g["cublas_fp32"]
+    issue_ratio = ours["issue"] / cub["issue"]
+    inst_ratio = cub["inst"] / ours["inst"]
+    return {"fp32_head_ratio": f"{tuned['ratio_to_cublas']:.3f}",
+            "fp32_head_lo": f"{tuned['ratio_min']:.3f}", "fp32_head_hi": f"{tuned['ratio_max']:.3f}",
+            "fp32_head_processes": str(tuned["processes"]),
+            "gap_issue_ours": f"{ours['issue']:.1f}%", "gap_issue_cublas": f"{cub['issue']:.1f}%",
+            "gap_inst_more": f"{ours['inst'] / cub['inst'] - 1:.1%}",
+            "gap_predicted": f"{issue_ratio * inst_ratio:.3f}",
+            "gap_measured": f"{cub['us'] / ours['us']:.3f}",
+            "gap_regs_cublas": f"{cub['regs']:.0f}", "gap_regs_ours": f"{ours['regs']:.0f}",
+            "gap_warps_cublas": f"{cub['warps']:.1f}%", "gap_warps_ours": f"{ours['warps']:.1f}%",
+            "gap_sb_ours": f"{ours['sb']:.2f}", "gap_sb_cublas": f"{cub['sb']:.2f}",
+            "gap_dispatch_ours": f"{ours['dispatch']:.2f}",
+            "gap_dispatch_cublas": f"{cub['dispatch']:.2f}"}
+
+
+def gap_table():
+    return page.table(gap_rows(), ["kernel", "us", "mhz", "inst", "issue", "warps", "regs", "sb",
+                                   "dispatch", "not_selected"],
+                      {"us": "time (µs)", "mhz": "SM clock (MHz)",
+                       "inst": "instructions (10⁹)", "issue": "issue slots used (%)",
+                       "warps": "warps active (%)", "regs": "registers",
+                       "sb": "short-scoreboard stall", "dispatch": "dispatch stall",
+                       "not_selected": "not-selected"},
+                      digits=3,
+                      source="Stalls: warps stalled per issued instruction, by reason. "
+                             + results.source_line("fp32_profile"))
 
 
 # ----------------------------------------------------------------------------- glued values
@@ -418,10 +475,13 @@ def values() -> dict:
     cub = cublas_mean()
     v = {"gpu": gpu_name(), "cublas_4096": f"{cub:.1f}", "goal": f"{GOAL:.0%}",
          "target_tflops": f"{GOAL * cub:.1f}"}
-    ref_name, ref_pct = seeds.SGEMM_CUDA_H200[-1]
-    v["ref_best_pct"] = f"{ref_pct}%"
-    v["ref_best_rung"] = ref_name
-    v["ref_best_tflops"] = f"{seeds.SGEMM_CUDA_H200_BEST_TFLOPS}"
+    peer = [r for r in results.rows("sgemm_cuda", m=4096) if r["peer_kernel"] != 0]
+    ref_best = max(peer, key=lambda r: r["tflops"])
+    ref_pct = ref_best["pct_cublas"]
+    v["ref_best_pct"] = f"{ref_pct:.1f}%"
+    v["ref_best_rung"] = ref_best["rung"]
+    v["ref_best_tflops"] = f"{ref_best['tflops']:.1f}"
+    v.update(gap_values())
     # compiler
     v["b128_regs"], v["b128_blocks"] = str(b128["registers"]), str(b128["blocks"])
     v["b128_loop"], v["b128_ffma"] = str(b128["loop"]), str(b128["ffma"])
@@ -449,7 +509,7 @@ def values() -> dict:
     v["warp_fma"] = str(warp["fma"])
     wcfg = config("warptile")
     v["warp_tile"] = f"{wcfg.WM} × {wcfg.WN}"
-    v["lanes"] = f"{wcfg.LM} × {wcfg.LN}"
+    v["warp_lanes"] = f"{wcfg.LM} × {wcfg.LN}"
     # predictions and measurements
     for name, prev, lo, hi, unit in PREDICTIONS:
         v[f"pred_{name}"] = f"{lo}–{hi}" + ("%" if unit == "% of cuBLAS" else "")
@@ -467,10 +527,8 @@ def values() -> dict:
     v["best_kernel"], v["best_tflops"] = best["kernel"], f"{best['tflops']:.1f}"
     v["best_pct"] = f"{best['pct_cublas']:.1f}%"
     v["best_verdict"] = "reaches" if best["pct_cublas"] >= 100 * GOAL else "falls short of"
-    ref_at = at_size(gpu=results.REFERENCE_GPU)
-    ref_best = max(ref_at.values(), key=lambda r: r["tflops"])
-    v["ref_ours_best_pct"] = f"{ref_best['pct_cublas']:.1f}%"
-    v["ref_vs_ours"] = "above" if ref_best["pct_cublas"] > ref_pct else "below"
+    v["ref_ours_best_pct"] = v["best_pct"]
+    v["ref_vs_ours"] = "above" if best["pct_cublas"] > ref_pct else "below"
     for n in sorted({r["n"] for r in ladder()}):
         r = at_size(n).get("warptile_tuned")
         v[f"tuned_pct_{n}"] = f"{r['pct_cublas']:.0f}%" if r else "-"
@@ -520,8 +578,7 @@ def values() -> dict:
                           "is not (re-register it from the table)")
     v["bk8_best_pct"] = f"{max(r['pct'] for r in tune if r['bk'] == 8):.1f}%"
     v["bk16_best_pct"] = f"{max(r['pct'] for r in tune if r['bk'] == 16):.1f}%"
-    from lab.experiments.patch_sweep import SM90
-    v["reg_limit_2x256"] = str(SM90["regs"] // (2 * 256))
+    v["reg_limit_2x256"] = str(model.SM90_LIMITS["registers"] // (2 * 256))
     v["vec_warps"] = str(vec["warps"])
     la = wcfg.BM * wcfg.BK // 4 // wcfg.threads
     v["a_stores"] = str(4 * la)
@@ -529,8 +586,8 @@ def values() -> dict:
     edges_n = results.load("fp32_ladder")["parameters"].get("edge_sizes") or []
     v["edge_sizes"] = (", ".join(str(n) for n in edges_n[:-1]) + f" and {edges_n[-1]}"
                        if len(edges_n) > 1 else ", ".join(str(n) for n in edges_n))
-    san = _optional_rows("sanitizer") or []
-    san = [r for r in san if r["kernel"] in ("pipelined", "warptile", "warptile_tuned")]
+    san = [r for r in results.rows("sanitizer")
+           if r["kernel"] in ("pipelined", "warptile", "warptile_tuned")]
     v["sanitizer_runs"] = str(len(san))
     v["sanitizer_errors"] = str(sum(r["errors"] or 0 for r in san))
     return v

@@ -1,28 +1,21 @@
-"""Chapter 8, one model for the whole ladder: seed 001's traffic model of its four kernels,
+"""Chapter 8, one model for the whole ladder: the step-by-step model's traffic model of its four kernels,
 reproduced from :mod:`lab.model` and set beside the seed's table (:mod:`lab.seeds`), the same
 model on the H200 beside our measured times, and the seed's 16 × 16 × 16 animation with its
 traffic counters checked against loads counted in real kernels under the CUDA simulator.
 
-Counting loads: :func:`count_accesses` runs a kernel under the simulator with three of the
-simulator's hooks replaced for the duration of the launch — the wrapper it puts around each
-array argument, the factory of shared arrays, and the barrier — so every element a thread
-reads or writes in global or shared memory is recorded with the thread, its block and the
-number of barriers it has passed. The kernel's code is not changed. Counted are element
-accesses as the source spells them; the compiled kernel may merge neighbours into wider loads,
-which moves the same bytes in fewer instructions.
+Loads are counted by :func:`lab.counting.count_accesses` (the simulator watched during one
+launch).
 
 The notebook calls one function per table, figure or set of glued values.
 """
 from __future__ import annotations
 
-import sys
-import threading
 from collections import Counter
-from contextlib import contextmanager
 
 import numpy as np
 
 from lab import device, model, page, results, seeds, tables
+from lab.counting import count_accesses, in_simulator
 from numba import cuda, float32, uint32  # after lab.device: the simulator is decided
 
 #: The animation's problem: SIZE³, worked one BLOCK × BLOCK tile of C at a time, k in slices
@@ -42,7 +35,7 @@ OUR_KERNEL = {kind: match["kernel"] for kind, (_, match) in MEASURED.items()}
 # ----------------------------------------------------------------------------- seed 001's table
 
 def seed_rows() -> list[dict]:
-    """Seed 001's four kernels at 4096³: its quoted numbers beside :func:`lab.model.rung_model`
+    """The step-by-step model's four kernels at 4096³: its quoted numbers beside :func:`lab.model.rung_model`
     on the A100 and the H100 (datasheet roofs), with the course's tile formula for comparison."""
     rows = []
     for s in seeds.LADDER_MODEL_001:
@@ -60,7 +53,7 @@ def seed_rows() -> list[dict]:
 def seed_intensity_table():
     """FLOP per byte: the seed's, ours with the store of C counted, the course's tile formula."""
     return page.table(seed_rows(), ["kernel", "seed_fpb", "fpb", "course_fpb"],
-                      {"seed_fpb": "seed 001 (FLOP/B)", "fpb": "lab.model (FLOP/B)",
+                      {"seed_fpb": "the step-by-step model (FLOP/B)", "fpb": "lab.model (FLOP/B)",
                        "course_fpb": "tile formula (FLOP/B)"},
                       source=f"Seed columns: {seeds.LADDER_MODEL_001_SOURCE}. lab.model: "
                              "gemm_traffic (loads and the store of C); tile formula: "
@@ -93,7 +86,7 @@ def worst_seed_gap() -> float:
 
 def gpu_name() -> str:
     """The measured GPU's short name, from the provenance of ``roofline``."""
-    return results.load("roofline")["provenance"]["gpu"].replace("NVIDIA ", "")
+    return page.gpu_label(results.load("roofline")["provenance"]["gpu"])
 
 
 def measured_machine() -> dict:
@@ -110,7 +103,7 @@ def measured_machine() -> dict:
 
 
 def measured_row(kind: str) -> dict:
-    """Our measured row at 4096³ for one of seed 001's kernels (:data:`MEASURED`)."""
+    """Our measured row at 4096³ for one of the step-by-step model's kernels (:data:`MEASURED`)."""
     experiment, match = MEASURED[kind]
     match = dict(match)
     n = match.pop("n")
@@ -155,107 +148,6 @@ def dram_evidence() -> dict:
     r = next(r for r in results.rows("ncu_dram") if r["kernel"] == "naive")
     return {"n": r["n"], "model": r["model_bytes"], "dram": r["dram_read_bytes"],
             "l2": r["l2_read_bytes"]}
-
-
-# ----------------------------------------------------------------------------- counting loads
-
-class _Recorder:
-    """The accesses of one launch: (space, op, array, index, block, thread, barriers)."""
-
-    def __init__(self, names):
-        self.names = list(names)
-        self.next_arg = 0
-        self.shared_names: dict = {}
-        self.events: list[tuple] = []
-
-    def record(self, space: str, op: str, array: str, index) -> None:
-        t = threading.current_thread()
-        idx = tuple(int(i) for i in (index if isinstance(index, tuple) else (index,)))
-        self.events.append((space, op, array, idx, tuple(t.blockIdx), tuple(t.threadIdx),
-                            getattr(t, "lab_barriers", 0)))
-
-
-@contextmanager
-def _counting(recorder: _Recorder):
-    """Replace the simulator's argument wrapper, shared-array factory and barrier for the
-    duration of one launch so that ``recorder`` sees every access (restored afterwards)."""
-    from numba.cuda.simulator import kernel as sim_kernel
-    from numba.cuda.simulator import kernelapi
-
-    base_wrapper = sim_kernel.FakeWithinKernelCUDAArray
-    base_shared = kernelapi.FakeCUDAShared.array
-    base_sync = sim_kernel.BlockThread.syncthreads
-
-    class CountedArgument(base_wrapper):
-        def __init__(self, item):
-            super().__init__(item)
-            i = recorder.next_arg
-            recorder.next_arg += 1
-            self.__dict__["lab_name"] = (recorder.names[i] if i < len(recorder.names)
-                                         else f"arg{i}")
-
-        def __getitem__(self, idx):
-            recorder.record("global", "load", self.__dict__["lab_name"], idx)
-            return super().__getitem__(idx)
-
-        def __setitem__(self, idx, val):
-            recorder.record("global", "store", self.__dict__["lab_name"], idx)
-            super().__setitem__(idx, val)
-
-    class CountedShared(np.ndarray):
-        def __getitem__(self, idx):
-            recorder.record("shared", "load", self.lab_name, idx)
-            return np.ndarray.__getitem__(self, idx)
-
-        def __setitem__(self, idx, val):
-            recorder.record("shared", "store", self.lab_name, idx)
-            np.ndarray.__setitem__(self, idx, val)
-
-    made = threading.Lock()
-
-    def shared_array(self, shape, dtype, alignment=None):
-        # One array per line of the kernel that asks for it, as the simulator does.
-        frame = sys._getframe(1)
-        where = (frame.f_code.co_filename, frame.f_lineno)
-        with made:  # threads of one block ask at once: exactly one of them creates the array
-            found = recorder.shared_names.get(where)
-            if found is None:
-                from numba.core import types
-                from numba.np import numpy_support
-                if isinstance(dtype, types.Type):
-                    dtype = numpy_support.as_dtype(dtype)
-                found = np.zeros(shape, dtype).view(CountedShared)
-                found.lab_name = f"shared{len(recorder.shared_names)}"
-                recorder.shared_names[where] = found
-        return found
-
-    def syncthreads(self):
-        self.lab_barriers = getattr(self, "lab_barriers", 0) + 1
-        base_sync(self)
-
-    sim_kernel.FakeWithinKernelCUDAArray = CountedArgument
-    kernelapi.FakeCUDAShared.array = shared_array
-    sim_kernel.BlockThread.syncthreads = syncthreads
-    try:
-        yield recorder
-    finally:
-        sim_kernel.FakeWithinKernelCUDAArray = base_wrapper
-        kernelapi.FakeCUDAShared.array = base_shared
-        sim_kernel.BlockThread.syncthreads = base_sync
-
-
-def count_accesses(launch, A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, list[tuple]]:
-    """Run ``launch(A, B, C)`` (a lab launch function) under the simulator and record every
-    global and shared access; returns the product and the events (see :class:`_Recorder`).
-    Raises RuntimeError on a GPU: only the simulator can be watched this way."""
-    if not device.SIMULATOR:
-        raise RuntimeError("counting loads needs the CUDA simulator (LAB_DEVICE=simulator)")
-    recorder = _Recorder(["A", "B", "C"])
-    dA, dB = cuda.to_device(A), cuda.to_device(B)
-    dC = cuda.to_device(np.zeros((A.shape[0], B.shape[1]), np.float32))
-    with _counting(recorder):
-        launch(dA, dB, dC)
-    return dC.copy_to_host(), recorder.events
 
 
 def make_tiled_slices(block: int, bk: int):
@@ -354,7 +246,7 @@ def counted_runs() -> dict:
     simulator, counting; returns the per-step counters (step -> elements) and whether both
     products match float64. On a GPU the runs happen in a child process on the simulator."""
     if not device.SIMULATOR:
-        return in_simulator("counted_runs")
+        return in_simulator("counted_runs", "lab.chapters.ch8")
     from lab.kernels.k01_naive import launch_naive
 
     A, B = animation_inputs()
@@ -366,30 +258,6 @@ def counted_runs() -> dict:
     return {"naive": dict(naive_step_loads(ev_naive)),
             "tiled": {k: dict(v) for k, v in tiled_step_loads(ev_tiled).items()},
             "correct": ok}
-
-
-def in_simulator(name: str, module: str = "lab.chapters.ch8"):
-    """Call ``name`` (a function of ``module`` returning JSON-able data) in a child Python on
-    the CUDA simulator: on a GPU the simulator cannot be switched on in this process."""
-    import json
-    import os
-    import subprocess
-
-    env = dict(os.environ, LAB_DEVICE="simulator")
-    env.pop("NUMBA_ENABLE_CUDASIM", None)
-    code = (f"import json, importlib, lab; m = importlib.import_module({module!r}); "
-            f"print(json.dumps(m.{name}()))")
-    out = subprocess.run([sys.executable, "-c", code], env=env, check=True,
-                         capture_output=True, text=True).stdout
-    return _int_keys(json.loads(out.strip().splitlines()[-1]))
-
-
-def _int_keys(value):
-    """JSON turns the integer keys of the step counters into strings; turn them back."""
-    if isinstance(value, dict):
-        return {(int(k) if isinstance(k, str) and k.isdigit() else k): _int_keys(v)
-                for k, v in value.items()}
-    return value
 
 
 def counter_rows(counted: dict | None = None) -> list[dict]:
@@ -422,10 +290,12 @@ def counter_table(counted: dict | None = None):
     rows = counter_rows(counted)
     for r in rows:
         r["agree"] = "yes" if r["agree"] else "NO"
+    ends = [i for i in range(len(rows)) if i < 4 or i >= len(rows) - 4 or rows[i]["agree"] != "yes"]
     return page.table(rows, ["step", "tile", "k", "naive_model", "naive_counted",
                              "tiled_model", "tiled_counted", "shared_model", "shared_counted",
                              "agree"],
-                      {"naive_model": "naive global (model)",
+                      show=ends[:15],
+                      headers={"naive_model": "naive global (model)",
                        "naive_counted": "naive global (counted)",
                        "tiled_model": "tiled global (model)",
                        "tiled_counted": "tiled global (counted)",
@@ -442,7 +312,7 @@ def same_algorithm_rows() -> list[dict]:
     tile and slice (T = 4 and 8, on SIZE³): accesses of each kind, and whether the two record
     the very same accesses (same thread, address, barrier count)."""
     if not device.SIMULATOR:
-        return in_simulator("same_algorithm_rows")
+        return in_simulator("same_algorithm_rows", "lab.chapters.ch8")
     A, B = animation_inputs()
     rows = []
     for tile in (4, 8):
@@ -579,7 +449,7 @@ def _offline_player(html: str) -> str:
 
 
 def animation(dpi: int = 72):
-    """Seed 001's animation in our drawing: the SIZE³ product step by step (one frame before
+    """The step-by-step model's animation in our drawing: the SIZE³ product step by step (one frame before
     the first step, one per step), as an interactive player (HTML, frames embedded as PNG).
     The plain-text form names the frames and the size of the HTML."""
     import matplotlib.pyplot as plt

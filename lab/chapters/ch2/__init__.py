@@ -1,17 +1,19 @@
 """Chapter 2, shared-memory tiles: the tile walk along k, what the tile buys in the model, the
 kernel checked at shapes past a tile, its machine code beside nvcc's, and the measurements of
-the selected GPU beside the seeds' T4 and RTX 3090, cuBLAS, the sanitizer and Nsight Compute.
+the selected GPU beside the sources' T4 and RTX 3090, cuBLAS, the sanitizer and Nsight Compute.
 
 Measurements come from the selected GPU's ``naive_tiled`` file (``ncu_dram`` and ``sanitizer``
 where they exist); compiler facts from :mod:`lab.compiler` and :func:`lab.twins.compile_report`;
-the seeds' numbers from :mod:`lab.seeds`.
+the sources' numbers from :mod:`lab.seeds`.
 """
 from __future__ import annotations
 
 import functools
 
 from lab import bench, compiler, device, model, page, plots, results, roofline, seeds, twins
-from lab.chapters import ch1
+from lab.chapters import common
+from lab.chapters.common import example_inputs, verdict  # noqa: F401  (the notebook's run cell)
+from lab.counting import count_accesses, in_simulator
 from lab.kernels import k01_naive, k02_tiled
 from numba import cuda, float32, uint32  # after lab: the simulator is decided
 
@@ -172,7 +174,7 @@ def _loop_row(report, compiled_by: str) -> dict:
 
 @functools.lru_cache(maxsize=None)
 def sass_rows() -> tuple[dict, ...]:
-    """The hottest loop of each tiled kernel (Numba) and of the seeds' tiled kernels (nvcc)."""
+    """The hottest loop of each tiled kernel (Numba) and of the sources' tiled kernels (nvcc)."""
     rows = [_loop_row(compiler.report(k)[0], "Numba") for k in KERNELS]
     try:
         rows += [_loop_row(twins.compile_report(t), "nvcc -O3") for t in SASS_TWINS]
@@ -192,8 +194,8 @@ def sass_table():
 # ----------------------------------------------------------------------------- measured
 
 def tile_rows() -> list[dict]:
-    """Seed 004's tile table at 1024³: the selected GPU's kernels beside the T4's."""
-    size = ch1.measured()
+    """The T4 study's tile table at 1024³: the selected GPU's kernels beside the T4's."""
+    size = common.measured()
     t4 = {row["tile"]: row for row in seeds.TILES_T4}
     naive_ms = size[("naive", 1024)]["median_ms"]
     rows = []
@@ -209,8 +211,8 @@ def tile_rows() -> list[dict]:
 
 
 def tile_table():
-    """The tile as the only variable, here and on seed 004's T4 (1024³, FP32)."""
-    g = ch1.gpu()
+    """The tile as the only variable, here and on the T4 study's T4 (1024³, FP32)."""
+    g = common.gpu()
     return page.table(tile_rows(), ["tile", "intensity", "tflops", "x", "t4_tflops", "t4_x"],
                       {"intensity": "FLOP/B (model)", "tflops": f"{g} TFLOP/s",
                        "x": f"{g} × naive", "t4_tflops": "T4 TFLOP/s", "t4_x": "T4 × naive"},
@@ -218,18 +220,18 @@ def tile_table():
 
 
 def size_rows() -> list[dict]:
-    """Seed 003's naive-vs-tiled table by size: the selected GPU's row beside the RTX 3090's."""
-    size = ch1.measured()
+    """The RTX 3090 tutorial's naive-vs-tiled table by size: the selected GPU's row beside the RTX 3090's."""
+    size = common.measured()
     theirs = {s["n"]: s for s in seeds.NAIVE_TILED_3090}
     rows = []
     for n in sorted(theirs):
         naive, tiled = size[("naive", n)], size[("tiled16", n)]
-        rows.append({"n": n, "gpu": ch1.gpu(), "naive_ms": naive["median_ms"],
+        rows.append({"n": n, "gpu": common.gpu(), "naive_ms": naive["median_ms"],
                      "tiled_ms": tiled["median_ms"],
                      "speedup": naive["median_ms"] / tiled["median_ms"],
                      "tflops": tiled["tflops"]})
         s = theirs[n]
-        rows.append({"n": n, "gpu": f"{seeds.GPU_3090}, seed 003", "naive_ms": s["naive_ms"],
+        rows.append({"n": n, "gpu": f"{seeds.GPU_3090}, the RTX 3090 tutorial", "naive_ms": s["naive_ms"],
                      "tiled_ms": s["tiled_ms"], "speedup": s["speedup"],
                      "tflops": s["tiled_gflops"] / 1e3})
     return rows
@@ -245,9 +247,9 @@ def size_table():
 
 def size_figure():
     """TFLOP/s against n for every kernel of chapters 1-2 and cuBLAS on the selected GPU,
-    seed 003's RTX 3090 dashed."""
-    size = ch1.measured()
-    g = ch1.gpu()
+    the RTX 3090 tutorial's RTX 3090 dashed."""
+    size = common.measured()
+    g = common.gpu()
     sizes = sorted({n for (_, n) in size})
     fig, ax = plots.axes("", "n (M = N = K)", "TFLOP/s", logx=True, logy=True)
     ax.set_xticks(sizes, [str(n) for n in sizes])
@@ -260,29 +262,29 @@ def size_figure():
                 label=f"cuBLAS FP32, {g}", color="black", **plots.LIBRARY)
     ns = [s["n"] for s in seeds.NAIVE_TILED_3090]
     ax.plot(ns, [s["naive_gflops"] / 1e3 for s in seeds.NAIVE_TILED_3090], color="C0",
-            label="naive, RTX 3090 (seed 003)", **plots.SEED)
+            label="naive, RTX 3090 (the RTX 3090 tutorial)", **plots.SEED)
     ax.plot(ns, [s["tiled_gflops"] / 1e3 for s in seeds.NAIVE_TILED_3090], color="C3",
-            label="tiled 16×16, RTX 3090 (seed 003)", **plots.SEED)
+            label="tiled 16×16, RTX 3090 (the RTX 3090 tutorial)", **plots.SEED)
     return plots.finish_below(fig, ax)
 
 
 def roofline_figure():
     """The selected GPU's roofline with each kernel of chapters 1-2 at its model intensity
     (4096³), at its measured DRAM intensity (Nsight Compute, 1024³) where counted, and the T4
-    tile table of seed 004. Kernels are told apart by colour, so no label overprints another."""
+    tile table of the T4 study. Kernels are told apart by colour, so no label overprints another."""
     import matplotlib.pyplot as plt
 
     roofs = roofline.measured()
-    size = ch1.measured()
-    g = ch1.gpu()
+    size = common.measured()
+    g = common.gpu()
     fig, ax = plots.axes("", "arithmetic intensity (FLOP/byte)", "TFLOP/s")
     plots.roofline(ax, roofs["fma_tflops"], roofs["read_gbps"],
                    label=f"{g} FP32 roof, measured", style={"linewidth": 2, "color": "0.2"})
-    t4 = next(m for m in seeds.MACHINES if m["source"] == "seed 004")
-    plots.roofline(ax, t4["tflops"], t4["gbps"], label="Tesla T4 roof (seed 004)",
+    t4 = next(m for m in seeds.MACHINES if m["source"] == "the T4 study")
+    plots.roofline(ax, t4["tflops"], t4["gbps"], label="Tesla T4 roof (the T4 study)",
                    style={**plots.SEED, "color": "0.55"})
     t4_tiles = {row["tile"]: row for row in seeds.TILES_T4}
-    counted = {r["kernel"]: r for r in (ch1.ncu_rows() or [])} if ch1.ncu_ok() else {}
+    counted = {r["kernel"]: r for r in common.ncu_rows()} if common.ncu_ok() else {}
     handles = []
     for i, kernel in enumerate(("naive", *KERNELS)):
         colour = f"C{i}"
@@ -308,7 +310,7 @@ def roofline_figure():
     handles += [plt.Line2D([], [], linestyle="none", marker="o", color=grey,
                            label=f"{g}, model intensity, 4096³"),
                 plt.Line2D([], [], linestyle="none", marker="s", markerfacecolor="none",
-                           color=grey, label="Tesla T4 tile table (seed 004)")]
+                           color=grey, label="Tesla T4 tile table (the T4 study)")]
     if counted:
         handles.append(plt.Line2D([], [], linestyle="none", marker="x", color=grey,
                                   markeredgewidth=1.6,
@@ -319,19 +321,16 @@ def roofline_figure():
 
 
 def ratio_table():
-    """The tiled kernels beside their CUDA C twins (seed 003's and seed 004's, nvcc)."""
-    return ch1.ratio_table(PAIRS)
+    """The tiled kernels beside their CUDA C twins (the RTX 3090 tutorial's and the T4 study's, nvcc)."""
+    return common.ratio_table(PAIRS)
 
 
 # ----------------------------------------------------------------------------- sanitizer
 
-def sanitizer_rows() -> list[dict] | None:
+def sanitizer_rows() -> list[dict]:
     """compute-sanitizer's memcheck and racecheck for the kernels and twins of chapters 1-2 at
-    the experiment's small odd shape; None when the experiment has not been run."""
-    try:
-        data = results.load("sanitizer")
-    except results.ResultsMissing:
-        return None
+    the experiment's small odd shape."""
+    data = results.load("sanitizer")
     shape = tuple(data["parameters"].get("shape", []))
     ours = {"naive", "naive_swapped", "naive_literal", *KERNELS, *twins.TWINS}
     by_kernel: dict[str, dict] = {}
@@ -347,12 +346,8 @@ def sanitizer_rows() -> list[dict] | None:
 
 def sanitizer_table():
     """Errors each tool reported, and the run's own float64 check."""
-    rows = sanitizer_rows()
-    if rows is None:
-        print("Not measured yet: the sanitizer experiment has no results for this GPU.")
-        return None
-    return page.table(rows, ["kernel", "memcheck_errors", "racecheck_errors", "memcheck_check",
-                             "racecheck_check"],
+    return page.table(sanitizer_rows(), ["kernel", "memcheck_errors", "racecheck_errors",
+                                         "memcheck_check", "racecheck_check"],
                       {"memcheck_errors": "memcheck errors", "racecheck_errors":
                        "racecheck errors", "memcheck_check": "memcheck run",
                        "racecheck_check": "racecheck run"},
@@ -362,8 +357,6 @@ def sanitizer_table():
 def sanitizer_verdict() -> str:
     """One clause per tool summarising the sanitizer rows."""
     rows = sanitizer_rows()
-    if rows is None:
-        return "the sanitizer experiment has not been run for this GPU yet"
     parts = []
     for tool in ("memcheck", "racecheck"):
         runs = [r for r in rows if f"{tool}_errors" in r]
@@ -383,18 +376,15 @@ def sanitizer_verdict() -> str:
 
 def ncu_table():
     """Model reads, reads from L2 and from DRAM (Nsight Compute, 1024³), and the time."""
-    rows = ch1.ncu_rows()
-    if rows is None:
-        print("Not measured yet: the ncu_dram experiment has no results for this GPU.")
-        return None
-    size = ch1.measured()
+    rows = common.ncu_rows()
+    size = common.measured()
     out = []
     for r in rows:
         if r["kernel"] not in ("naive", *KERNELS):
             continue
-        row = {"kernel": r["kernel"], "model": ch1.model_reads(r["kernel"], r["n"]) / 1e6,
+        row = {"kernel": r["kernel"], "model": common.model_reads(r["kernel"], r["n"]) / 1e6,
                "ms": size[(r["kernel"], r["n"])]["median_ms"]}
-        if ch1.ncu_ok():
+        if common.ncu_ok():
             row.update(l2=r["l2_read_bytes"] and r["l2_read_bytes"] / 1e6,
                        dram=r["dram_read_bytes"] / 1e6)
         out.append(row)
@@ -413,7 +403,7 @@ def ceiling_rows() -> list[dict]:
     per FFMA), counting every LDS as a single pass (the best case).
     """
     roof = roofline.measured()["fma_tflops"]
-    size = ch1.measured()
+    size = common.measured()
     sass = {r["kernel"]: r for r in sass_rows()}
     rows = []
     for kernel in KERNELS:
@@ -440,7 +430,7 @@ def ceiling_table():
 def measure_here():
     """On a GPU: time the naive kernel and the three tile sizes at 1024³ (a few seconds) beside
     the H200 reference. Without a GPU: print one line, return None."""
-    return ch1.measure_here(("naive", *KERNELS), tflops=True)
+    return common.measure_here(("naive", *KERNELS), tflops=True)
 
 
 # ----------------------------------------------------------------------------- glued values
@@ -448,8 +438,8 @@ def measure_here():
 def values() -> dict:
     """Every number the chapter's prose quotes, as strings."""
     roofs = roofline.measured()
-    size = ch1.measured()
-    v = {"gpu": ch1.gpu(), "max_threads": f"{MAX_THREADS_PER_BLOCK:,}",
+    size = common.measured()
+    v = {"gpu": common.gpu(), "max_threads": f"{MAX_THREADS_PER_BLOCK:,}",
          "threads_64": f"{64 * 64:,}", "sm_count": str(roofs["sm_count"])}
     mrows = {r["tile"]: r for r in model_rows()}
     v["ceiling_32"] = f"{mrows['32 × 32']['ceiling']:.0f}"
@@ -480,7 +470,7 @@ def values() -> dict:
                             "DRAM is not what sets the speed." if max(gains) < 1.8 else
                             "Here at least one doubling comes close to the model's 2×."))
 
-    ours = [r for r in size_rows() if r["gpu"] == ch1.gpu()]
+    ours = [r for r in size_rows() if r["gpu"] == common.gpu()]
     by_n = {r["n"]: r for r in ours}
     v.update(n_small=str(ours[0]["n"]), speedup_small=f"{ours[0]['speedup']:.1f}",
              speedup_512=f"{by_n[512]['speedup']:.1f}", n_large=str(ours[-1]["n"]),
@@ -495,11 +485,9 @@ def values() -> dict:
              blocks_fit=str(model.blocks_per_sm(16 * 16, compiler.report("tiled16")[0].registers,
                                                 model.tile_shared_bytes(16))))
 
-    pairs = [r for r in ch1.ratio_rows(PAIRS) if r["ratio"] is not None]
+    pairs = [r for r in common.ratio_rows(PAIRS) if r["ratio"] is not None]
     ratios = [r["ratio"] for r in pairs]
-    v.update(tiled_ratio_lo=f"{min(ratios):.2f}", tiled_ratio_hi=f"{max(ratios):.2f}",
-             tiled_ratio_verdict=("meets the course's target of 0.90" if min(ratios) >= 0.9
-                                  else "falls short of the course's target of 0.90 somewhere"))
+    v.update(tiled_ratio_lo=f"{min(ratios):.2f}", tiled_ratio_hi=f"{max(ratios):.2f}")
     worst = min(pairs, key=lambda r: r["ratio"])
     ours, twin = sass.get(worst["numba"]), sass.get(worst["twin"])
     gap = (f"The largest gap is {worst['numba']} against {worst['twin']} "
@@ -524,15 +512,14 @@ def values() -> dict:
              tiled32_tflops=f"{t32:.1f}",
              tiled32_share_of_dram_ceiling=f"{t32 / mrows['32 × 32']['ceiling']:.0%}",
              tiled32_vs_roof=f"{t32 / roofs['fma_tflops']:.0%}",
-             cublas_vs_tiled32=(f"{size[('cublas_fp32', 4096)]['tflops'] / t32:.1f}"
-                                if ("cublas_fp32", 4096) in size else "(not measured)"),
+             cublas_vs_tiled32=f"{size[('cublas_fp32', 4096)]['tflops'] / t32:.1f}",
              seed004_edge=f"{seeds.TILED_EDGE_T4[0]['extra_time_pct']:g}%")
     return v
 
 
 def _ncu_values() -> dict:
-    rows = ch1.ncu_rows()
-    if not rows or not ch1.ncu_ok():
+    rows = common.ncu_rows()
+    if not common.ncu_ok():
         return {"ncu_tiled_sentence": "Nsight Compute has no byte counts for this GPU to "
                                       "confirm it",
                 "ncu_tiles_note": "Without counters, the gap between the DRAM ceiling and the "
@@ -629,7 +616,7 @@ def conflict_degree(words) -> int:
 
 
 def warp_accesses(events, block_dim: tuple[int, int], width: int) -> dict:
-    """Group the shared accesses of a counted run (:func:`lab.chapters.ch8.count_accesses`)
+    """Group the shared accesses of a counted run (:func:`lab.counting.count_accesses`)
     into warp-wide accesses: key (array, op, block, barriers passed, warp, n-th access of this
     array and op by each thread since its last barrier), value the 4-byte words the warp's lanes
     touch, with a shared array of row width ``width`` words. Threads are numbered
@@ -669,9 +656,9 @@ def bank_runs() -> dict:
     address differs), and each output's verdict against float64. On a GPU the counting runs in
     a child Python on the simulator."""
     if not device.SIMULATOR:
-        return _bank_runs_in_simulator()
+        return in_simulator("bank_runs", "lab.chapters.ch2")
     m, n, k = BANK_SHAPE
-    A, B = ch1.example_inputs(m=m, k=k, n=n)
+    A, B = example_inputs(m=m, k=k, n=n)
     t = BANK_TILE
     C_lab, lab_events = _counted(k02_tiled.make_launch(t), A, B)
     C_pad, pad_events = _counted(make_tiled_padded(t), A, B)
@@ -683,11 +670,9 @@ def bank_runs() -> dict:
 
 
 def _counted(launch, A, B):
-    """:func:`lab.chapters.ch8.count_accesses`, checked to be whole: every thread worked on the
+    """:func:`lab.counting.count_accesses`, checked to be whole: every thread worked on the
     same two shared arrays, ``shared0`` and ``shared1`` (the A and B tiles); RuntimeError if not."""
-    from lab.chapters import ch8
-
-    C, events = ch8.count_accesses(launch, A, B)
+    C, events = count_accesses(launch, A, B)
     arrays: dict = {}
     for space, _op, array, _idx, blk, thr, _bar in events:
         if space == "shared":
@@ -695,22 +680,6 @@ def _counted(launch, A, B):
     if {frozenset(a) for a in arrays.values()} != {frozenset({"shared0", "shared1"})}:
         raise RuntimeError("a counted run did not share one pair of tiles among its threads")
     return C, events
-
-
-def _bank_runs_in_simulator() -> dict:
-    """:func:`bank_runs` in a child Python on the CUDA simulator (a GPU process cannot switch
-    to it)."""
-    import json
-    import os
-    import subprocess
-    import sys
-
-    env = dict(os.environ, LAB_DEVICE="simulator")
-    env.pop("NUMBA_ENABLE_CUDASIM", None)
-    code = "import json, lab; from lab.chapters import ch2; print(json.dumps(ch2.bank_runs()))"
-    out = subprocess.run([sys.executable, "-c", code], env=env, check=True,
-                         capture_output=True, text=True).stdout
-    return json.loads(out.strip().splitlines()[-1])
 
 
 def bank_rows(runs: dict | None = None) -> list[dict]:
@@ -728,19 +697,19 @@ def bank_table(runs: dict | None = None):
     """:func:`bank_rows` as a table, with the checks of the counted runs under it."""
     runs = runs or bank_runs()
     m, n, k = BANK_SHAPE
-    verdict = {True: "PASS", False: "FAIL"}
+    word = {True: "PASS", False: "FAIL"}
     return page.table(
         bank_rows(runs), ["access", "warps", "plain_max", "plain_mean", "padded_max",
                           "padded_mean"],
         {"warps": "warp-wide accesses", "plain_max": "[32][32] worst",
          "plain_mean": "[32][32] mean", "padded_max": "[32][33] worst",
          "padded_mean": "[32][33] mean"},
-        source=f"Counted: lab.chapters.ch8.count_accesses on tiled32 and on the same kernel "
+        source=f"Counted: lab.counting.count_accesses on tiled32 and on the same kernel "
                f"with 32 × 33 tiles (ch2.make_tiled_padded), {m}×{n}×{k}, CUDA simulator; "
                f"32 banks of 4 bytes. Same accesses apart from the addresses: "
                f"{'yes' if runs['same_accesses'] else 'NO'}. Against float64: "
-               f"{verdict[runs['unpadded_check']]} (32 × 32), "
-               f"{verdict[runs['padded_check']]} (32 × 33).")
+               f"{word[runs['unpadded_check']]} (32 × 32), "
+               f"{word[runs['padded_check']]} (32 × 33).")
 
 
 def bank_values(runs: dict | None = None) -> dict:

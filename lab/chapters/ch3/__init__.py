@@ -4,15 +4,17 @@ What the notebook shows, one function per table, figure or set of glued values: 
 model of the patch (:mod:`lab.model`), the kernels checked against float64 (:mod:`lab.bench`),
 the register bill and the hottest loop from the compiler (:mod:`lab.compiler`, sm_90, the
 pinned ``ptxas``), the selected GPU's ``patch_sweep`` results beside the signed-index build,
-the CUDA C twin of seed 004's register kernel, and seed 004's T4 numbers (:mod:`lab.seeds`).
+the CUDA C twin of the T4 study's register kernel, and the T4 study's T4 numbers (:mod:`lab.seeds`).
 
 Compiler facts come from :mod:`lab.compiler`'s committed store, so they are the same on every
 machine; :func:`report` names the function a table reads.
 """
 from __future__ import annotations
 
-from lab import bench, compiler, model, page, results, seeds, twins
-from lab.chapters.ch1 import example_inputs, verdict  # noqa: F401  (the notebook's run cell)
+from lab import bench, model, page, results, seeds, twins
+from lab.chapters import common
+from lab.chapters.common import example_inputs, verdict  # noqa: F401  (the notebook's run cell)
+from lab.chapters.common import loop_counts, report
 from lab.kernels import k03_registers
 
 #: The chapter's kernels: the sweep (16 × 16 threads, BK 16) and the 128 × 128 block tile.
@@ -50,43 +52,9 @@ def compile_targets() -> list[str]:
 
 
 def prefetch(targets=None) -> None:
-    """Make sure the compiler facts of ``targets`` (default :func:`compile_targets`) are at hand.
-
-    They come from the committed facts (``lab/facts/compiler.json``, recorded with the pinned
-    toolchain), so every machine prints the same numbers; only when the kernel sources changed
-    since they were recorded are the kernels compiled again, two processes at a time.
-    """
-    names = [t.split("#")[0] for t in (targets or compile_targets())
-             if not t.startswith("twin:")]
-    compiler.prefetch(names, jobs=2)
-
-
-def report(target: str) -> compiler.CompileReport:
-    """The compile report (sm_90) of one target: a registered kernel (its first function),
-    ``name#edges`` (its second, the bounds-checked kernel), ``module:function`` (an
-    unregistered kernel such as the signed builds) or ``twin:name`` (a CUDA C twin, nvcc)."""
-    if target.startswith("twin:"):
-        return twins.compile_report(target.split(":", 1)[1])
-    name, _, which = target.partition("#")
-    return compiler.report(name)[1 if which == "edges" else 0]
-
-
-def occupancy(registers: int, shared_bytes: int, threads: int = BLOCK_THREADS) -> dict:
-    """Blocks and warps per SM the sm_90 limits allow (``lab.experiments.patch_sweep``)."""
-    from lab.experiments.patch_sweep import occupancy as sm90_occupancy
-
-    return sm90_occupancy(registers, shared_bytes, threads)
-
-
-def loop_counts(r: compiler.CompileReport) -> dict:
-    """Instructions, FFMA, FFMA share and shared-memory loads of a report's hottest loop."""
-    loop = r.loop_mix
-    total = sum(loop.values())
-    ffma = loop.get("FFMA", 0)
-    lds = {op: c for op, c in sorted(loop.items()) if op.startswith("LDS")}
-    return {"loop": total, "ffma": ffma, "share": ffma / total if total else 0.0,
-            "lds": ", ".join(f"{op} ×{c}" for op, c in lds.items()) or "-",
-            "lds_count": sum(lds.values())}
+    """Make sure the compiler facts of ``targets`` (default :func:`compile_targets`) are at hand
+    (:func:`lab.chapters.common.prefetch`)."""
+    common.prefetch(targets or compile_targets())
 
 
 def compiler_rows(signed: bool = False) -> list[dict]:
@@ -94,7 +62,7 @@ def compiler_rows(signed: bool = False) -> list[dict]:
     rows = []
     for name in KERNELS:
         r = report(SIGNED[name] if signed else name)
-        occ = occupancy(r.registers, r.shared_bytes)
+        occ = model.occupancy(BLOCK_THREADS, r.registers, r.shared_bytes)
         rows.append({"kernel": name, "registers": r.registers, "spills": r.spill_stores,
                      "stack": r.stack_bytes, "shared": r.shared_bytes,
                      "blocks": occ["blocks_per_sm"], "warps": occ["warps_per_sm"],
@@ -105,7 +73,7 @@ def compiler_rows(signed: bool = False) -> list[dict]:
 # ----------------------------------------------------------------------------- model and checks
 
 def model_rows() -> list[dict]:
-    """Seed 001/004's per-thread model for each patch size of the sweep."""
+    """The step-by-step model/004's per-thread model for each patch size of the sweep."""
     rows = []
     for p in k03_registers.PATCHES:
         r = k03_registers.patch_facts(p)
@@ -188,20 +156,18 @@ def loop_mix_table(name: str = "patch1"):
                                                 "u": f"{name} uint32"})
 
 
+#: What the shown patch kernel folds away: what chapter 2's tiled kernel already did.
+FOLDED = {"patch_indices": "sizes, thread and block indices, as chapter 2 (uint32)",
+          "patch_load": "load phase as chapter 2: A and B tiles to shared memory, zero-filled"}
+
+
 def source(region: str):
-    """A named region of ``lab/kernels/k03_registers.py``, highlighted."""
-    return page.source(k03_registers, region)
+    """A named region of ``lab/kernels/k03_registers.py``, highlighted; the patch kernel with
+    what chapter 2 already did folded to one line each."""
+    return page.source(k03_registers, region, fold=FOLDED if region == "patch_kernel" else None)
 
 
 # ----------------------------------------------------------------------------- measurements
-
-def _optional_rows(experiment: str, **match):
-    """The rows of an experiment the selected GPU may not have measured (None then)."""
-    try:
-        return results.rows(experiment, **match)
-    except results.ResultsMissing:
-        return None
-
 
 def _impl(r: dict) -> str:
     """Who computed a results row: "numba", "twin" or "cublas" (older rows carry no ``impl``)."""
@@ -217,15 +183,14 @@ def sweep() -> dict:
                           and "median_ms" in r), None)}
 
 
-def signed_sweep() -> dict | None:
-    """The signed-index build's rows (``patch_sweep_int32``) by kernel, or None."""
-    rows = _optional_rows("patch_sweep_int32")
-    return None if rows is None else {r["kernel"]: r for r in rows if _impl(r) == "numba"}
+def signed_sweep() -> dict:
+    """The signed-index build's rows (``patch_sweep_int32``) by kernel."""
+    return {r["kernel"]: r for r in results.rows("patch_sweep_int32") if _impl(r) == "numba"}
 
 
 def gpu_name() -> str:
     """The measured GPU's short name (``"H200"``), from the results file's provenance."""
-    return results.load("patch_sweep")["provenance"]["gpu"].replace("NVIDIA ", "")
+    return page.gpu_label(results.load("patch_sweep")["provenance"]["gpu"])
 
 
 def same_build() -> bool:
@@ -249,11 +214,8 @@ def measured_table():
 
 
 def signed_measured_table():
-    """The signed and the unsigned build side by side, TFLOP/s (or one line if unmeasured)."""
+    """The signed and the unsigned build side by side, TFLOP/s."""
     before = signed_sweep()
-    if before is None:
-        print("patch_sweep_int32: not measured yet on this GPU")
-        return None
     ours = sweep()["ours"]
     rows = [{"kernel": n, "signed": before[n]["tflops"], "unsigned": ours[n]["tflops"],
              "gain": ours[n]["tflops"] / before[n]["tflops"]}
@@ -352,7 +314,7 @@ def twin_table():
 
 
 def t4_rows() -> list[dict]:
-    """Seed 004's T4 sweep beside the selected GPU's, with the gain of each step."""
+    """The T4 study's T4 sweep beside the selected GPU's, with the gain of each step."""
     ours = sweep()["ours"]
     name = gpu_name()
     rows, prev_t4, prev_ours = [], None, None
@@ -368,18 +330,18 @@ def t4_rows() -> list[dict]:
 
 
 def t4_table():
-    """:func:`t4_rows` as a table; the T4 columns are seed 004's, its registers estimates."""
+    """:func:`t4_rows` as a table; the T4 columns are the T4 study's, its registers estimates."""
     name = gpu_name()
     return page.table(t4_rows(), ["patch", "t4_regs", "t4", "t4_gain", "regs", "ours", "gain"],
                       {"t4_regs": "T4 regs (est.)", "t4": "T4 TFLOP/s", "t4_gain": "T4 gain",
                        "regs": "regs (ptxas)", "ours": f"{name} TFLOP/s",
                        "gain": f"{name} gain"},
-                      source="T4 columns: seed 004 (Tesla T4, 1024³; registers estimated from "
+                      source="T4 columns: the T4 study (Tesla T4, 1024³; registers estimated from "
                              "the kernel's variables). " + results.source_line("patch_sweep"))
 
 
 def intensity_rows() -> list[dict]:
-    """Seed 001's two intensities for each kernel, and the shared bandwidth the measured
+    """The step-by-step model's two intensities for each kernel, and the shared bandwidth the measured
     speed would need if every operand came from shared memory at that intensity."""
     ours, rows = sweep()["ours"], []
     for name in KERNELS:
@@ -463,10 +425,9 @@ def sweep_figure():
     fig, ax = plots.axes("", "patch per thread (P × P)", "TFLOP/s", logx=True)
     ax.plot(xs, [s["ours"][n]["tflops"] for n in sweep_names],
             label="uint32 indices (measured)", **plots.OURS)
-    if before:
-        ax.plot(xs, [before[n]["tflops"] for n in sweep_names],
-                label="int32 indices, first build (measured)",
-                **{**plots.OURS, "linestyle": "--", "marker": "v", "alpha": 0.7})
+    ax.plot(xs, [before[n]["tflops"] for n in sweep_names],
+            label="int32 indices, first build (measured)",
+            **{**plots.OURS, "linestyle": "--", "marker": "v", "alpha": 0.7})
     ax.plot(xs, [loop_counts(report(n))["share"] * roof for n in sweep_names],
             label="issue ceiling: loop FFMA share × FP32 roof", color="0.45", linestyle=":",
             marker="x")
@@ -489,7 +450,7 @@ def _f(x: float, digits: int = 1) -> str:
 
 def values() -> dict:
     """Every number the chapter's prose quotes, as strings: model, compiler, the selected
-    GPU's results and seed 004's T4 numbers."""
+    GPU's results and the T4 study's T4 numbers."""
     rows = {r["kernel"]: r for r in compiler_rows()}
     srows = {r["kernel"]: r for r in compiler_rows(signed=True)}
     s, before = sweep(), signed_sweep()
@@ -522,18 +483,14 @@ def values() -> dict:
         v[f"step_{a}_{b}"] = f"{row['measured']:.2f}"
         v[f"verdict_{a}_{b}"] = row["verdict"]
     p4, p8 = ours["patch4"], ours["patch8"]
-    v["best_pct"] = f"{max(ours[n]['pct_cublas'] for n in KERNELS):.0f}%"
+    v["patch_best_pct"] = f"{max(ours[n]['pct_cublas'] for n in KERNELS):.0f}%"
     v["same_build"] = ("match ptxas's counts for today's build" if same_build()
                        else "differ from ptxas's counts for today's build: the rows come from "
                             "an earlier build (re-run `python -m lab measure patch_sweep`)")
-    if before:
-        v["int32_p4"] = _f(before["patch4"]["tflops"])
-        v["int32_p8"] = _f(before["patch8"]["tflops"])
-        v["int32_p8_vs_p4"] = f"{before['patch8']['tflops'] / before['patch4']['tflops']:.2f}"
-        v["int32_gain_p8"] = f"{ours['patch8']['tflops'] / before['patch8']['tflops']:.1f}"
-    else:
-        for key in ("int32_p4", "int32_p8", "int32_p8_vs_p4", "int32_gain_p8"):
-            v[key] = "(not measured)"
+    v["int32_p4"] = _f(before["patch4"]["tflops"])
+    v["int32_p8"] = _f(before["patch8"]["tflops"])
+    v["int32_p8_vs_p4"] = f"{before['patch8']['tflops'] / before['patch4']['tflops']:.2f}"
+    v["int32_gain_p8"] = f"{ours['patch8']['tflops'] / before['patch8']['tflops']:.1f}"
     ceil = ceiling_rows()
     v["roof"] = _f(fp32_roof())
     v["ceil_lo"] = f"{min(r['fraction'] for r in ceil):.0%}"
@@ -585,19 +542,18 @@ def values() -> dict:
     v["size"] = str(params["size"])
     v["check_shapes"] = " and ".join(
         f"{m}³" if m == n == k else f"{m} × {n} × {k}" for m, n, k in params["check_shapes"])
-    from lab.experiments.patch_sweep import SM90
-    v["sm90_regs"] = f"{SM90['regs']:,}"
-    v["sm90_warps"] = str(SM90["max_warps"])
+    v["sm90_regs"] = f"{model.SM90_LIMITS['registers']:,}"
+    v["sm90_warps"] = str(model.SM90_LIMITS["threads"] // 32)
     v["banks"], v["bank_bytes"] = str(BANKS), str(BANK_BYTES)
     if p8["tflops"] >= p4["tflops"]:
         v["p8_story"] = (f"The 8 × 8 patch wins. It keeps {p8['warps_per_sm']} warps per SM "
-                         f"against `patch4`'s {p4['warps_per_sm']}, and that is enough: each "
-                         f"warp's loop is {rows['patch8']['share']:.2f} FFMA (`patch4`: "
+                         f"against patch4's {p4['warps_per_sm']}, and that is enough: each "
+                         f"warp's loop is {rows['patch8']['share']:.2f} FFMA (patch4: "
                          f"{rows['patch4']['share']:.2f}), and its 64 independent accumulators "
                          "cover the shared-load latency inside the warp")
     else:
         v["p8_story"] = (f"The 8 × 8 patch loses. Its registers leave it {p8['warps_per_sm']} "
-                         f"warps per SM against `patch4`'s {p4['warps_per_sm']}, too few to "
+                         f"warps per SM against patch4's {p4['warps_per_sm']}, too few to "
                          "cover the latency of its shared loads and barriers, whatever its "
                          "loop's FFMA share")
     return v

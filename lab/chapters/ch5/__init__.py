@@ -5,7 +5,7 @@ padding, what the instruction itself costs, and the accuracy of 16-bit inputs.
 
 Everything comes from the selected GPU's results files (:func:`lab.results.load` with its
 default GPU), the analytic model (:mod:`lab.model`), the NumPy fragment model
-(:mod:`lab.fragments`), the offline compiler (:mod:`lab.compiler`) and the seeds' quoted numbers
+(:mod:`lab.fragments`), the offline compiler (:mod:`lab.compiler`) and the sources' quoted numbers
 (:mod:`lab.seeds`). The notebook calls one function per table, figure or set of glued values.
 """
 from __future__ import annotations
@@ -21,8 +21,6 @@ import numpy as np
 from lab import bench, compiler, device, fragments, model, page, plots, results, seeds
 from lab.kernels import k08_tc_pipeline, runnable
 
-#: Dense FP16/BF16 tensor-core peak (FP32 accumulation) by the GPU name a results file records.
-TENSOR_DATASHEETS = {"NVIDIA H200": {"tflops": 990.0, "source": "NVIDIA H200 SXM datasheet"}}
 #: The fed rungs in ladder order (FP16), and the tuned kernel.
 FED = ("tc_smem", "tc_warp64", "tc_pipeline", "tc_swizzle", "tc_fp16")
 LADDER = ("tc_naive_fp16",) + FED
@@ -34,26 +32,21 @@ ORDINALS = ("largest", "second largest", "third largest", "fourth largest", "fif
             "sixth largest")
 
 
-def gpu_label(name: str) -> str:
-    """A GPU's short name: ``"NVIDIA H200"`` → ``"H200"``."""
-    return name.replace("NVIDIA ", "").strip()
-
-
 # ----------------------------------------------------------------------------- the machine
 
 def machine() -> dict:
     """SMs, SM clock, measured streaming-read bandwidth and tensor-core peak of the selected
     GPU: the numbers every prediction of the chapter is built from.
 
-    The peak is the datasheet's where :data:`TENSOR_DATASHEETS` knows the GPU, else cuBLAS
+    The peak is the datasheet's where :data:`lab.model.DATASHEET` knows the GPU, else cuBLAS
     FP16's measured 4096³ rate (labelled as such in ``peak_source``).
     """
     tc = results.load("tensor_cores")
     prov = tc["provenance"]
     read = next(r for r in results.load("roofline")["rows"] if r["kernel"] == "stream_read")
-    sheet = TENSOR_DATASHEETS.get(prov["gpu"])
+    sheet = model.DATASHEET.get(page.gpu_label(prov["gpu"]))
     if sheet:
-        peak, source = sheet["tflops"] * 1e12, "datasheet"
+        peak, source = sheet["tensor_tflops"] * 1e12, "datasheet"
     else:
         peak = next(r for r in tc["rows"] if r["kernel"] == "cublas_fp16"
                     and r.get("part") == "ladder")["tflops"] * 1e12
@@ -123,12 +116,10 @@ def compare_with_numpy(a, b, c, d_regs) -> str:
 
 def check_here(kernels=("tc_naive_fp16", "tc_fp16", "tc_bf16")) -> None:
     """On a GPU: check each kernel against float64 at :data:`CHECK_SHAPES` and print the
-    verdicts. Where they cannot run (the simulator): one line saying why."""
-    for name in kernels:
-        ok, why = runnable(name)
-        if not ok:
-            print(why)
-            return
+    verdicts. Where they cannot run (the simulator): nothing (the introduction says once what
+    the simulator skips)."""
+    if not all(runnable(name)[0] for name in kernels):
+        return
     for name in kernels:
         for shape in CHECK_SHAPES:
             print(bench.check(name, *shape).line())
@@ -136,14 +127,13 @@ def check_here(kernels=("tc_naive_fp16", "tc_fp16", "tc_bf16")) -> None:
 
 def measure_here() -> None:
     """On a GPU: time tc_fp16 at 4096³ (10 repeats) beside the reference's row. In the
-    simulator: one line."""
-    ok, why = runnable("tc_fp16")
+    simulator: nothing (the introduction says once what the simulator skips)."""
+    ok, _ = runnable("tc_fp16")
     if not ok:
-        print(f"Nothing timed here: {why}.")
         return
-    here = bench.time_kernel("tc_fp16", 4096, 4096, 4096, repeats=10)
+    here = bench.time("tc_fp16", 4096, 4096, 4096, repeats=10)
     ref = _ladder(results.REFERENCE_GPU)["tc_fp16"]
-    name = gpu_label(device.provenance()["gpu"] or "this GPU")
+    name = page.gpu_label(device.provenance()["gpu"] or "this GPU")
     print(f"{name} (now): tc_fp16 at 4096³ {here['tflops']:.0f} TFLOP/s "
           f"({here['median_ms'] * 1e3:.0f} µs, median of 10); "
           f"H200 (reference): {ref['tflops']:.0f} TFLOP/s")
@@ -231,10 +221,10 @@ def rung1_ceiling_text() -> str:
 
 
 def seed_table():
-    """Seed 004's tensor-core numbers on its Tesla T4, labelled as the seed's."""
+    """The T4 study's tensor-core numbers on its Tesla T4, labelled as the seed's."""
     rows = [{**r, "gpu_source": f"{r['gpu']}, {r['source']}"} for r in seeds.TENSOR_CORES_T4]
     return page.table(rows, ["what", "tflops", "flop_per_byte", "gpu_source"],
-                      {"what": "kernel (seed 004)", "tflops": "TFLOP/s",
+                      {"what": "kernel (the T4 study)", "tflops": "TFLOP/s",
                        "flop_per_byte": "FLOP/B", "gpu_source": "GPU, source"})
 
 
@@ -354,7 +344,7 @@ def ladder_figure():
     """Measured TFLOP/s of each rung beside its prediction, cuBLAS FP16 as a line."""
     rows = [r for r in ladder_rows() if r["kernel"] in LADDER]
     lad = _ladder()
-    fig, ax = plots.axes("", "rung", "TFLOP/s (4096³, log scale)", logy=True, size=(7.0, 3.8))
+    fig, ax = plots.axes("", "rung", "TFLOP/s (4096³)", size=(7.0, 3.8))
     xs = np.arange(len(rows))
     ax.bar(xs - 0.2, [r["predicted"] for r in rows], width=0.4, label="predicted (model)",
            facecolor="none", edgecolor="C0", hatch="//")
@@ -562,11 +552,11 @@ def precision_table():
 
 
 def precision_seed_table():
-    """Seed 004's precision table on its Tesla T4, labelled as the seed's."""
+    """The T4 study's precision table on its Tesla T4, labelled as the seed's."""
     rows = [{**r, "gpu_source": f"{r['gpu']}, {r['source']}"} for r in seeds.PRECISION_T4]
     return page.table(rows, ["format", "tflops", "max_err_over_max_entry", "rel_frobenius",
                              "gpu_source"],
-                      {"format": "format (seed 004)", "tflops": "TFLOP/s",
+                      {"format": "format (the T4 study)", "tflops": "TFLOP/s",
                        "max_err_over_max_entry": "max |err| / max |C|",
                        "rel_frobenius": "rel. Frobenius", "gpu_source": "GPU, source"})
 
@@ -635,10 +625,10 @@ def values() -> dict:
     operands = 2 * 4096 * 4096 * 2
     out16 = out16_rows()
     v = {
-        "gpu": gpu_label(m["gpu"]), "sms": str(m["sms"]),
+        "gpu": page.gpu_label(m["gpu"]), "sms": str(m["sms"]),
         "clock_ghz": f"{m['clock_hz'] / 1e9:.2f}", "read_tbps": f"{m['read_bps'] / 1e12:.2f}",
         "peak_tflops": f"{m['peak'] / 1e12:.0f}", "peak_source": m["peak_source"],
-        "ridge": f"{model.ridge(m['peak'], m['read_bps']):.0f}",
+        "tensor_ridge": f"{model.ridge(m['peak'], m['read_bps']):.0f}",
         "naive_tflops": f"{lad['tc_naive_fp16']['tflops']:.1f}",
         "naive_pct": f"{100 * lad['tc_naive_fp16']['ratio_to_cublas_fp16']:.1f}%",
         "cublas_fp16_tflops": f"{lad['cublas_fp16']['tflops']:.0f}",
@@ -670,7 +660,7 @@ def values() -> dict:
         "pad_ms": f"{copy['median_ms'] * 1e3:.0f}",
         "pad_share": f"{copy['median_ms'] / whole['median_ms']:.0%}",
         "pad_vs_cublas": f"{theirs['median_ms'] / whole['median_ms']:.1f}",
-        "goal_pct": f"{goal:.1%}", "goal_verdict": "meets" if goal >= 0.5 else "misses",
+        "goal_pct": f"{goal:.1%}",
         "bf16_pct": f"{lad['tc_bf16']['tflops'] / lad['cublas_bf16']['tflops']:.1%}",
         "ladder_gain": f"{lad['tc_fp16']['tflops'] / lad['tc_naive_fp16']['tflops']:.0f}",
         "fp16_tflops": f"{lad['tc_fp16']['tflops']:.0f}",
@@ -699,4 +689,26 @@ def values() -> dict:
     for name in FED:
         v[f"{name}_tflops"] = f"{lad[name]['tflops']:.0f}"
         v[f"{name}_of_pred"] = f"{of_pred[name]:.0%}"
+    v.update(profile_values())
     return v
+
+
+def profile_values() -> dict:
+    """What Nsight Compute counted for ``tc_fp16`` at 4096³ (``hopper_profile``), and its ratio
+    to cuBLAS FP16 as the median of that experiment's separate processes."""
+    prof = {r["kernel"]: r for r in results.rows("hopper_profile", part="profile")}["tc_fp16"]
+    head = {r["kernel"]: r for r in results.rows("hopper_profile", part="summary", m=4096)}
+    tc = head["tc_fp16"]
+    n = prof["m"]
+    model_bytes = 2.0 * n ** 3 / _ladder()["tc_fp16"]["intensity"]   # the tile loads, as counted
+    return {"prof_model_gb": f"{model_bytes / 1e9:.2f}",
+            "prof_l2_to_sm_gb": f"{prof['l2_to_sm_bytes'] / 1e9:.2f}",
+            "prof_dram_gb": f"{prof['dram_read_bytes'] / 1e9:.2f}",
+            "prof_dram_share": f"{prof['dram_read_bytes'] / prof['l2_to_sm_bytes']:.0%}",
+            "prof_l2_hit": f"{prof['l2_hit_pct']:.0f}%",
+            "prof_tensor_active": f"{prof['tensor_active_pct']:.0f}%",
+            "prof_top_stall": next(iter(prof["stalls"])),
+            "prof_regs": f"{prof['registers']:.0f}",
+            "tc_head_ratio": f"{tc['ratio_to_cublas']:.3f}",
+            "tc_head_lo": f"{tc['ratio_min']:.3f}", "tc_head_hi": f"{tc['ratio_max']:.3f}",
+            "tc_head_processes": str(tc["processes"])}

@@ -1,0 +1,159 @@
+"""Chapter 2's exercises, worked: one function per exercise, ``ex02_N``, returning the
+numbers and verdicts its solution in the book states (from :mod:`lab.model`, the committed
+results and compiler facts, or a run of the registered kernels); :func:`glue` puts them in the
+prose as ``ex02_N_key``.
+"""
+from __future__ import annotations
+
+import math
+
+from lab import model, page, results, seeds
+from lab.chapters import common
+
+
+def ex02_1() -> dict:
+    """Racecheck on the real tiled kernels (committed H200 run): the kernels as shipped."""
+    data = results.load("sanitizer")
+    race = [r for r in data["rows"] if r["tool"] == "racecheck" and r["kernel"].startswith("tiled")]
+    return {"kernels": ", ".join(r["kernel"] for r in race),
+            "errors": sum(r["errors"] for r in race), "shape": "×".join(
+                map(str, data["parameters"]["shape"]))}
+
+
+def ex02_2(tile: int = 64) -> dict:
+    """What stops T = 64: threads per block, then shared memory per SM."""
+    lim = model.SM90_LIMITS
+    smem = model.tile_shared_bytes(tile)
+    by_smem = lim["shared_bytes"] // (smem + lim["shared_reserved_per_block"])
+    return {"threads": tile * tile, "max_threads": 1024, "smem_kb": smem / 1024,
+            "blocks_by_smem": by_smem, "blocks_by_threads": lim["threads"] // (tile * tile),
+            "smem_sm_kb": lim["shared_bytes"] / 1024}
+
+
+def ex02_3() -> dict:
+    """16 × 16 threads, 32 × 32 tile, four elements loaded and four outputs per thread."""
+    from lab import compiler
+
+    loop = compiler.report("patch2")[0].loop_mix
+    lds = sum(n for op, n in loop.items() if op.startswith("LDS"))
+    t32 = compiler.report("tiled32")[0].loop_mix
+    lds32 = sum(n for op, n in t32.items() if op.startswith("LDS"))
+    return {"intensity": model.tile_intensity(32), "reads_per_fma": model.smem_reads_per_fma(2),
+            "lds": lds, "ffma": loop.get("FFMA", 0), "lds_per_ffma": lds / loop.get("FFMA", 1),
+            "tiled32_lds_per_ffma": lds32 / t32.get("FFMA", 1)}
+
+
+def ex02_4() -> dict:
+    """tiled32 at 4096³ and 4097³ on the H200 (the shapes experiment), against the model."""
+    rows = [r for r in results.load("shapes")["rows"]
+            if r.get("part") == "alignment" and r["kernel"] == "tiled32"]
+    by = {r["m"]: r for r in rows}
+    per_flop = ((by[4097]["median_ms"] / model.flops(4097, 4097, 4097))
+                / (by[4096]["median_ms"] / model.flops(4096, 4096, 4096)) - 1)
+    padded = (math.ceil(4097 / 32) * 32) ** 3 / 4097 ** 3 - 1
+    return {"ms_4096": by[4096]["median_ms"], "ms_4097": by[4097]["median_ms"],
+            "extra_time": by[4097]["median_ms"] / by[4096]["median_ms"] - 1,
+            "extra_per_flop": per_flop, "model_extra": padded,
+            "seed004_edge": seeds.TILED_EDGE_T4[0]["extra_time_pct"] / 100}
+
+
+#: Seed 003's non-square exercise, (512 × 768) · (768 × 1024), and its shape scaled by 1/32
+#: with one added to every side so that every tile edge is ragged in the simulator.
+NONSQUARE = (512, 1024, 768)
+NONSQUARE_SIM = (17, 33, 25)
+
+
+def ex02_5(kernels=("tiled16",), shape=NONSQUARE_SIM) -> dict:
+    """Non-square: the tile count along every side, and a check of the real kernel."""
+    m, n, k = NONSQUARE
+    tile = 16
+    out = {"m": m, "n": n, "k": k, "grid_x": -(-n // tile), "grid_y": -(-m // tile),
+           "k_steps": -(-k // tile), "ragged": any(d % tile for d in NONSQUARE),
+           "sim_shape": "×".join(map(str, (shape[0], shape[2], shape[1]))),
+           "gflop": model.flops(m, n, k) / 1e9}
+    checks = [common.check_summary(name, shape[0], shape[1], shape[2]) for name in kernels]
+    out["ok"] = all(c["ok"] for c in checks)
+    out["rel_frobenius"] = common.error_class(max(c["rel_frobenius"] for c in checks))
+    out["sim_steps"] = -(-shape[2] // tile)
+    out["sim_padded"] = out["sim_steps"] * tile - shape[2]
+    return out
+
+
+def ex02_6(n: int = 2048) -> dict:
+    """The RTX 3090 tutorial's tile sweep at 2048³, from the committed H200 run."""
+    nt = results.load("naive_tiled")
+    rows = {t: common.row_where(nt, kernel=f"tiled{t}", m=n, part="size") for t in (8, 16, 32)}
+    best = max(rows, key=lambda t: rows[t]["tflops"])
+    out = {"n": n, "best": best}
+    for t, r in rows.items():
+        out[f"ms_{t}"] = r["median_ms"]
+        out[f"tflops_{t}"] = r["tflops"]
+        out[f"model_{t}"] = model.tile_intensity(t)
+    out["gain_8_32"] = rows[32]["tflops"] / rows[8]["tflops"]
+    out["model_gain_8_32"] = model.tile_intensity(32) / model.tile_intensity(8)
+    return out
+
+
+def ex02_7() -> dict:
+    """The RTX 3090 tutorial's profiling exercise: naive against tiled, Nsight Compute on the H200 at 1024³."""
+    data = results.load("ncu_dram")
+    by = {r["kernel"]: r for r in data["rows"]}
+    lim = model.SM90_LIMITS
+    from lab import compiler
+
+    occ = {}
+    for name, threads in (("naive", 256), ("tiled16", 256), ("tiled32", 1024)):
+        rep = compiler.report(name)[0]
+        blocks = model.blocks_per_sm(threads, rep.registers, rep.shared_bytes)
+        occ[name] = blocks * threads / lim["threads"]
+    a_b = 2 * 4 * data["parameters"]["n"] ** 2
+    return {"n": data["parameters"]["n"],
+            "dram_naive_mb": by["naive"]["dram_read_bytes"] / 1e6,
+            "dram_tiled16_mb": by["tiled16"]["dram_read_bytes"] / 1e6,
+            "dram_ratio": by["naive"]["dram_read_bytes"] / by["tiled16"]["dram_read_bytes"],
+            "dram_passes": by["tiled16"]["dram_read_bytes"] / a_b,
+            "model_ratio": by["naive"]["model_bytes"] / by["tiled16"]["model_bytes"],
+            "l2_naive_mb": by["naive"]["l2_read_bytes"] / 1e6,
+            "l2_tiled16_mb": by["tiled16"]["l2_read_bytes"] / 1e6,
+            "l2_tiled32_mb": by["tiled32"]["l2_read_bytes"] / 1e6,
+            "l2_ratio_16": by["naive"]["l2_read_bytes"] / by["tiled16"]["l2_read_bytes"],
+            "l2_ratio_32": by["naive"]["l2_read_bytes"] / by["tiled32"]["l2_read_bytes"],
+            "occ_naive": occ["naive"], "occ_tiled16": occ["tiled16"],
+            "occ_tiled32": occ["tiled32"]}
+
+
+def ex02_8(size: int = 4096) -> dict:
+    """Warp shuffles instead of the A tile: the compiled loops (committed facts) and the two
+    kernels timed side by side on the H200 (the ``shuffle`` experiment)."""
+    from lab import compiler
+
+    loops = {n: compiler.report(n)[0].loop_mix for n in ("tiled32", "tiled32_shuffle")}
+    lds = {n: {op: c for op, c in loop.items() if op.startswith("LDS")}
+           for n, loop in loops.items()}
+    data = results.load("shuffle")
+    plain = common.row_where(data, kernel="tiled32", m=size)
+    shfl = common.row_where(data, kernel="tiled32_shuffle", m=size)
+    return {"size": size,
+            "lds_plain": sum(lds["tiled32"].values()),
+            "lds128_plain": lds["tiled32"].get("LDS.128", 0),
+            "lds_shfl": sum(lds["tiled32_shuffle"].values()),
+            "shfl": loops["tiled32_shuffle"].get("SHFL", 0),
+            "ffma": loops["tiled32"].get("FFMA", 0),
+            "loop_plain": sum(loops["tiled32"].values()),
+            "loop_shfl": sum(loops["tiled32_shuffle"].values()),
+            "smem_kb_plain": compiler.report("tiled32")[0].shared_bytes / 1024,
+            "smem_kb_shfl": compiler.report("tiled32_shuffle")[0].shared_bytes / 1024,
+            "tflops_plain": plain["tflops"], "tflops_shfl": shfl["tflops"],
+            "shfl_over_plain": shfl["median_ms"] / plain["median_ms"]}
+
+
+# ----------------------------------------------------------------------------- the page
+
+def values() -> dict:
+    """Every scalar every solution returns, named ``ex02_N_key``, as text."""
+    return common.solution_values(globals(), "ex02_")
+
+
+def glue():
+    """Glue :func:`values` for the chapter's prose and return them as one checked text block."""
+    return page.glue(values())

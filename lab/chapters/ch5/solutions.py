@@ -1,0 +1,109 @@
+"""Chapter 5's exercises, worked: one function per exercise, ``ex05_N``, returning the
+numbers and verdicts its solution in the book states (from :mod:`lab.model`, the committed
+results and compiler facts, or a run of the registered kernels); :func:`glue` puts them in the
+prose as ``ex05_N_key``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from lab import model, page, results
+from lab.chapters import common
+
+
+def ex05_1() -> dict:
+    """256 × 128 block tiles with 64 × 64 warp tiles: registers, blocks per SM, shared memory."""
+    tune = results.load("tc_tune")["rows"]
+    base = next(r for r in tune if r["config"].startswith("128x128x32 warp 64x64 s3"))
+    wide = next(r for r in tune if r["config"].startswith("128x256x32 warp 64x64 s3"))
+    bm, bn, bk, stages = 256, 128, 32, 3
+    smem = (bm + bn) * bk * 2 * stages
+    threads = (bm // 64) * (bn // 64) * 32
+    regs = base["regs"]
+    return {"threads": threads, "regs": regs, "smem_kb": smem / 1024,
+            "blocks": model.blocks_per_sm(threads, regs, smem),
+            "blocks_base": base["blocks_per_sm"], "intensity": model.tile_intensity(bm, bn, 2),
+            "intensity_base": model.tile_intensity(128, 128, 2),
+            "tflops_base": base["tflops"], "tflops_128x256": wide["tflops"],
+            "blocks_128x256": wide["blocks_per_sm"]}
+
+
+def ex05_2(row_bytes: int = 128) -> dict:
+    """Wavefronts of the ldmatrix reads and the cp.async writes of one tile, swizzle on and off.
+
+    A tile row is ``row_bytes`` (64 FP16 values of k); 16-byte chunk ``c`` of row ``r`` sits at
+    chunk ``c ^ (r % 8)`` when swizzled.
+    """
+    from lab import fragments
+
+    def addr(r, c, swizzle):
+        return r * row_bytes + 16 * ((c ^ (r % 8)) if swizzle else c)
+
+    chunks = row_bytes // 16
+    out = {}
+    for swizzle in (False, True):
+        key = "swz" if swizzle else "plain"
+        # ldmatrix: 8 lanes give 8 consecutive rows at the same chunk of k
+        out[f"ldmatrix_{key}"] = max(
+            fragments.wavefronts([addr(r, c, swizzle) for r in range(8)]) for c in range(chunks))
+        # cp.async: 8 consecutive threads write the 8 chunks of one row (16 bytes each)
+        out[f"cpasync_{key}"] = max(
+            fragments.wavefronts([addr(r, c, swizzle) for c in range(chunks)]) for r in range(8))
+    return out
+
+
+def ex05_3(scale: float = 1e4, n: int = 256, seed: int = 5) -> dict:
+    """Inputs around ``scale``: which format overflows first (NumPy emulation, FP32 sums)."""
+    rng = np.random.default_rng(seed)
+    A = rng.uniform(-1, 1, (n, n)) * scale
+    B = rng.uniform(-1, 1, (n, n)) * scale
+    ref = A @ B
+    out = {"scale": scale, "fp16_max": float(np.finfo(np.float16).max),
+           "max_entry": float(np.abs(ref).max())}
+    a16, b16 = A.astype(np.float16), B.astype(np.float16)
+    out["fp16_inputs_finite"] = bool(np.isfinite(a16).all() and np.isfinite(b16).all())
+    c32 = a16.astype(np.float32) @ b16.astype(np.float32)
+    out["fp16_out32_err"] = float(np.linalg.norm(c32 - ref) / np.linalg.norm(ref))
+    with np.errstate(over="ignore"):
+        c16 = c32.astype(np.float16)
+    out["fp16_out16_inf"] = float(np.isinf(c16).mean())
+    # bfloat16: float32 with the low 16 bits of the mantissa rounded away
+    def bf16(x):
+        bits = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
+        bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
+        return bits.astype(np.uint32).view(np.float32)
+    cb = bf16(A) @ bf16(B)
+    out["bf16_err"] = float(np.linalg.norm(cb - ref) / np.linalg.norm(ref))
+    out["bf16_finite"] = bool(np.isfinite(cb).all())
+    with np.errstate(over="ignore"):
+        out["fp16_big_inputs_inf"] = bool(np.isinf(np.float16(10 * np.finfo(np.float16).max)))
+    return out
+
+
+def ex05_4(seed: int = 7) -> dict:
+    """B (16 × 8, [k, n]) stored k-major needs ldmatrix.trans; stored n-major, plain ldmatrix."""
+    from lab import fragments
+
+    rng = np.random.default_rng(seed)
+    B = rng.uniform(-1, 1, (16, 8)).astype(np.float16)
+    want = fragments.b_fragment(B)
+    k_major = B.ravel()                                   # row k holds 8 values of n
+    starts_k = [8 * (8 * (l // 8) + l % 8) for l in range(16)]
+    n_major = np.ascontiguousarray(B.T).ravel()           # row n holds 16 values of k
+    starts_n = [16 * (l % 8) + 8 * (l // 8) for l in range(16)]
+    return {"k_major_trans": bool((fragments.ldmatrix(k_major, starts_k, 2, True) == want).all()),
+            "k_major_plain": bool((fragments.ldmatrix(k_major, starts_k, 2, False) == want).all()),
+            "n_major_plain": bool((fragments.ldmatrix(n_major, starts_n, 2, False) == want).all()),
+            "n_major_trans": bool((fragments.ldmatrix(n_major, starts_n, 2, True) == want).all())}
+
+
+# ----------------------------------------------------------------------------- the page
+
+def values() -> dict:
+    """Every scalar every solution returns, named ``ex05_N_key``, as text."""
+    return common.solution_values(globals(), "ex05_")
+
+
+def glue():
+    """Glue :func:`values` for the chapter's prose and return them as one checked text block."""
+    return page.glue(values())

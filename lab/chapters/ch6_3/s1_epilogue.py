@@ -1,0 +1,11 @@
+"""Section "The epilogue": what a layer computes after the product, and the one device function
+our fused kernels run on the accumulators."""
+from __future__ import annotations
+
+from lab import page
+from lab.kernels import k10_epilogue
+
+
+def epilogue_source():
+    """The fused kernels' epilogue device function (region ``epilogue`` of k10_epilogue)."""
+    return page.source(k10_epilogue, "epilogue")

@@ -1,0 +1,56 @@
+"""Chapter 7, Hopper: wgmma, TMA, mbarriers, warp specialization and clusters, rung by rung.
+
+The page's sections, in order, one module each: :mod:`.s1_result` (the ladder against cuBLAS,
+medians of three processes), :mod:`.s2_idea` (what wgmma changes, the shared layout),
+:mod:`.s3_rungs` (what each rung changes and what Nsight Compute saw), :mod:`.s4_stability`
+(how steady the numbers are, and why rung 8 was not); the drawings in :mod:`.figures`, the
+exercises' solutions in :mod:`.solutions`, the results files' rows in :mod:`.common`. The
+notebook calls only the names imported here.
+"""
+from __future__ import annotations
+
+from lab import page
+from lab.chapters.ch7 import s1_result, s2_idea, s3_rungs, s4_stability, solutions
+from lab.chapters.ch7.figures import (descriptors_figure, epilogue_timeline_figure,
+                                      multicast_figure, ring_figure)
+from lab.chapters.ch7.s1_result import headline_table, ladder_figure
+from lab.chapters.ch7.s2_idea import instruction_table, layout_check
+from lab.chapters.ch7.s3_rungs import config_diff, profile_table, region, region_diff, \
+    region_lines
+from lab.chapters.ch7.s4_stability import cluster_table, host_figure
+
+__all__ = ["descriptors_figure", "epilogue_timeline_figure", "multicast_figure", "ring_figure",
+           "headline_table", "ladder_figure", "instruction_table", "layout_check",
+           "config_diff", "profile_table", "region", "region_diff", "region_lines",
+           "cluster_table", "host_figure", "figure", "glue", "checks_table"]
+
+
+def figure(fig):
+    """Show a figure on the page."""
+    return page.figure(fig)
+
+
+def checks_table():
+    """The committed one-process run's check of every kernel at 4096³ (errors against float64
+    on shared inputs); the odd shapes it passed are named in the line above the table."""
+    from lab import results
+    from lab.chapters.ch7 import common
+
+    data = common.ladder_data()
+    rows = [{"kernel": r["kernel"], "rel. Frobenius": r["rel_frobenius"],
+             "max|err| / max|C|": r["max_err_over_max_entry"]}
+            for r in data["rows"] if r["rung"] != "sweep" and r["m"] == 4096
+            and "rel_frobenius" in r]
+    shapes = ", ".join("×".join(map(str, s)) for s in data["parameters"]["odd_shapes"])
+    return page.table(rows, digits=3, show=lambda r: r["kernel"].endswith("fp16"),
+                      title=f"checked first on {shapes}, then at 4096³",
+                      source=results.source_line("hopper"))
+
+
+def glue():
+    """Glue every value the prose quotes (each section's and the solutions'); returns them as
+    one checked text block (for a removed cell)."""
+    values = {**s1_result.values(), **s3_rungs.values(), **s4_stability.values(),
+              **solutions.values()}
+    page.glue_values(values)
+    return page.values_text(values)

@@ -1,0 +1,115 @@
+"""Chapter 7's package: the solutions (moved beside the chapter), what each rung's listing
+shows, and the claims the prose makes about the results files."""
+import numpy as np
+import pytest
+
+from lab import hopper
+from lab.chapters import ch7
+from lab.chapters.ch7 import common, s3_rungs, s4_stability, solutions
+from lab.kernels import k09_hopper as k9
+
+
+def test_hopper_descriptor_answer():
+    out = solutions.ex07_1()
+    assert out["reads_what_tma_wrote"]
+    assert (out["a_sbo"], out["b_lbo"], out["b_sbo"], out["swizzle"]) == (1024, 8192, 1024, 1)
+    assert hopper.desc_fields(int(out["a_desc"], 16))["address"] == out["a_address"]
+    # The twins' comparison can fail: an A start 16 bytes (not 32) per k-step reads other data.
+    r, kk = np.meshgrid(np.arange(64), np.arange(16), indexing="ij")
+    assert not np.array_equal(hopper.swizzle_128b(16 * 3 + hopper.k_major_offset(r, kk)),
+                              hopper.swizzle_128b(hopper.tma_box_offset(r, 16 * 3 + kk)))
+
+
+def test_hopper_stage_and_register_budgets():
+    s = solutions.ex07_2()
+    assert s["refused_128x128"] and s["refused_128x256"]
+    assert s["max_stages_128x256"] == k9.RUNG_CONFIGS["wgmma_ws"].stages
+    r = solutions.ex07_4()
+    assert r["entry"] == r["ptxas"] and r["max_consumer"] == r["chosen"]
+    assert r["used"] <= r["file"] < r["used"] + 128 * 2 * 8     # 8 more each would not fit
+    assert r["alt_left"] < r["left"]
+
+
+def test_hopper_ladder_answer_from_the_medians():
+    out = solutions.ex07_3()
+    assert out["best_4096"] == out["best_8192"] == "wgmma_2wg"
+    assert out["slices_8192"] == 2 * out["slices_4096"]
+    g4, g8 = out["gains_4096"], out["gains_8192"]
+    assert g4["wgmma_tmastore"] > g8["wgmma_tmastore"] > 1        # the epilogue's share halves
+    assert g4["wgmma_tma"] < 1 and g4["wgmma_pingpong"] < 1         # the two steps down
+
+
+def test_every_listing_is_short_and_a_diff_shows_only_changes():
+    for name in ("producer", "epilogue_tma", "cpasync_mainloop"):
+        assert len(str(ch7.region(name)).splitlines()) <= s3_rungs.MAX_LINES + 1
+    diff = str(ch7.config_diff("wgmma_2wg")).splitlines()
+    assert diff[:2] == ["--- wgmma_tma", "+++ wgmma_2wg"]
+    assert {ln.split("=")[0].strip("+- ") for ln in diff[2:]} == {"bn", "consumers"}
+    assert "tma_load_2d_multicast" in str(ch7.region_diff("tma_stage", "multicast_stage"))
+
+
+def test_the_headline_is_a_median_of_three_processes():
+    r = common.summary("wgmma_tmastore_fp16", 4096)
+    rows = [t for t in common.timings("wgmma_tmastore_fp16", 4096)
+            if t["dtype"] == "float16" and not t["again"]]
+    assert r["processes"] == len(rows) >= 3
+    assert r["median_ms"] == pytest.approx(np.median([t["median_ms"] for t in rows]))
+    assert r["ratio_min"] <= r["ratio_to_cublas"] <= r["ratio_max"]
+
+
+def test_rung_8_at_4096_is_paced_by_the_host_not_the_gpu():
+    """What the stability section says: rung 8's host needs longer per call than its kernel
+    runs, its event timings fall short of the launch-hidden ones, and launch-hidden it runs
+    level with rung 7 in every process, whose host keeps ahead of its GPU."""
+    gpu8 = common.profile("wgmma_cluster_fp16")["duration_us"]
+    gpu7 = common.profile("wgmma_tmastore_fp16")["duration_us"]
+    assert abs(gpu8 / gpu7 - 1) < 0.05
+    c8 = [r for r in common.timings("wgmma_cluster_fp16", 4096) if r["dtype"] == "float16"]
+    t7 = {r["process"]: r for r in common.timings("wgmma_tmastore_fp16", 4096)
+          if r["dtype"] == "float16" and not r["again"]}
+    for r in c8:
+        assert r["host_us_per_call"] > 1.5 * gpu8
+        assert abs(r["queued_tflops"] / t7[r["process"]]["queued_tflops"] - 1) < 0.02
+    s8 = common.summary("wgmma_cluster_fp16", 4096)
+    assert s8["ratio_to_cublas"] < 0.9 * s8["queued_ratio_to_cublas"]
+    assert all(r["host_us_per_call"] < gpu7 for r in t7.values())
+    assert float(s4_stability.values()["cluster_8192_ratio"]) > 0.95
+
+
+def test_glued_names_are_written_literally_in_the_package():
+    import inspect
+    import pathlib
+
+    text = "".join(p.read_text() for p in pathlib.Path(inspect.getfile(ch7)).parent.glob("*.py"))
+    names = {**ch7.s1_result.values(), **s3_rungs.values(), **s4_stability.values(),
+             **solutions.values()}
+    missing = [n for n in names if f'"{n}"' not in text]
+    assert not missing, missing
+
+
+def test_what_the_rung_paragraphs_say_holds_in_the_files():
+    p, s = common.profile, common.summary
+    ratio = {k: s(f"{k}_fp16", 4096)["ratio_to_cublas"] for k in ("tc", *common.RUNGS)}
+    assert ratio["wgmma_tma"] < ratio["wgmma_cpasync"] > ratio["tc"]          # rung 2 slower
+    assert p("wgmma_tma_fp16")["issue_active_pct"] < p("wgmma_cpasync_fp16")["issue_active_pct"]
+    assert p("wgmma_2wg_fp16")["l2_read_bytes"] < p("wgmma_tma_fp16")["l2_read_bytes"]
+    assert ratio["wgmma_pingpong"] < ratio["wgmma_persistent"]               # a step down
+    assert p("wgmma_pingpong_fp16")["l2_read_bytes"] > p("wgmma_persistent_fp16")["l2_read_bytes"]
+    assert next(iter(p("wgmma_pingpong_fp16")["stalls"])) == "long_scoreboard"
+    # rung 7: shorter, busier tensor pipe, half the bytes written to L2
+    assert p("wgmma_tmastore_fp16")["duration_us"] < p("wgmma_persistent_fp16")["duration_us"]
+    assert (p("wgmma_tmastore_fp16")["l2_write_bytes"]
+            < 0.6 * p("wgmma_persistent_fp16")["l2_write_bytes"])
+    # rung 8: less traffic, same GPU time; cuBLAS issues about half the instructions
+    assert p("wgmma_cluster_fp16")["l2_read_bytes"] < p("wgmma_tmastore_fp16")["l2_read_bytes"]
+    assert p("wgmma_cluster_fp16")["dram_read_bytes"] < p("wgmma_tmastore_fp16")["dram_read_bytes"]
+    assert p("cublas_fp16")["inst_executed"] < 0.6 * p("wgmma_tmastore_fp16")["inst_executed"]
+
+
+def test_what_the_clock_paragraph_says_holds_in_the_file():
+    v = s4_stability.values()
+    assert float(v["tma_mhz"]) > float(v["cublas_sustained_mhz"])
+    assert float(v["cublas_queued_tflops"]) > float(v["cublas_sustained_tflops"])
+    assert float(v["cublas_short_tflops"]) > float(v["cublas_sustained_tflops"])
+    s = common.summary("wgmma_tma_fp16", 4096)
+    assert s["queued_ratio_to_cublas"] < s["ratio_to_cublas"] - 0.03

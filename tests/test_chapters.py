@@ -1,0 +1,47 @@
+"""Every results file the chapters' code names exists for the reference GPU, so a chapter needs
+no "not measured yet" path: a file missing here fails this test instead of a page printing a
+placeholder. (With ``LAB_GPU`` set, :func:`lab.results.load` falls back to the reference GPU's
+file with a visible note.)"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from lab import results
+
+CHAPTERS = Path(__file__).resolve().parents[1] / "lab" / "chapters"
+#: The chapters held to it: their sources, and the functions that read one experiment's file.
+SOURCES = sorted([*CHAPTERS.glob("ch[0-5]/*.py"), *CHAPTERS.glob("ch8/*.py"),
+                  CHAPTERS / "common.py"])
+READERS = {"load", "rows", "source_line", "results_file", "path_for"}
+
+
+def experiments_named(path: Path) -> set[str]:
+    """The experiments whose names ``path`` passes, as a string literal, to a results reader."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not (isinstance(node, ast.Call) and node.args):
+            continue
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+        first = node.args[0]
+        if name in READERS and isinstance(first, ast.Constant) and isinstance(first.value, str):
+            names.add(first.value)
+    return names
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=[str(p.relative_to(CHAPTERS)) for p in SOURCES])
+def test_every_file_a_chapter_reads_exists(source):
+    missing = [e for e in sorted(experiments_named(source))
+               if not results.path_for(e, results.REFERENCE_GPU).exists()]
+    assert not missing, f"{source.name} reads results files that do not exist: {missing}"
+
+
+def test_the_scan_finds_the_reads():
+    """The scan sees every spelling of a read (so the test above can fail)."""
+    common = experiments_named(CHAPTERS / "common.py")
+    assert {"naive_tiled", "ncu_dram"} <= common
+    assert "patch_sweep_int32" in experiments_named(CHAPTERS / "ch3" / "__init__.py")
+    assert "sanitizer" in experiments_named(CHAPTERS / "ch4" / "__init__.py")

@@ -1,0 +1,347 @@
+"""Every registered launcher that needs a GPU, called without one: what it would launch.
+
+28 of the registered kernels run only on a GPU (inline PTX the simulator cannot run; wgmma and
+TMA on sm_90a alone), so no CPU test ran their launch code — a launcher that pads K to half a
+tile, pads N to 4 instead of 8 (a TMA row pitch must be a multiple of 16 bytes) or never
+launches the last row of tiles passed. Here each registered ``launch(A, B, C)`` runs under the
+simulator with its kernels replaced by a recorder (``kernel[grid, block, stream, shared](...)``
+records, launches nothing) and the GPU-only calls around them stubbed (compiling for the
+context, the shared-memory opt-in, the tensor maps, which are recorded too, and the SM count).
+Each recorded plan is then checked against the shape:
+
+* padded operands: every dimension the kernel walks in tiles rounded up to its tile, and no
+  further; TMA operands with 16-byte row pitches; tensor-map boxes of the kernel's tile;
+* the grid: every C tile owned by exactly one block — or one step of one persistent block,
+  cluster rank, or ping-pong warpgroup — following the kernel's own tile order
+  (:func:`lab.kernels.k09_hopper._tile_order`);
+* the launch's threads and dynamic shared memory; split-K slices that cover K once; the
+  kernels around the product (zeroing, reduction, a copy back from a wider output).
+
+Shapes: the kernel's check shapes on a GPU (:func:`lab.kernels.shapes_for`) and TMA edge shapes
+(N and K 4 past a multiple of 8, odd tile rows for clusters of two).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+import lab
+from lab import device
+from lab.kernels import k07_tensor_core as k07
+from lab.kernels import k08_tc_pipeline as k08
+from lab.kernels import k09_hopper as k09
+from lab.kernels import k10_epilogue as k10
+from lab.kernels import k11_splitk as k11
+from lab.kernels import shapes_for
+
+pytestmark = pytest.mark.skipif(not device.SIMULATOR, reason="plans are recorded in the "
+                                "simulator (on a GPU the kernels themselves are checked)")
+
+GPU_ONLY = [name for name, spec in lab.REGISTRY.items() if not spec.simulator]
+#: SM counts a persistent launch is planned for: fewer than the tiles (several steps per
+#: block) and the H200's.
+SM_COUNTS = (3, 132)
+#: Kernels launched around a product, not the product itself.
+HELPERS = {"pad_kernel", "zero_kernel", "reduce_kernel", "_copy_columns"}
+
+
+def ceil(x: int, t: int) -> int:
+    return -(-x // t)
+
+
+def round_up(x: int, t: int) -> int:
+    return ceil(x, t) * t
+
+
+@dataclass
+class Launch:
+    name: str
+    grid: tuple
+    block: tuple
+    shared: int
+    args: tuple
+    cluster: int = 1
+
+
+@dataclass
+class TensorMap:
+    array: object
+    box: tuple
+    dtype_name: str | None
+
+
+class Plan:
+    """What one call of a launcher asked for: launches in order, tensor maps by token."""
+
+    def __init__(self):
+        self.launches: list[Launch] = []
+        self.maps: dict[int, TensorMap] = {}
+
+    def main(self) -> Launch:
+        mains = [ln for ln in self.launches if ln.name not in HELPERS]
+        assert len(mains) == 1, f"expected one product launch, got {self.launches}"
+        return mains[0]
+
+    def helpers(self, name: str) -> list[Launch]:
+        return [ln for ln in self.launches if ln.name == name]
+
+
+def _dims(d) -> tuple:
+    return tuple(getattr(d, a) for a in ("x", "y", "z")) if hasattr(d, "x") else tuple(d)
+
+
+@pytest.fixture
+def recorder(monkeypatch):
+    """``plan(name, m, n, k, sm_count=132) -> Plan``: the registered launcher of ``name``
+    called on M×N×K device operands, everything it launches recorded instead of run."""
+    from numba.cuda.simulator import kernel as sim
+
+    current: list[Plan] = []
+    original = sim.FakeCUDAKernel.__call__
+
+    def call(self, *args):
+        if self._device or sim._kernel_context:
+            return original(self, *args)
+        current[-1].launches.append(Launch(self.fn.__name__, _dims(self.grid_dim),
+                                           _dims(self.block_dim), self.dynshared_size, args))
+        return None
+
+    def tensor_map(array, box_rows, box_cols=64, *, dtype_name=None):
+        token = np.zeros(16, np.uint64)
+        token[0] = len(current[-1].maps) + 1
+        current[-1].maps[int(token[0])] = TensorMap(array, (box_rows, box_cols), dtype_name)
+        return token
+
+    def launch_cluster(kernel, signature, blocks, threads, shared, args, cluster):
+        current[-1].launches.append(Launch(kernel.fn.__name__, (blocks, 1, 1),
+                                           (threads, 1, 1), shared, tuple(args), cluster))
+
+    sms = {"count": 132}
+    monkeypatch.setattr(sim.FakeCUDAKernel, "__call__", call)
+    monkeypatch.setattr(k08, "_allow_shared", lambda *a, **k: None)
+    monkeypatch.setattr(k09, "require_hopper", lambda: None)
+    monkeypatch.setattr(k09, "_sm_count", lambda: sms["count"])
+    monkeypatch.setattr(k09.hopper, "allow_dynamic_shared", lambda *a, **k: None)
+    monkeypatch.setattr(k09.hopper, "tensor_map_2d", tensor_map)
+    monkeypatch.setattr(k09.hopper, "launch_cluster", launch_cluster)
+    monkeypatch.setattr(k09.hopper, "max_active_clusters",
+                        lambda kernel, sig, threads, shared, cluster: sms["count"] // cluster)
+
+    def plan(name: str, m: int, n: int, k: int, sm_count: int = 132) -> Plan:
+        from numba import cuda
+
+        spec = lab.get_spec(name)
+        sms["count"] = sm_count
+        current.append(Plan())
+        a = cuda.device_array((m, k), dtype=spec.dtype)
+        b = cuda.device_array((k, n), dtype=spec.dtype)
+        c = cuda.device_array((m, n), dtype=np.float32)
+        spec.launch(a, b, c)
+        current[-1].operands = (a, b, c)
+        return current[-1]
+
+    return plan
+
+
+def plan_shapes(name: str) -> list[tuple[int, int, int]]:
+    spec = lab.get_spec(name)
+    bm, bn, bk = spec.tile
+    return list(dict.fromkeys(shapes_for(spec, gpu=True) + [
+        (bm, bn + 4, bk + 4), (2 * bm + 1, 8, 12), (3 * bm, bn, bk), (3 * bm + 5, 2 * bn + 4, 4),
+        (bm - 1, 1, 2 * bk - 4)]))
+
+
+# ----------------------------------------------------------------------------- checks by family
+
+def _owners(tiles: list[tuple[int, int]], tiles_m: int, tiles_n: int) -> None:
+    """Every (tile row, tile column) of a tiles_m × tiles_n grid owned exactly once."""
+    assert all(0 <= r < tiles_m and 0 <= c < tiles_n for r, c in tiles), \
+        f"a block owns a tile outside the {tiles_m}×{tiles_n} grid of C tiles"
+    missing = {(r, c) for r in range(tiles_m) for c in range(tiles_n)} - set(tiles)
+    assert not missing, (f"{len(missing)} of {tiles_m * tiles_n} C tiles are never computed "
+                         f"(e.g. tile row {max(missing)[0]}, column {max(missing)[1]})")
+    assert len(tiles) == len(set(tiles)), "a C tile is computed twice"
+
+
+def _padded(x, shape: tuple, what: str) -> None:
+    assert tuple(x.shape) == shape, f"{what} is {tuple(x.shape)}, the tile says {shape}"
+
+
+def _check_naive(p: Plan, m: int, n: int, k: int) -> None:
+    t = k07.TILE
+    a, b, C = p.main().args
+    _padded(a, (round_up(m, t), round_up(k, t)), "padded A")
+    _padded(b, (round_up(k, t), round_up(n, t)), "padded B")
+    assert C is p.operands[2]
+    ln = p.main()
+    assert ln.block == (32 * k07.WARPS, 1, 1)
+    tiles_m, tiles_n = a.shape[0] // t, b.shape[1] // t
+    warps = ln.grid[0] * k07.WARPS           # warp w owns tile w (row-major), if w < tiles
+    assert warps - tiles_m * tiles_n < k07.WARPS, "a whole block of idle warps"
+    _owners([divmod(w, tiles_n) for w in range(min(warps, tiles_m * tiles_n))], ceil(m, t),
+            ceil(n, t))
+
+
+def _tc_config(name: str):
+    if name in k08.RUNG_CONFIGS:
+        return k08.RUNG_CONFIGS[name]
+    return k11.TC_CONFIG if name in k11.SPLIT else k10.TC_CONFIG
+
+
+def _check_tc(name: str, p: Plan, m: int, n: int, k: int) -> None:
+    """k08's tensor-core kernels (and the split-K and fused-epilogue launches built on them):
+    A and B padded to the block tile, one block per tile in the grouped order."""
+    cfg = _tc_config(name)
+    ln = p.main()
+    a, b, C = ln.args[:3]
+    _padded(a, (round_up(m, cfg.bm), round_up(k, cfg.bk)), "padded A")
+    _padded(b, (round_up(k, cfg.bk), round_up(n, cfg.bn)), "padded B")
+    assert C is p.operands[2]
+    assert ln.block == (cfg.threads, 1, 1) and ln.shared == cfg.shared_bytes
+    tiles_m, tiles_n = a.shape[0] // cfg.bm, b.shape[1] // cfg.bn
+    order = k09._tile_order(cfg.group_m)      # tc_body's block order is the same formula
+    _owners([order(pid, tiles_m, tiles_n) for pid in range(ln.grid[0])], ceil(m, cfg.bm),
+            ceil(n, cfg.bn))
+    if name in k11.SPLIT:
+        chunk, slices = int(ln.args[3][0]), ln.grid[1]
+        kp = a.shape[1]
+        assert chunk % cfg.bk == 0 and (slices - 1) * chunk < kp <= slices * chunk, \
+            f"{slices} slices of {chunk} do not cover K = {kp} once"
+        assert slices <= lab.get_spec(name).launch.splits
+        mode = lab.get_spec(name).launch.mode
+        around = p.helpers("zero_kernel" if mode == "atomic" else "reduce_kernel")
+        assert len(around) == 1
+        first = p.launches.index(around[0]) < p.launches.index(ln)
+        assert first == (mode == "atomic"), "C zeroed after the product, or reduced before"
+        assert around[0].grid[:2] == (ceil(n, 32), ceil(m, 8)) and around[0].block[:2] == (32, 8)
+    else:
+        assert len(ln.grid) == 1 or ln.grid[1:] == (1, 1)
+
+
+def _check_hopper(name: str, p: Plan, m: int, n: int, k: int, sm_count: int) -> None:
+    cfg = lab.get_spec(name).launch.config
+    bk = k09.BK
+    ln = p.main()
+    assert ln.block[0] == cfg.threads and ln.shared == cfg.shared_bytes
+    order = k09._tile_order(cfg.group_m)
+    if cfg.loader == "cpasync":
+        a, b, C = ln.args
+        _padded(a, (round_up(m, cfg.bm), round_up(k, bk)), "padded A")
+        _padded(b, (round_up(k, bk), round_up(n, cfg.bn)), "padded B")
+        tiles_m, tiles_n = a.shape[0] // cfg.bm, b.shape[1] // cfg.bn
+        _owners([order(i, tiles_m, tiles_n) for i in range(ln.grid[0])], ceil(m, cfg.bm),
+                ceil(n, cfg.bn))
+        return
+    map_a, map_b = (p.maps[int(x[0])] for x in ln.args[:2])
+    a, b = map_a.array, map_b.array
+    kp = int(ln.args[-1])
+    assert map_a.box == (cfg.bm, 64) and map_b.box == (bk, 64), "tensor-map boxes"
+    for what, x in (("A", a), ("B", b)):
+        assert x.shape[1] * x.dtype.itemsize % 16 == 0, \
+            f"{what}'s row pitch, {x.shape[1]} × {x.dtype.itemsize} bytes, is not a multiple " \
+            "of 16 bytes (TMA's rule)"
+    _padded(a, (m, kp), "A as TMA reads it")
+    _padded(b, (kp, b.shape[1]), "B as TMA reads it")
+    assert k <= kp < k + 8 and n <= b.shape[1] < n + 8, "K or N padded past the next 8"
+    tiles_m, tiles_n = ceil(m, cfg.bm), ceil(n, cfg.bn)
+    if not cfg.producer:
+        C = ln.args[2]
+        assert C is p.operands[2]
+        blocks = ln.grid[0]
+        _owners([order(i, tiles_m, tiles_n) for i in range(blocks)], tiles_m, tiles_n)
+        return
+    map_c, out = ln.args[2], ln.args[3]
+    if cfg.epilogue == "tma":
+        mc = p.maps[int(map_c[0])]
+        assert mc.array is out and mc.box == (64, k09.EPI_COLS)
+        assert out.shape[0] == m and out.shape[1] % 4 == 0 and n <= out.shape[1] < n + 4
+        copies = p.helpers("_copy_columns")
+        if out is p.operands[2]:
+            assert not copies
+        else:
+            assert len(copies) == 1 and copies[0].args == (out, p.operands[2])
+            gx, gy = copies[0].grid[:2]
+            bx, by = copies[0].block[:2]
+            assert gx * bx >= n and gy * by >= m, "the copy back misses part of C"
+    else:
+        assert out is p.operands[2]
+    # the kernel's schedule (build_ws): units of CLUSTER tile rows in one tile column, block
+    # b (rank b % CLUSTER) walks units b // CLUSTER, + step, …; a row past M stores nothing
+    cluster = cfg.cluster
+    assert ln.cluster == cluster and ln.grid[0] % cluster == 0
+    units_m = ceil(tiles_m, cluster)
+    units = units_m * tiles_n
+    blocks = ln.grid[0]
+    step = blocks // cluster if cfg.persistent else units
+    if cfg.persistent:
+        assert blocks <= sm_count, "more persistent blocks than SMs"
+    owned = []
+    for block in range(blocks):
+        rank = block % cluster
+        for unit in range(block // cluster, units, step):
+            unit_m, block_n = order(unit, units_m, tiles_n)
+            if unit_m * cluster + rank < tiles_m:
+                owned.append((unit_m * cluster + rank, block_n))
+    _owners(owned, tiles_m, tiles_n)
+
+
+def _check_shuffle(p: Plan, m: int, n: int, k: int) -> None:
+    ln = p.main()
+    assert ln.block == (32, 32, 1)
+    gx, gy = ln.grid[:2]                        # block (x, y) owns the 32×32 tile (y, x)
+    _owners([(y, x) for y in range(gy) for x in range(gx)], ceil(m, 32), ceil(n, 32))
+
+
+def check_plan(name: str, p: Plan, m: int, n: int, k: int, sm_count: int) -> None:
+    if name.startswith("tc_naive"):
+        _check_naive(p, m, n, k)
+    elif name.startswith("wgmma_"):
+        _check_hopper(name, p, m, n, k, sm_count)
+    elif name == "tiled32_shuffle":
+        _check_shuffle(p, m, n, k)
+    else:
+        _check_tc(name, p, m, n, k)
+
+
+# ----------------------------------------------------------------------------- the tests
+
+def test_every_gpu_only_kernel_has_a_plan_check():
+    """28 kernels at the time of writing; a new GPU-only kernel must be checked here too."""
+    families = ("tc_naive", "wgmma_", "tiled32_shuffle")
+    for name in GPU_ONLY:
+        assert name.startswith(families) or name in k08.RUNG_CONFIGS or name in k11.SPLIT \
+            or name == "tc_fp16_epilogue", f"no plan check for GPU-only kernel {name!r}"
+
+
+@pytest.mark.parametrize("name", GPU_ONLY)
+def test_the_registered_launch_plan_covers_the_shape(name, recorder):
+    for m, n, k in plan_shapes(name):
+        for sms in (SM_COUNTS if name.startswith("wgmma_") else (132,)):
+            p = recorder(name, m, n, k, sm_count=sms)
+            try:
+                check_plan(name, p, m, n, k, sms)
+            except AssertionError as exc:
+                raise AssertionError(f"{name} at {m}x{n}x{k} ({sms} SMs): {exc}") from None
+
+
+# ----------------------------------------------------------------------------- check shapes
+
+def test_check_shapes_are_ragged_in_each_dimension_alone():
+    """For every kernel, a check shape ragged in M only, in N only and in K only (K = BK+1),
+    on the simulator too; for a split-K launch one whose last slice is partial."""
+    for name, spec in lab.REGISTRY.items():
+        tile = spec.tile
+        shapes = shapes_for(spec, gpu=False)
+        for axis in (i for i in range(3) if tile[i] > 1):     # (a 1-wide tile has no tail)
+            assert any(s[axis] % tile[axis] and all(s[i] % tile[i] == 0 for i in range(3)
+                                                     if i != axis) for s in shapes), (name, axis)
+        assert any(s[2] == tile[2] + 1 and s[0] % tile[0] == 0 == s[1] % tile[1]
+                   for s in shapes) or tile[2] == 1, name
+        splits = getattr(spec.launch, "splits", 1)
+        if splits > 1:
+            def partial(k):
+                chunk, _ = k11.plan(k, tile[2], splits)
+                return ceil(k, tile[2]) % (chunk // tile[2]) != 0
+            assert any(partial(s[2]) for s in shapes), name
