@@ -35,7 +35,7 @@ import numpy as np
 from numba import cuda, uint32
 
 from lab import accuracy, fp8
-from lab.kernels import KernelSpec, KernelUnavailable, runnable
+from lab.kernels import KernelSpec
 from lab.kernels import k09_hopper as K
 
 #: Tensor-core FP8 accumulation: addends below about 2⁻¹³ of the largest in one wgmma are
@@ -173,6 +173,8 @@ def checker(name: str, cfg: K.HopperConfig):
     :func:`run`, :func:`compare`; :class:`lab.kernels.KernelUnavailable` with its one line,
     before anything is allocated, where the kernel cannot run."""
     def check(m: int, n: int, k: int, *, seed: int | None = None):
+        from lab.kernels import KernelUnavailable, runnable     # (defined after the registry)
+
         ok, why = runnable(name)
         if not ok:
             raise KernelUnavailable(why)
