@@ -459,6 +459,11 @@ def measured_values(data: dict) -> dict:
                       else MISSING)
     v["measured_192_gain"] = (_pct(narrow["tflops"] / wide["tflops"] - 1)
                               if "tflops" in narrow and "tflops" in wide else MISSING)
+    for every in (256, 512):
+        row = speed.get((f"sweep: e4m3 promote every {every}", n), {})
+        v[f"ours_p{every}_8192"] = _fmt(row["tflops"]) if "tflops" in row else MISSING
+        v[f"ratio_p{every}_8192"] = (f"{row['ratio_to_cublas']:.3f}"
+                                     if "ratio_to_cublas" in row else MISSING)
     p192 = speed.get(("sweep: e4m3 128x192, promote every 128", n), {})
     v["ours_192_promote"] = _fmt(p192["tflops"]) if "tflops" in p192 else MISSING
     v["ratio_192_promote"] = (f"{p192['ratio_to_cublas']:.3f}" if "ratio_to_cublas" in p192

@@ -707,20 +707,21 @@ def build_ws(cfg: HopperConfig):
             hopper.mbar_wait(full0 + uint32(8 * s), (it // STAGES) % 2)
             compute_stage(part, shared + uint32(s * STAGE_BYTES), cw,
                           0 if kt % PROMOTE == 0 else 1)
-            last = kt % PROMOTE == PROMOTE - 1 or kt == k_tiles - 1
-            if last:
+            # each branch hands back its own stages: were the promotion after the branches
+            # join, ptxas would wait for every wgmma at the join, in every stage
+            if kt % PROMOTE == PROMOTE - 1 or kt == k_tiles - 1:
                 if BLOCK:
                     block_scales(ra, cb, sa, sb, row0, col0, kt, thread)
                 hopper.wgmma_wait(0)
-                done = it + 1
+                while held <= it:
+                    release(empty0 + uint32(8 * (held % STAGES)), leader)
+                    held += 1
+                promote(acc, part, ra, cb)
             else:
                 hopper.wgmma_wait(DEPTH)
-                done = it + 1 - DEPTH
-            while held < done:
-                release(empty0 + uint32(8 * (held % STAGES)), leader)
-                held += 1
-            if last:
-                promote(acc, part, ra, cb)
+                while held < it + 1 - DEPTH:
+                    release(empty0 + uint32(8 * (held % STAGES)), leader)
+                    held += 1
             it += 1
         return it
 
