@@ -65,22 +65,6 @@ def _offline_worker(test_file: str, flag: str) -> dict:
     return value
 
 
-#: Tests spread over the workers one by one (``--dist loadgroup``): the kernel × shape matrix,
-#: the longest file, whose cases share no fixture. Everything else runs file by file.
-SPREAD = {("test_kernels.py", "test_matches_float64")}
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist (``--dist loadgroup``, pyproject's addopts) each file's tests stay on
-    one worker, in order — a notebook's cells share one kernel, and a file's module fixtures
-    (offline compiles) run once — except :data:`SPREAD`, whose cases go to whichever worker is
-    free, so that the matrix does not keep one worker busy after the other is done."""
-    for item in items:
-        if (item.path.name, getattr(item, "originalname", None)) not in SPREAD:
-            item.add_marker(pytest.mark.xdist_group(item.path.name))
-
-
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_auto_num_workers(config):
     """``-n auto`` (pyproject's addopts): one worker per CPU core under the simulator, where

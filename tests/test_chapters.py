@@ -1,7 +1,7 @@
-"""Every results file the chapters' code names exists for the reference GPU, so a chapter needs
-no "not measured yet" path: a file missing here fails this test instead of a page printing a
-placeholder. (With ``LAB_GPU`` set, :func:`lab.results.load` falls back to the reference GPU's
-file with a visible note.)"""
+"""Every results file the chapters' code names exists for the reference GPU (the two-GPU
+folder for a multi-GPU experiment), so a chapter needs no "not measured yet" path: a file
+missing here fails this test instead of a page printing a placeholder. (With ``LAB_GPU`` set,
+:func:`lab.results.load` falls back to the reference GPU's file with a visible note.)"""
 from __future__ import annotations
 
 import ast
@@ -12,23 +12,33 @@ import pytest
 from lab import results
 
 CHAPTERS = Path(__file__).resolve().parents[1] / "lab" / "chapters"
-#: The chapters held to it: their sources, and the functions that read one experiment's file.
+#: The chapters held to it (6, 7 and the intro test theirs in their own files): their sources,
+#: and the functions that read one experiment's file.
 SOURCES = sorted([*CHAPTERS.glob("ch[0-5]/*.py"), *CHAPTERS.glob("ch8/*.py"),
-                  CHAPTERS / "common.py"])
+                  CHAPTERS / "ch9.py", CHAPTERS / "ch10.py", CHAPTERS / "common.py"])
 READERS = {"load", "rows", "source_line", "results_file", "path_for"}
 
 
 def experiments_named(path: Path) -> set[str]:
-    """The experiments whose names ``path`` passes, as a string literal, to a results reader."""
+    """The experiments whose names ``path`` passes to a results reader: a string literal, or a
+    module constant holding one (``LIBRARIES = "libraries"``)."""
+    tree = ast.parse(path.read_text())
+    constants = {t.id: node.value.value for node in tree.body if isinstance(node, ast.Assign)
+                 and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+                 for t in node.targets if isinstance(t, ast.Name)}
     names = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and node.args):
             continue
         func = node.func
         name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
         first = node.args[0]
-        if name in READERS and isinstance(first, ast.Constant) and isinstance(first.value, str):
+        if name not in READERS:
+            continue
+        if isinstance(first, ast.Constant) and isinstance(first.value, str):
             names.add(first.value)
+        elif isinstance(first, ast.Name) and first.id in constants:
+            names.add(constants[first.id])
     return names
 
 
@@ -45,3 +55,5 @@ def test_the_scan_finds_the_reads():
     assert {"naive_tiled", "ncu_dram"} <= common
     assert "patch_sweep_int32" in experiments_named(CHAPTERS / "ch3" / "__init__.py")
     assert "sanitizer" in experiments_named(CHAPTERS / "ch4" / "__init__.py")
+    assert {"libraries", "clocks"} <= experiments_named(CHAPTERS / "ch9.py")
+    assert "multi_gpu" in experiments_named(CHAPTERS / "ch10.py")

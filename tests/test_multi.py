@@ -367,15 +367,6 @@ def test_the_chapter_reads_a_run(monkeypatch, tmp_path):
         assert "figure" in repr(page.figure(fig))
 
 
-def test_the_chapter_without_a_run_says_so(monkeypatch, tmp_path):
-    from lab.chapters import ch10
-
-    monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
-    line = repr(ch10.measured_table())
-    assert line.startswith("not measured yet: lab/results/h200-x2/multi_gpu.json")
-    assert set(ch10.measured_values().values()) == {"not measured"}
-
-
 def test_solutions():
     from lab.multi import solutions
 

@@ -2,11 +2,6 @@
 schemes run on two simulated ranks (here, on every machine), then the measured 2 × H200 run
 (``lab/results/h200-x2/multi_gpu.json``), the model against it, and the model alone for 4, 8
 and 64 GPUs.
-
-Functions that read the measurements (:func:`measured_table`, :func:`rate_figure`,
-:func:`share_table`, :func:`bandwidth_table`, :func:`model_table`, :func:`scaling_figure`,
-:func:`verdicts`, :func:`measured_values`) say "not measured yet" — a line, or a figure holding only that line — until
-the file exists.
 """
 from __future__ import annotations
 
@@ -31,14 +26,6 @@ MODEL_GPUS = (4, 8, 64)
 GRIDS = {4: (2, 2), 8: (2, 4), 64: (8, 8)}
 
 
-def not_measured(exc: Exception) -> str:
-    """The one line a cell shows while the run is not committed (no machine-specific path)."""
-    gpu, _ = results.resolve(EXPERIMENT)
-    where = f"lab/results/{results.folder_for(EXPERIMENT, gpu)}/{EXPERIMENT}.json"
-    return (f"not measured yet: {where} does not exist (run `python -m lab measure "
-            f"{EXPERIMENT}` on two GPUs)")
-
-
 def _load():
     return results.load(EXPERIMENT)
 
@@ -50,21 +37,13 @@ def _rows(part: str, data=None, **match) -> list[dict]:
 
 
 class _Text:
-    """Plain text an nbval-checked cell shows (a missing file's one line)."""
+    """Plain text an nbval-checked cell shows."""
 
     def __init__(self, text: str):
         self.text = text
 
     def __repr__(self) -> str:
         return self.text
-
-
-def _placeholder(title: str, exc: Exception):
-    fig, ax = plots.axes(title, "", "")
-    ax.axis("off")
-    ax.text(0.5, 0.5, "not measured yet:\nrun `python -m lab measure multi_gpu` on two GPUs",
-            ha="center", va="center", fontsize=10)
-    return fig
 
 
 # ----------------------------------------------------------------------------- the idea
@@ -186,10 +165,7 @@ def measured_rows(dtype: str = "float16") -> list[dict]:
 
 
 def measured_table(dtype: str = "float16"):
-    try:
-        rows = measured_rows(dtype)
-    except results.ResultsMissing as exc:
-        return _Text(not_measured(exc))
+    rows = measured_rows(dtype)
     return page.table(rows, ["n", "scheme", "ms", "spread", "per_gpu", "speedup", "eff"],
                       show=lambda r: r["n"] in (4096, 16384), headers={"ms": "median (ms)", "spread": "min–max (ms)",
                        "per_gpu": "TFLOP/s per GPU", "speedup": "× one GPU",
@@ -200,10 +176,7 @@ def measured_table(dtype: str = "float16"):
 
 def share_table(dtype: str = "float16"):
     """Per scheme and size: arithmetic alone, communication alone, the whole, and the share."""
-    try:
-        rows = _rows("scheme", dtype=dtype)
-    except results.ResultsMissing as exc:
-        return _Text(not_measured(exc))
+    rows = _rows("scheme", dtype=dtype)
     out = [{"n": r["n"], "scheme": LABELS[r["scheme"]], "compute": r["compute_ms"],
             "comm": r["comm_ms"], "whole": r["median_ms"], "exposed": r["exposed_comm_ms"],
             "share": r["comm_share"]} for r in rows if r["scheme"] != "column"]
@@ -219,10 +192,7 @@ def rate_figure():
     """TFLOP/s per GPU against n: one line per scheme, the one-GPU line, FP16 and FP32."""
     import matplotlib.pyplot as plt
 
-    try:
-        data = _load()
-    except results.ResultsMissing as exc:
-        return _placeholder("TFLOP/s per GPU", exc)
+    data = _load()
     fig, axes = plt.subplots(1, 2, figsize=(9.0, 4.0), dpi=110)
     for ax, dtype in zip(axes, ("float16", "float32")):
         rows = _rows("one_gpu", data, dtype=dtype) + _rows("scheme", data, dtype=dtype)
@@ -242,10 +212,7 @@ def rate_figure():
 
 
 def bandwidth_table():
-    try:
-        rows = _rows("bandwidth")
-    except results.ResultsMissing as exc:
-        return _Text(not_measured(exc))
+    rows = _rows("bandwidth")
     out = [{"what": r["what"], "mib": r["bytes"] / 2**20, "ms": r["median_ms"],
             "alg": r["algbw_gbps"], "bus": r["busbw_gbps"]} for r in rows]
     largest = {}
@@ -313,10 +280,7 @@ def model_rows() -> list[dict]:
 
 
 def model_table():
-    try:
-        rows = model_rows()
-    except results.ResultsMissing as exc:
-        return _Text(not_measured(exc))
+    rows = model_rows()
     return page.table(rows, ["dtype", "n", "scheme", "measured", "model", "miss", "within",
                              "compute", "compute_model", "comm", "comm_model"],
                       show=lambda r: r["within"] != "yes",
@@ -332,11 +296,8 @@ def scaling_figure(dtype: str = "float16"):
     two-GPU link inside a host; :data:`lab.model.INTER_HOST_GBPS` between hosts)."""
     import matplotlib.pyplot as plt
 
-    try:
-        data = _load()
-        fitted = model.fit_link(_rows("bandwidth", data))
-    except results.ResultsMissing as exc:
-        return _placeholder("model: efficiency on 4, 8 and 64 GPUs", exc)
+    data = _load()
+    fitted = model.fit_link(_rows("bandwidth", data))
     h = startup(dtype, data)["startup_s"]
     ones = {r["n"]: model.work_rate(r["n"], r["median_ms"], h)
             for r in _rows("one_gpu", data, dtype=dtype)}
@@ -348,7 +309,7 @@ def scaling_figure(dtype: str = "float16"):
         for s, grid, label in (("column_gather", None, "column + all-gather"),
                                ("column_overlap", None, "column, overlapped"),
                                ("row_allreduce", None, "row + all-reduce"),
-                               ("summa", GRIDS[p], f"SUMMA {GRIDS[p][0]} × {GRIDS[p][1]}")):
+                               ("summa", GRIDS[p], "SUMMA (grid in the title)")):
             eff = []
             for n in sizes:
                 rate = ones.get(n, ones[max(ones)])
@@ -358,7 +319,7 @@ def scaling_figure(dtype: str = "float16"):
             ax.plot(sizes, eff, label=label, linestyle="-.", marker=".")
         ax.set_xscale("log", base=2)
         ax.set_ylim(0, 1.05)
-        ax.set_title(f"model, {p} GPUs", fontsize=10)
+        ax.set_title(f"model, {p} GPUs (SUMMA {GRIDS[p][0]} × {GRIDS[p][1]})", fontsize=10)
         ax.set_xlabel("n")
         ax.grid(True, alpha=0.25)
     axes[0].set_ylabel("efficiency (model)")
@@ -383,10 +344,7 @@ def verdicts() -> _Text:
     """The chapter's three tests, from the run: column-parallel FP16 at 16384 against one GPU
     (goal ≥ 1.8×), overlapped against unoverlapped gather, the model against every two-GPU row
     (goal: within 15%)."""
-    try:
-        data = _load()
-    except results.ResultsMissing as exc:
-        return _Text(not_measured(exc))
+    data = _load()
     lines = []
     col = _rows("scheme", data, scheme="column", dtype="float16", n=N_REF)
     if col:
@@ -413,8 +371,8 @@ def _fmt_ms(x: float) -> str:
 
 
 def measured_values() -> dict:
-    """Every number the measurement prose quotes, computed from the run; each reads "not
-    measured" while the file is missing."""
+    """Every number the measurement prose quotes, computed from the run ("not measured" where
+    the run has no row for it)."""
     keys = ("col16_speedup", "col16_goal", "col_fp16_4096_whole", "col_fp16_4096_compute",
             "col_fp16_4096_noise", "ag_lat_us", "ag_bus", "ar_bus", "rs_bus", "bc_bus",
             "ls_ag_lat_us", "odd_what", "odd_mib", "odd_median", "odd_min", "h16_ms", "h32_ms",
@@ -428,10 +386,7 @@ def measured_values() -> dict:
             "gat16_4096_waves", "lap16_4096_blocks", "lap16_4096_slots",
             "lap16_4096_rule_chunks", "one16_small_ms", "ch5_tc_fp16_small_tflops",
             "ch5_tc_fp16_small_ms")
-    try:
-        data = _load()
-    except results.ResultsMissing:
-        return {k: "not measured" for k in keys}
+    data = _load()
     v = {k: "not measured" for k in keys}
     col = _rows("scheme", data, scheme="column", dtype="float16", n=N_REF)
     if col:
@@ -541,3 +496,9 @@ def values() -> dict:
             "gflop_per_gpu": f"{model.flops(n, n, n) / 2 / 1e9:.0f}",
             "inter_host_gbps": f"{model.INTER_HOST_GBPS:.0f}",
             "sim_shape": " × ".join(map(str, SIM_SHAPE))}
+
+
+def glue():
+    """Glue :func:`values` and :func:`measured_values` for the prose and return them as one
+    checked text block."""
+    return page.glue({**values(), **measured_values()})

@@ -3,9 +3,7 @@ measured beside them, and the clock they all run at.
 
 Tables and figures come from two results files of the selected GPU — ``libraries`` and
 ``clocks`` (:mod:`lab.experiments.libraries`, :mod:`lab.experiments.clocks`) — and the provider
-registry (:mod:`lab.providers`). Every public function is one call of the notebook. While a
-file is not measured yet, its tables and figures say so in one line instead of failing, and
-the glued values read "not measured yet".
+registry (:mod:`lab.providers`). Every public function is one call of the notebook.
 
 The exercises' worked solutions are the ``ex09_*`` functions at the end.
 """
@@ -22,37 +20,16 @@ FP16 = ("tc_fp16", "cublas_fp16", "cublas_fp16_out16", "cublaslt_fp16", "triton_
 FP32 = ("warptile_tuned", "cublas_fp32", "cublaslt_fp32", "triton_fp32")
 SIZES = (4096, 4097, 8192)
 CHECK_SHAPES = ((1000, 1030, 999), (1024, 1024, 1024))
-MISSING = "not measured yet"
 
 
 class _Text:
-    """Plain text a checked cell shows (one line while a file is missing)."""
+    """Plain text a checked cell shows."""
 
     def __init__(self, text: str):
         self.text = text
 
     def __repr__(self) -> str:
         return self.text
-
-
-def not_measured(experiment: str) -> str:
-    return (f"{MISSING}: lab/results/{results.selected_gpu()}/{experiment}.json does not "
-            f"exist (run `python -m lab measure {experiment}` on a GPU)")
-
-
-def _load(experiment: str) -> dict | None:
-    try:
-        return results.load(experiment)
-    except results.ResultsMissing:
-        return None
-
-
-def _placeholder(experiment: str):
-    fig, ax = plots.axes("", "", "", size=(7.0, 1.2))
-    ax.axis("off")
-    ax.text(0.5, 0.5, f"{MISSING}: python -m lab measure {experiment}", ha="center",
-            va="center", fontsize=10)
-    return fig
 
 
 # ----------------------------------------------------------------------------- the layers
@@ -134,9 +111,7 @@ def library_rows(data: dict | None = None) -> list[dict]:
 
 def library_table():
     """Every provider at every size, one run: median µs, spread, TFLOP/s, × cuBLAS."""
-    data = _load(LIBRARIES)
-    if data is None:
-        return _Text(not_measured(LIBRARIES))
+    data = results.load(LIBRARIES)
     return page.table(library_rows(data),
                       ["n", "provider", "layer", "types", "us", "spread", "tflops", "ratio"],
                       show=lambda r: r["n"] == 4096, headers={"n": "n (n³)", "types": "A, B → C", "us": "median (µs)",
@@ -148,9 +123,7 @@ def library_table():
 def library_figure():
     """TFLOP/s of every provider at 4096³, 4097³ and 8192³ (bars, log scale), FP16 left of
     FP32, one colour per layer."""
-    data = _load(LIBRARIES)
-    if data is None:
-        return _placeholder(LIBRARIES)
+    data = results.load(LIBRARIES)
     rows = library_rows(data)
     names = [n for n in FP16 + FP32 if any(r["provider"] == n for r in rows)]
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
@@ -197,9 +170,7 @@ def heuristic_rows(data: dict | None = None) -> list[dict]:
 
 
 def heuristic_table():
-    data = _load(LIBRARIES)
-    if data is None:
-        return _Text(not_measured(LIBRARIES))
+    data = results.load(LIBRARIES)
     rows = heuristic_rows(data)
     if not rows:
         return _Text("the run recorded no kernel names: " + data["parameters"]["kernel_names"])
@@ -217,15 +188,12 @@ def triton_choices() -> list[dict]:
 
 def cutlass_line() -> str:
     """Why there is no CUTLASS DSL row: the measuring machine's answer, else this machine's."""
-    data = _load(LIBRARIES)
-    why = data["parameters"]["cutlass_dsl"] if data else libraries.cutlass_reason()
+    why = results.load(LIBRARIES)["parameters"]["cutlass_dsl"]
     return f"CUTLASS Python DSL: not measured — {why}."
 
 
 def skipped_lines() -> list[str]:
-    data = _load(LIBRARIES)
-    if data is None:
-        return [not_measured(LIBRARIES)]
+    data = results.load(LIBRARIES)
     return [f"{k}: {v}" for k, v in data["parameters"]["skipped"].items()] or [
         "every provider of the chapter ran"]
 
@@ -235,9 +203,7 @@ def skipped_lines() -> list[str]:
 def clock_figure():
     """SM clock (top), board power (middle) and each provider's rate per chunk of calls as a
     share of its median (bottom) against time, each provider's run shaded."""
-    data = _load(CLOCKS)
-    if data is None:
-        return _placeholder(CLOCKS)
+    data = results.load(CLOCKS)
     import matplotlib.pyplot as plt
 
     samples = [r for r in data["rows"] if r["part"] == "sample"]
@@ -289,9 +255,7 @@ def roof_rows(data: dict | None = None) -> list[dict]:
 
 
 def roof_table():
-    data = _load(CLOCKS)
-    if data is None:
-        return _Text(not_measured(CLOCKS))
+    data = results.load(CLOCKS)
     return page.table(roof_rows(data), ["provider", "mhz", "mhz_range", "watts", "temp",
                                         "tflops", "roof_boost", "roof_sampled", "of_boost",
                                         "of_sampled"],
@@ -304,33 +268,6 @@ def roof_table():
 
 
 # ----------------------------------------------------------------------------- glued values
-
-#: Names :func:`values` glues (each reads "not measured yet" while its file is missing).
-LIBRARY_VALUES = ("tc_4096", "cublas16_4096", "lt_4096", "triton_4096", "triton_4097",
-                  "cublas_4097", "tc_4097", "triton_of_cublas_4096", "triton_of_cublas_4097",
-                  "tc_of_cublas_4096", "lt_vs_cublas_out16", "triton_fp32_4096",
-                  "warptile_4096", "cublas_fp32_4096", "lt_kernel_4096", "triton_kept_4096",
-                  "skipped", "repeat_max_diff", "lt_vs_cublas_out16_4097",
-                  "lt_vs_cublas_out16_8192", "lt_same_kernel", "out16_max_change",
-                  "triton_over_tc_4096", "tc_8192", "cublas_8192", "triton_8192",
-                  "triton_of_cublas_8192", "tc_of_cublas_8192", "triton_keeps",
-                  "cublas_keeps", "tc_keeps", "tc_of_cublas_4097", "tc_over_triton_4097",
-                  "cublas_kernel_4096", "cublas_kernel_8192", "cublas_kernel_4097",
-                  "triton_kept_4097", "triton_fp32_4097", "warptile_4097", "cublas_fp32_4097",
-                  "triton_fp32_8192", "warptile_8192", "cublas_fp32_8192",
-                  "cublas_fp32_keeps", "cublas_fp32_kernel_4096", "lt_fp32_kernel_4096",
-                  "lt_fp32_vs_cublas_max", "lt_fp32_same_kernel")
-CLOCK_VALUES = ("max_mhz", "tc_mhz", "cublas_mhz", "fp32_mhz", "tc_watts", "cublas_watts",
-                "power_limit", "cublas_of_boost", "cublas_of_sampled", "tc_of_boost",
-                "tc_of_sampled", "clock_loss", "roof_boost", "roof_sampled", "idle_mhz",
-                "all_mhz", "fp32_watts", "idle_watts", "watts_max", "watts_max_share",
-                "temp_max", "tc_sustained", "cublas_sustained", "fp32_sustained",
-                "tc_dip", "cublas_dip", "fp32_dip", "fp32_of_boost", "tc_first",
-                "cublas_first", "fp32_first", "dip_period")
-#: Needs both files: the sustained rates of the clocks run against the short runs.
-BOTH_VALUES = ("tc_sustained_of_short", "cublas_sustained_of_short",
-               "fp32_sustained_of_short", "cublas_short_of_boost")
-
 
 def _pct(x: float) -> str:
     return f"{x:.0%}"
@@ -529,13 +466,18 @@ def _both_values(lib: dict, clk: dict) -> dict:
 
 
 def values() -> dict:
-    """Every number the prose quotes, as strings; "not measured yet" while a file is missing."""
-    lib, clk = _load(LIBRARIES), _load(CLOCKS)
-    v = _library_values(lib) if lib else dict.fromkeys(LIBRARY_VALUES, MISSING)
-    v.update(_clock_values(clk) if clk else dict.fromkeys(CLOCK_VALUES, MISSING))
-    v.update(_both_values(lib, clk) if lib and clk else dict.fromkeys(BOTH_VALUES, MISSING))
+    """Every number the prose quotes, as strings."""
+    lib, clk = results.load(LIBRARIES), results.load(CLOCKS)
+    v = _library_values(lib)
+    v.update(_clock_values(clk))
+    v.update(_both_values(lib, clk))
     v["datasheet_mhz"] = f"{ex09_2()['datasheet_mhz']:.0f}"
     return v
+
+
+def glue():
+    """Glue :func:`values` for the prose and return them as one checked text block."""
+    return page.glue(values())
 
 
 # ----------------------------------------------------------------------------- exercises
@@ -575,11 +517,9 @@ def ex09_2() -> dict:
     mhz = sheet["tensor_tflops"] * 1e12 / (per_clock * sheet["sms"]) / 1e6
     out = {"datasheet_mhz": mhz, "datasheet_tflops": sheet["tensor_tflops"],
            "roof_at_max": clocks.roof_tflops("tensor_fp16", sheet["sms"], sheet["clock_mhz"])}
-    clk = _load(CLOCKS)
-    if clk:
-        s = next(r for r in clk["rows"] if r["part"] == "summary"
-                 and r["kernel"] == "cublas_fp16")
-        out["roof_at_sampled"] = s["roof_sampled_tflops"]
+    s = next(r for r in results.load(CLOCKS)["rows"] if r["part"] == "summary"
+             and r["kernel"] == "cublas_fp16")
+    out["roof_at_sampled"] = s["roof_sampled_tflops"]
     return out
 
 
@@ -600,8 +540,7 @@ def solution_values() -> dict:
             "ex09_1_shape": one["shape"],
             "ex09_2_mhz": f"{two['datasheet_mhz']:.0f}",
             "ex09_2_roof_max": f"{two['roof_at_max']:.0f}",
-            "ex09_2_roof_sampled": (f"{two['roof_at_sampled']:.0f}"
-                                    if "roof_at_sampled" in two else MISSING),
+            "ex09_2_roof_sampled": f"{two['roof_at_sampled']:.0f}",
             "ex09_3_bytes_4097": str(three[4097]["row_bytes"]),
             "ex09_3_pad_4097": str(three[4097]["pad_to"]),
             "ex09_3_aligned": ", ".join(str(n) for n, r in three.items() if r["aligned_16"])}

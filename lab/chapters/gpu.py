@@ -97,6 +97,5 @@ def totals() -> dict:
 
 
 def glue():
-    vals = totals()
-    page.glue_values(vals)
-    return page.values_text(vals)
+    """Glue :func:`totals` for the prose and return them as one checked text block."""
+    return page.glue(totals())

@@ -256,3 +256,8 @@ def values() -> dict:
     h200 = roofline.DATASHEETS["NVIDIA H200"]
     v["h200_bandwidth_vs_h100"] = f"{h200['hbm_tbps'] * 1e3 / h100['gbps']:.1f}"
     return v
+
+
+def glue():
+    """Glue :func:`values` for the prose and return them as one checked text block."""
+    return page.glue(values())

@@ -517,6 +517,11 @@ def values() -> dict:
     return v
 
 
+def glue():
+    """Glue :func:`values` for the prose and return them as one checked text block."""
+    return page.glue(values())
+
+
 def _ncu_values() -> dict:
     rows = common.ncu_rows()
     if not common.ncu_ok():

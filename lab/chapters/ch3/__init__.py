@@ -559,8 +559,6 @@ def values() -> dict:
     return v
 
 
-def glue_all():
+def glue():
     """Glue :func:`values` for the prose and return them as one checked text block."""
-    v = values()
-    page.glue_values(v)
-    return page.values_text(v)
+    return page.glue(values())

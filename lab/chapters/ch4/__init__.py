@@ -399,7 +399,7 @@ def reference_rows() -> list[dict]:
     for kernel, name, ours in REFERENCE_PAIRS:
         t = theirs.get(kernel)
         rows.append({"kernel": kernel, "theirs": name,
-                     "their_pct": t["pct_cublas"] if t else "no timing printed",
+                     "their_pct": t["pct_cublas"] if t else None,
                      "ours": ours or "—", "our_pct": at[ours]["pct_cublas"] if ours else None})
     return rows
 
@@ -453,14 +453,14 @@ def gap_values() -> dict:
 
 def gap_table():
     return page.table(gap_rows(), ["kernel", "us", "mhz", "inst", "issue", "warps", "regs", "sb",
-                                   "dispatch", "not_selected"],
-                      {"us": "time (µs)", "mhz": "SM clock (MHz)",
-                       "inst": "instructions (10⁹)", "issue": "issue slots used (%)",
-                       "warps": "warps active (%)", "regs": "registers",
-                       "sb": "short-scoreboard stall", "dispatch": "dispatch stall",
-                       "not_selected": "not-selected"},
+                                   "dispatch"],
+                      {"us": "time (µs)", "mhz": "clock (MHz)", "inst": "instr. (10⁹)",
+                       "issue": "issue (%)", "warps": "warps (%)", "regs": "regs",
+                       "sb": "scoreboard", "dispatch": "dispatch"},
                       digits=3,
-                      source="Stalls: warps stalled per issued instruction, by reason. "
+                      source="issue: issue slots used; warps: warps active, of the SM's 64; "
+                             "scoreboard and dispatch: warps stalled per issued instruction "
+                             "waiting on a shared-memory load (short scoreboard) or on dispatch. "
                              + results.source_line("fp32_profile"))
 
 
@@ -593,8 +593,6 @@ def values() -> dict:
     return v
 
 
-def glue_all():
+def glue():
     """Glue :func:`values` for the prose and return them as one checked text block."""
-    v = values()
-    page.glue_values(v)
-    return page.values_text(v)
+    return page.glue(values())

@@ -693,6 +693,11 @@ def values() -> dict:
     return v
 
 
+def glue():
+    """Glue :func:`values` for the prose and return them as one checked text block."""
+    return page.glue(values())
+
+
 def profile_values() -> dict:
     """What Nsight Compute counted for ``tc_fp16`` at 4096³ (``hopper_profile``), and its ratio
     to cuBLAS FP16 as the median of that experiment's separate processes."""

@@ -302,7 +302,7 @@ def counter_table(counted: dict | None = None):
                        "shared_model": "tiled shared (model)",
                        "shared_counted": "tiled shared (counted)",
                        "agree": "all agree"},
-                      source="Model: lab.model.step_counters. Counted: lab.chapters.ch8."
+                      source="Model: lab.model.step_counters. Counted: lab.counting."
                              "count_accesses on lab's naive kernel and on the tiled kernel "
                              "with 8 × 8 tiles and slices of 4, under the CUDA simulator.")
 
@@ -530,8 +530,6 @@ def values() -> dict:
     return v
 
 
-def glue_all():
-    """Glue every value of :func:`values` for the prose and show them as one checked block."""
-    v = values()
-    page.glue_values(v)
-    return page.values_text(v)
+def glue():
+    """Glue :func:`values` for the prose and return them as one checked text block."""
+    return page.glue(values())
