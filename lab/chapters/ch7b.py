@@ -4,9 +4,8 @@ chapter 7's best kernel on e4m3 and e5m2 beside cuBLASLt FP8.
 Tables and figures come from one results file of the selected GPU, ``fp8``
 (:mod:`lab.experiments.fp8`), from the formats themselves (:mod:`lab.fp8`), from the NumPy
 model of the kernels' arithmetic (:func:`lab.fp8.emulate`) and from the committed compiler
-facts (:mod:`lab.compiler`). While the file is not measured yet, its tables and figures say so
-in one line and the glued values read "not measured yet". Every public function is one call of
-the notebook; the exercises' worked solutions are the ``ex7b_*`` functions at the end.
+facts (:mod:`lab.compiler`). Every public function is one call of the notebook; the
+exercises' worked solutions are the ``ex7b_*`` functions at the end.
 """
 from __future__ import annotations
 
@@ -16,7 +15,8 @@ from lab import bench, compiler, fp8, kernels, model, page, plots, results
 from lab.kernels import k09_fp8, k09_hopper
 
 EXPERIMENT = "fp8"
-MISSING = "not measured yet"
+#: A value the run has no row for (a provider that refused the recipe, say).
+MISSING = "not in this run"
 SIZES = (4096, 8192)
 #: The accuracy rows, in the order the tables list them.
 MODES = ("tensor cores only", "promote every 512", "promote every 256", "promote every 128",
@@ -32,24 +32,8 @@ PREDICT_KS = (512, 2048, 8192)
 OUTLIER_SCALE = 100.0
 
 
-def _load() -> dict | None:
-    try:
-        return results.load(EXPERIMENT)
-    except results.ResultsMissing:
-        return None
-
-
-def not_measured() -> str:
-    return (f"{MISSING}: lab/results/{results.selected_gpu()}/{EXPERIMENT}.json does not exist "
-            f"(run `python -m lab measure {EXPERIMENT}` on a Hopper GPU)")
-
-
-def _placeholder():
-    fig, ax = plots.axes("", "", "", size=(7.0, 1.2))
-    ax.axis("off")
-    ax.text(0.5, 0.5, f"{MISSING}: python -m lab measure {EXPERIMENT}", ha="center",
-            va="center", fontsize=10)
-    return page.figure(fig)
+def _load() -> dict:
+    return results.load(EXPERIMENT)
 
 
 # ----------------------------------------------------------------------------- the formats
@@ -76,7 +60,7 @@ def format_rows() -> list[dict]:
 
 
 def format_table():
-    return page.table(format_rows(), digits=4, whole_words=("format", "inf"))
+    return page.table(format_rows(), digits=4)
 
 
 def code_rows(codes=(0x01, 0x08, 0x38, 0x39, 0x5B, 0x7E, 0x7F)) -> list[dict]:
@@ -93,7 +77,7 @@ def code_rows(codes=(0x01, 0x08, 0x38, 0x39, 0x5B, 0x7E, 0x7F)) -> list[dict]:
 
 
 def code_table():
-    return page.table(code_rows(), digits=6, whole_words=("code", "bits"))
+    return page.table(code_rows(), digits=6)
 
 
 def values_figure():
@@ -140,7 +124,7 @@ def _quantization_row(data, name, scaling, values, back) -> dict:
 
 
 def quantization_table():
-    return page.table(quantization_rows(), digits=3, whole_words=("data", "format"))
+    return page.table(quantization_rows(), digits=3)
 
 
 # ----------------------------------------------------------------------------- the kernel
@@ -165,7 +149,7 @@ def config_rows() -> list[dict]:
 
 
 def config_table():
-    return page.table(config_rows(), whole_words=("scales", "output"))
+    return page.table(config_rows())
 
 
 def sass_rows() -> list[dict]:
@@ -246,30 +230,22 @@ def _accuracy(data: dict, dataset: str) -> dict:
 
 
 def accuracy_rows(dataset: str = "normal") -> list[dict]:
-    data = _load()
-    if data is None:
-        return []
-    table = _accuracy(data, dataset)
+    table = _accuracy(_load(), dataset)
     ks = sorted({k for _, k in table})
     return [{"accumulation": mode, **{f"K={k}": table.get((mode, k)) for k in ks}}
             for mode in MODES if any((mode, k) in table for k in ks)]
 
 
 def accuracy_table(dataset: str = "normal"):
-    rows = accuracy_rows(dataset)
-    if not rows:
-        return _Text(not_measured())
-    return page.table(rows, digits=2, source=results.source_line(EXPERIMENT),
+    return page.table(accuracy_rows(dataset), digits=2, source=results.source_line(EXPERIMENT),
                       title=f"relative error (Frobenius) against float64 of the dequantised "
                             f"inputs, {dataset} data")
 
 
 def accuracy_figure():
-    data = _load()
-    if data is None:
-        return _placeholder()
     import matplotlib.pyplot as plt
 
+    data = _load()
     fig, axs = plt.subplots(1, 2, figsize=(10, 3.8), dpi=110, sharey=True)
     for ax, dataset in zip(axs, ("normal", "outliers")):
         table = _accuracy(data, dataset)
@@ -294,10 +270,7 @@ def _speed(data: dict) -> dict:
 
 
 def speed_rows() -> list[dict]:
-    data = _load()
-    if data is None:
-        return []
-    speed = _speed(data)
+    speed = _speed(_load())
     rows = []
     for n in SIZES:
         for ours, theirs in PAIRS:
@@ -314,19 +287,12 @@ def speed_rows() -> list[dict]:
 
 
 def speed_table():
-    rows = speed_rows()
-    if not rows:
-        return _Text(not_measured())
-    return page.table(rows, digits=4, source=results.source_line(EXPERIMENT),
-                      whole_words=("size",))
+    return page.table(speed_rows(), digits=4, source=results.source_line(EXPERIMENT))
 
 
 def sweep_rows() -> list[dict]:
-    data = _load()
-    if data is None:
-        return []
     rows = []
-    for r in data["rows"]:
+    for r in _load()["rows"]:
         if r["part"] == "speed" and r["kernel"].startswith("sweep: ") and "tflops" in r:
             rows.append({"size": f"{r['m']}³", "variant": r["kernel"].removeprefix("sweep: "),
                          "TFLOP/s": r["tflops"], "vs": r.get("versus"),
@@ -335,17 +301,11 @@ def sweep_rows() -> list[dict]:
 
 
 def sweep_table():
-    rows = sweep_rows()
-    if not rows:
-        return _Text(not_measured())
-    return page.table(rows, digits=4, source=results.source_line(EXPERIMENT))
+    return page.table(sweep_rows(), digits=4, source=results.source_line(EXPERIMENT))
 
 
 def speed_figure():
-    data = _load()
-    if data is None:
-        return _placeholder()
-    speed = _speed(data)
+    speed = _speed(_load())
     fig, ax = plots.axes("FP8 and BF16 at 8192³: ours beside cuBLAS(Lt)", "", "TFLOP/s",
                          size=(8.0, 3.8))
     labels, ours, theirs = [], [], []
@@ -382,7 +342,7 @@ def tile_rows() -> list[dict]:
 
 
 def tile_table():
-    return page.table(tile_rows(), digits=3, whole_words=("size", "tile"))
+    return page.table(tile_rows(), digits=3)
 
 
 # ----------------------------------------------------------------------------- values
@@ -443,7 +403,7 @@ def measured_values(data: dict) -> dict:
     n = SIZES[-1]
     v["rounds"] = f"{data.get('parameters', {}).get('rounds', MISSING)}"
     v["accuracy_mn"] = f"{data.get('parameters', {}).get('accuracy_mn', MISSING)}"
-    bf, cb = speed.get(("wgmma_tmastore_bf16", n), {}), speed.get(("cublas_bf16", n), {})
+    bf = speed.get(("wgmma_tmastore_bf16", n), {})
     v["bf16_ratio_8192"] = (f"{bf['ratio_to_cublas']:.2f}" if "ratio_to_cublas" in bf
                             else MISSING)
     small = speed.get(("sweep: e4m3 128x128, no promotion", n), {})
@@ -497,14 +457,15 @@ def measured_values(data: dict) -> dict:
     return v
 
 
-MEASURED_KEYS = tuple(measured_values({"rows": []}).keys())
+def glue():
+    """Glue :func:`values` for the prose and show them as one checked block."""
+    return page.glue(values())
 
 
 def values() -> dict:
-    """Every number the prose quotes, as strings; "not measured yet" while the file is missing."""
+    """Every number the prose quotes, as strings."""
     v = format_values()
-    data = _load()
-    v.update(measured_values(data) if data else dict.fromkeys(MEASURED_KEYS, MISSING))
+    v.update(measured_values(_load()))
     tiles = {(r["size"], r["tile"]): r for r in tile_rows()}
     big = f"{SIZES[-1]}³"
     v["slots_256"] = f"{tiles[(big, '128×256')]['slots used']:.3f}"
@@ -559,11 +520,7 @@ def ex7b_3(n: int = 8192) -> dict:
     reading A and B once and writing C once (FP32 or BF16) take at the copy bandwidth
     chapter 0 measured (``roofline``: the ``copy`` row, read + write)? FP8 halves the input
     bytes and doubles the rate: is 8192³ still bound by arithmetic?"""
-    data = _load()
-    rows = _speed(data) if data else {}
-    if ("fp8_e4m3", n) not in rows:
-        return {"answer": not_measured()}
-    tflops = rows[("fp8_e4m3", n)]["tflops"]
+    tflops = _speed(_load())[("fp8_e4m3", n)]["tflops"]
     copy = [r for r in results.load("roofline")["rows"] if r["kernel"] == "copy"][0]
     hbm_tbps = copy["gbps"] / 1e3
     flops = 2.0 * n ** 3
