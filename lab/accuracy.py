@@ -165,6 +165,28 @@ def compare(out: np.ndarray, a: np.ndarray, b: np.ndarray, *, kernel: str = "?",
 
 
 
+def judge(out, ref, bound, *, kernel: str, shape: tuple, dtype_name: str, factor: float,
+          seed: int | None = None, what: str = "the bound") -> CheckResult:
+    """The verdict on ``out`` against a float64 reference ``ref`` and an elementwise
+    ``bound`` (arrays of one shape), for checks whose reference is not a plain ``a @ b`` (the
+    FP8 kernels' scaled operands): NaN, infinity or an unwritten element fails; else the
+    largest ``|out − ref| / bound`` must be ≤ 1."""
+    out64 = np.asarray(out, dtype=np.float64)
+    nonfinite = int(np.count_nonzero(~np.isfinite(out64)))
+    if nonfinite:
+        return CheckResult(kernel, shape, dtype_name, math.inf, math.inf, math.inf, factor,
+                           nonfinite, False, f"{nonfinite} element(s) NaN/inf or never written",
+                           seed)
+    diff = np.abs(out64 - ref)
+    ratio = float(np.max(diff / bound))
+    ref_norm, ref_max = float(np.linalg.norm(ref)), float(np.max(np.abs(ref)))
+    rel = float(np.linalg.norm(diff)) / ref_norm if ref_norm > 0 else float(np.linalg.norm(diff))
+    mx = float(np.max(diff)) / ref_max if ref_max > 0 else float(np.max(diff))
+    passed = ratio <= 1.0
+    return CheckResult(kernel, shape, dtype_name, rel, mx, ratio, factor, 0, passed,
+                       "" if passed else f"error {ratio:.1f}x {what}", seed)
+
+
 def random_inputs(m: int, n: int, k: int, dtype, rng: np.random.Generator | None = None):
     """Fresh uniform(−1, 1) inputs in the kernel's dtype (bfloat16 travels as uint16 bits)."""
     rng = rng or np.random.default_rng(int.from_bytes(os.urandom(8), "little"))

@@ -6,7 +6,8 @@ compute capability 9.0 numba-cuda compiles for ``sm_90a``, the target that has `
 ``setmaxnreg``. Device side:
 
 * **wgmma** — :func:`wgmma_fence`, :func:`wgmma_commit`, :func:`wgmma_wait` and
-  ``wgmma_m64n{N}k16_{f16,bf16}(acc, first, desc_a, desc_b, scale_d)``: one *warpgroup* (4
+  ``wgmma_m64n{N}k16_{f16,bf16}(acc, first, desc_a, desc_b, scale_d)`` (FP8:
+  ``wgmma_m64n{N}k32_{e4m3,e5m2}``, 32 one-byte values per k-step, see below): one *warpgroup* (4
   consecutive warps, 128 threads) multiplies a 64×16 A tile by a 16×N B tile, both read from
   shared memory through 64-bit *matrix descriptors* (:func:`smem_desc`), and adds into N/2
   float32 accumulators per thread, ``acc[first] … acc[first + N/2 − 1]`` of a local array that
@@ -14,6 +15,10 @@ compute capability 9.0 numba-cuda compiles for ``sm_90a``, the target that has `
   group, ``wgmma_wait(n)`` waits until at most ``n`` groups are in flight. ``scale_d = 0``
   ignores the old accumulator (``d = a·b``), ``1`` adds to it. A is K-major (rows of A are
   contiguous in k); B is MN-major (rows of B, contiguous in n: the ``imm-trans-b = 1`` form).
+  The FP8 forms (``.e4m3`` / ``.e5m2`` inputs, FP32 accumulators) have no transpose operands:
+  B too is K-major — the tile of Bᵀ, N rows of contiguous k. A k-step is 32 bytes into a
+  128-byte row for every input type (16 two-byte or 32 one-byte values), so the descriptors
+  are the same.
 * **mbarriers** — :func:`mbar_init`, :func:`mbar_arrive`, :func:`mbar_expect_tx` (arrive and
   announce how many bytes the copy engine will deliver), :func:`mbar_try_wait` (one poll of a
   phase's parity) and :func:`mbar_wait` (poll until it completes).
@@ -46,8 +51,10 @@ SIMULATOR = device.SIMULATOR
 #: 128-byte swizzle: a tile row is 128 bytes (64 16-bit values); 8 rows form a 1024-byte atom.
 SWIZZLE_BYTES = 128
 ATOM_BYTES = 1024
-#: wgmma N sizes this module provides (m64nNk16).
+#: wgmma N sizes this module provides (m64nNk16, m64nNk32).
 WGMMA_N = (64, 128, 256)
+#: Input types of wgmma → k per instruction (32 bytes of a 128-byte swizzled row).
+WGMMA_K = {"f16": 16, "bf16": 16, "e4m3": 32, "e5m2": 32}
 
 # ----------------------------------------------------------------------------- NumPy twins
 
@@ -116,7 +123,8 @@ __all__ = ["wgmma_fence", "wgmma_commit", "wgmma_wait", "smem_desc", "mbar_init"
            "bulk_wait", "bulk_wait_read", "st_shared_v2_f32", "named_barrier",
            "tma_load_2d_multicast", "cluster_ctarank", "cluster_nctarank", "cluster_sync",
            "mbar_arrive_cluster", "elect_one"]
-__all__ += [f"wgmma_m64n{n}k16_{kind}" for n in WGMMA_N for kind in ("f16", "bf16")]
+__all__ += [f"wgmma_m64n{n}k{k}_{kind}" for n in WGMMA_N for kind, k in WGMMA_K.items()]
+__all__ += ["st_shared_bf16x2"]
 
 if SIMULATOR:
     def _stub(name):
@@ -131,7 +139,8 @@ if SIMULATOR:
         globals()[_name] = _stub(_name)
 
     def wgmma(kind, n):  # noqa: F811
-        return globals()[f"wgmma_m64n{n}k16_{kind}"]
+        return globals().get(f"wgmma_m64n{n}k{WGMMA_K[kind]}_{kind}",
+                             _stub(f"wgmma_m64n{n}k{WGMMA_K[kind]}_{kind}"))
 
 else:
     from llvmlite import ir
@@ -196,12 +205,16 @@ else:
     # region: wgmma_intrinsic
     def _wgmma(kind: str, n: int):
         regs = n // 2                       # f32 accumulators per thread for m64nN
+        k = WGMMA_K[kind]
         outs = ", ".join(f"${i}" for i in range(regs))
         a, b, s = 2 * regs, 2 * regs + 1, 2 * regs + 2
+        # 16-bit: imm-scale-a, imm-scale-b = 1, imm-trans-a = 0 (K-major), imm-trans-b = 1
+        # (MN-major); FP8 has no transpose operands (both K-major)
+        tail = "1, 1, 0, 1" if k == 16 else "1, 1"
         text = ("{\n.reg .pred p;\n"
                 f"setp.ne.b32 p, ${s}, 0;\n"
-                f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{kind}.{kind} "
-                f"{{{outs}}}, ${a}, ${b}, p, 1, 1, 0, 1;\n}}")
+                f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{kind}.{kind} "
+                f"{{{outs}}}, ${a}, ${b}, p, {tail};\n}}")
         constraints = ",".join(["=f"] * regs + [str(i) for i in range(regs)] + ["l", "l", "r"])
         constraints += ",~{memory}"
 
@@ -228,25 +241,31 @@ else:
 
             return types.void(acc, first, desc_a, desc_b, scale_d), codegen
 
-        impl.__name__ = f"wgmma_m64n{n}k16_{kind}"
-        impl.__doc__ = (f"``wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{kind}.{kind}``: "
-                        f"acc[first:first+{regs}] (+)= A(64×16, K-major, desc_a) · "
-                        f"B(16×{n}, MN-major, desc_b) for one warpgroup; ``first`` must be "
+        impl.__name__ = f"wgmma_m64n{n}k{k}_{kind}"
+        impl.__doc__ = (f"``wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{kind}.{kind}``: "
+                        f"acc[first:first+{regs}] (+)= A(64×{k}, K-major, desc_a) · "
+                        f"B({k}×{n}, {'MN' if k == 16 else 'K'}-major, desc_b) for one "
+                        "warpgroup; ``first`` must be "
                         "constant after unrolling (else acc leaves registers), ``scale_d`` 0 (overwrite) or 1 (accumulate). Asynchronous: "
                         "read the accumulators only after :func:`wgmma_wait`.")
         return intrinsic(impl)
     # endregion: wgmma_intrinsic
 
     for _n in WGMMA_N:
-        for _kind in ("f16", "bf16"):
-            globals()[f"wgmma_m64n{_n}k16_{_kind}"] = _wgmma(_kind, _n)
+        for _kind, _k in WGMMA_K.items():
+            globals()[f"wgmma_m64n{_n}k{_k}_{_kind}"] = _wgmma(_kind, _n)
 
     def wgmma(kind: str, n: int):
-        """The ``wgmma_m64n{n}k16_{kind}`` intrinsic."""
-        if n not in WGMMA_N or kind not in ("f16", "bf16"):
-            raise ValueError(f"no wgmma intrinsic for kind {kind!r}, N={n}; "
-                             f"N must be one of {WGMMA_N}")
-        return globals()[f"wgmma_m64n{n}k16_{kind}"]
+        """The ``wgmma_m64n{n}k{16|32}_{kind}`` intrinsic: those of :data:`WGMMA_N` are made
+        at import, any other N (a multiple of 8 up to 256, as the instruction allows) on
+        first use."""
+        if kind not in WGMMA_K or n % 8 or not 8 <= n <= 256:
+            raise ValueError(f"no wgmma intrinsic for kind {kind!r}, N={n}; N must be a "
+                             f"multiple of 8 up to 256, the kind one of {tuple(WGMMA_K)}")
+        name = f"wgmma_m64n{n}k{WGMMA_K[kind]}_{kind}"
+        if name not in globals():
+            globals()[name] = _wgmma(kind, n)
+        return globals()[name]
 
     # region: smem_desc
     @cuda.jit(device=True, inline="always")
@@ -390,18 +409,28 @@ else:
     bulk_wait = _bulk_wait(False)
     bulk_wait_read = _bulk_wait(True)
 
-    @intrinsic
-    def st_shared_v2_f32(typingctx, address, x, y):
-        """``st.shared.v2.f32 [address], {x, y}`` — 8 bytes at an 8-byte aligned shared
-        address."""
-        def codegen(context, builder, sig, args):
-            ops = [_u32(context, builder, sig.args[0], args[0]),
-                   context.cast(builder, args[1], sig.args[1], types.float32),
-                   context.cast(builder, args[2], sig.args[2], types.float32)]
-            _asm(builder, ir.VoidType(), ops, "st.shared.v2.f32 [$0], {$1, $2};",
-                 "r,f,f,~{memory}")
-            return context.get_dummy_value()
-        return types.void(address, x, y), codegen
+    def _st_shared_pair(name: str, text: str, doc: str):
+        """An intrinsic ``name(address, x, y)`` storing two float32 values as ``text`` says."""
+        def impl(typingctx, address, x, y):
+            def codegen(context, builder, sig, args):
+                ops = [_u32(context, builder, sig.args[0], args[0])]
+                ops += [context.cast(builder, v, t, types.float32)
+                        for v, t in zip(args[1:], sig.args[1:])]
+                _asm(builder, ir.VoidType(), ops, text, "r,f,f,~{memory}")
+                return context.get_dummy_value()
+            return types.void(address, x, y), codegen
+        impl.__name__ = name
+        impl.__doc__ = doc
+        return intrinsic(impl)
+
+    st_shared_v2_f32 = _st_shared_pair(
+        "st_shared_v2_f32", "st.shared.v2.f32 [$0], {$1, $2};",
+        "``st.shared.v2.f32 [address], {x, y}`` — 8 bytes at an 8-byte aligned shared address.")
+    st_shared_bf16x2 = _st_shared_pair(
+        "st_shared_bf16x2",
+        "{\n.reg .b32 t;\ncvt.rn.bf16x2.f32 t, $2, $1;\nst.shared.b32 [$0], t;\n}",
+        "``cvt.rn.bf16x2.f32`` + ``st.shared.b32``: ``x`` and ``y`` rounded to BF16 (to nearest "
+        "even), stored as 4 bytes at a 4-byte aligned shared address, ``x`` first.")
 
     @intrinsic
     def named_barrier(typingctx, bar_id, count):
@@ -512,8 +541,9 @@ else:
 
 # ----------------------------------------------------------------------------- host side
 
-#: Dtypes a tensor map here can describe (bfloat16 travels as uint16 bits).
-_TMA_DTYPES = {"float16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16",
+#: Dtypes a tensor map here can describe (bfloat16 travels as uint16 bits, FP8 as uint8).
+_TMA_DTYPES = {"uint8": "CU_TENSOR_MAP_DATA_TYPE_UINT8",          # FP8 bits: bytes to TMA
+               "float16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16",
                "bfloat16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16",
                "float32": "CU_TENSOR_MAP_DATA_TYPE_FLOAT32"}
 

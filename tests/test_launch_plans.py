@@ -31,6 +31,7 @@ import lab
 from lab import device
 from lab.kernels import k07_tensor_core as k07
 from lab.kernels import k08_tc_pipeline as k08
+from lab.kernels import k09_fp8 as fp8
 from lab.kernels import k09_hopper as k09
 from lab.kernels import k10_epilogue as k10
 from lab.kernels import k11_splitk as k11
@@ -44,7 +45,8 @@ GPU_ONLY = [name for name, spec in lab.REGISTRY.items() if not spec.simulator]
 #: block) and the H200's.
 SM_COUNTS = (3, 132)
 #: Kernels launched around a product, not the product itself.
-HELPERS = {"pad_kernel", "zero_kernel", "reduce_kernel", "_copy_columns"}
+HELPERS = {"pad_kernel", "zero_kernel", "reduce_kernel", "_copy_columns", "_transpose",
+           "_widen_bf16"}
 
 
 def ceil(x: int, t: int) -> int:
@@ -267,8 +269,14 @@ def _check_hopper(name: str, p: Plan, m: int, n: int, k: int, sm_count: int) -> 
             assert gx * bx >= n and gy * by >= m, "the copy back misses part of C"
     else:
         assert out is p.operands[2]
-    # the kernel's schedule (build_ws): units of CLUSTER tile rows in one tile column, block
-    # b (rank b % CLUSTER) walks units b // CLUSTER, + step, …; a row past M stores nothing
+    _check_schedule(cfg, ln, tiles_m, tiles_n, sm_count)
+
+
+def _check_schedule(cfg, ln: Launch, tiles_m: int, tiles_n: int, sm_count: int) -> None:
+    """The specialized kernel's schedule (build_ws): units of CLUSTER tile rows in one tile
+    column, block b (rank b % CLUSTER) walks units b // CLUSTER, + step, …; a row past M
+    stores nothing."""
+    order = k09._tile_order(cfg.group_m)
     cluster = cfg.cluster
     assert ln.cluster == cluster and ln.grid[0] % cluster == 0
     units_m = ceil(tiles_m, cluster)
@@ -287,6 +295,38 @@ def _check_hopper(name: str, p: Plan, m: int, n: int, k: int, sm_count: int) -> 
     _owners(owned, tiles_m, tiles_n)
 
 
+def _check_fp8(name: str, p: Plan, m: int, n: int, k: int, sm_count: int) -> None:
+    """The FP8 kernels: B transposed on the GPU first (the FP8 wgmma reads Bᵀ), A and Bᵀ with K
+    padded to 16 bytes and boxes of the tile's rows × 128 one-byte k, the scales in the
+    configuration's shapes, C through TMA stores of 128-byte rows (a BF16 result widened into
+    C after), and the persistent schedule of the specialized kernel."""
+    cfg = fp8.CONFIGS[name]
+    ln = p.main()
+    assert ln.block[0] == cfg.threads and ln.shared == cfg.shared_bytes
+    flips = p.helpers("_transpose")
+    assert len(flips) == 1 and p.launches.index(flips[0]) < p.launches.index(ln)
+    src, bt = flips[0].args
+    assert src is p.operands[1] and tuple(bt.shape) == (n, k)
+    assert flips[0].grid[0] * 32 >= n and flips[0].grid[1] * 8 >= k, "the transpose misses B"
+    map_a, map_b, map_c = (p.maps[int(x[0])] for x in ln.args[:3])
+    out, kp, sa, sb = ln.args[3:]
+    assert kp == round_up(k, 16)
+    assert (map_a.box, map_b.box) == ((cfg.bm, 128), (cfg.bn, 128)), "tensor-map boxes"
+    assert map_a.dtype_name == map_b.dtype_name == "uint8"
+    _padded(map_a.array, (m, kp), "A as TMA reads it")
+    _padded(map_b.array, (n, kp), "Bᵀ as TMA reads it")
+    assert (tuple(sa.shape), tuple(sb.shape)) == k09.scale_shapes(cfg, m, n, k)
+    per = 16 // k09.OUT_BYTES[cfg.out]
+    assert map_c.array is out and map_c.box == (64, cfg.epi_cols)
+    assert out.shape[0] == m and out.shape[1] % per == 0 and n <= out.shape[1] < n + per
+    widen = p.helpers("_widen_bf16")
+    assert len(widen) == (cfg.out == "bf16")
+    if widen:
+        assert p.launches.index(widen[0]) > p.launches.index(ln)
+        assert widen[0].grid[0] * 32 >= n and widen[0].grid[1] * 8 >= m, "the widening misses C"
+    _check_schedule(cfg, ln, ceil(m, cfg.bm), ceil(n, cfg.bn), sm_count)
+
+
 def _check_shuffle(p: Plan, m: int, n: int, k: int) -> None:
     ln = p.main()
     assert ln.block == (32, 32, 1)
@@ -299,6 +339,8 @@ def check_plan(name: str, p: Plan, m: int, n: int, k: int, sm_count: int) -> Non
         _check_naive(p, m, n, k)
     elif name.startswith("wgmma_"):
         _check_hopper(name, p, m, n, k, sm_count)
+    elif name in fp8.CONFIGS:
+        _check_fp8(name, p, m, n, k, sm_count)
     elif name == "tiled32_shuffle":
         _check_shuffle(p, m, n, k)
     else:
@@ -312,13 +354,14 @@ def test_every_gpu_only_kernel_has_a_plan_check():
     families = ("tc_naive", "wgmma_", "tiled32_shuffle")
     for name in GPU_ONLY:
         assert name.startswith(families) or name in k08.RUNG_CONFIGS or name in k11.SPLIT \
-            or name == "tc_fp16_epilogue", f"no plan check for GPU-only kernel {name!r}"
+            or name == "tc_fp16_epilogue" or name in fp8.CONFIGS, \
+            f"no plan check for GPU-only kernel {name!r}"
 
 
 @pytest.mark.parametrize("name", GPU_ONLY)
 def test_the_registered_launch_plan_covers_the_shape(name, recorder):
     for m, n, k in plan_shapes(name):
-        for sms in (SM_COUNTS if name.startswith("wgmma_") else (132,)):
+        for sms in (SM_COUNTS if name.startswith("wgmma_") or name in fp8.CONFIGS else (132,)):
             p = recorder(name, m, n, k, sm_count=sms)
             try:
                 check_plan(name, p, m, n, k, sms)

@@ -20,7 +20,7 @@ LAB = Path(__file__).resolve().parents[1] / "lab"
 LAYERS = (
     ("base", ("lab.device", "lab.inlining", "lab.gpulock", "lab.clocks", "lab.results",
               "lab.model", "lab.seeds", "lab.tables", "lab.plots", "lab.page", "lab.accuracy",
-              "lab.roofline", "lab.fragments", "lab.counting")),
+              "lab.roofline", "lab.fragments", "lab.counting", "lab.fp8")),
     ("intrinsics", ("lab.ptx", "lab.vector", "lab.hopper")),
     ("kernels", ("lab", "lab.api", "lab.kernels", "lab.kernels.*")),
     ("compiler, timing", ("lab.compiler", "lab.timing")),

@@ -156,7 +156,9 @@ def test_unknown_kernel_is_named():
 def test_every_registered_kernel_declares_the_contract():
     for name, spec in lab.REGISTRY.items():
         assert spec.name == name
-        assert np.dtype(spec.dtype) in (np.float32, np.float16, np.uint16)
+        assert np.dtype(spec.dtype) in (np.float32, np.float16, np.uint16, np.uint8)
+        if np.dtype(spec.dtype) == np.uint8:        # FP8 codes travel as bytes
+            assert spec.dtype_name in ("float8_e4m3fn", "float8_e5m2"), name
         assert isinstance(spec.simulator, bool) and callable(spec.launch)
 
 

@@ -8,8 +8,9 @@ A module also declares what it needs and what it costs, read by :func:`info`:
 
 * ``CHAPTER`` — the chapter whose tables it feeds (``measure all`` runs in chapter order);
 * ``NEEDS`` — tools it cannot do without, names from :data:`TOOLS` (``"cupy"``, ``"ncu"``,
-  ``"compute-sanitizer"``, ``"torch-nccl-2gpu"``: two GPUs, PyTorch and NCCL); on a machine
-  that lacks one it is skipped, not failed (``nvcc`` and ``ptxas`` come with requirements.txt);
+  ``"compute-sanitizer"``, ``"torch-nccl-2gpu"``: two GPUs, PyTorch and NCCL; ``"torch"``,
+  ``"sgemm-cuda"``); on a machine that lacks one it is skipped, not failed (``nvcc`` and
+  ``ptxas`` come with requirements.txt);
 * ``NEEDS_KERNELS`` — registered kernels it cannot do without; where one cannot run
   (:func:`lab.kernels.runnable`: the GPU's compute capability is outside the kernel's range) the
   experiment is skipped with that kernel's one line;
@@ -57,6 +58,14 @@ def _sanitizer() -> str | None:
             "needs compute-sanitizer (CUDA toolkit): not on PATH nor in /usr/local/cuda")
 
 
+def _torch() -> str | None:
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        return "needs PyTorch (cuBLASLt's FP8 GEMM through torch._scaled_mm): torch not found"
+    return None
+
+
 def _two_gpus() -> str | None:
     from lab.multi.launch import missing
 
@@ -71,7 +80,7 @@ def _sgemm_cuda() -> str | None:
 
 #: Tool name -> a function returning None when the tool is here, else why it is missing.
 TOOLS = {"cupy": _cupy, "ncu": _ncu, "compute-sanitizer": _sanitizer,
-         "torch-nccl-2gpu": _two_gpus, "sgemm-cuda": _sgemm_cuda}
+         "torch-nccl-2gpu": _two_gpus, "sgemm-cuda": _sgemm_cuda, "torch": _torch}
 
 
 @dataclass(frozen=True)

@@ -57,6 +57,13 @@ releases a stage: 1 in every rung), ``elect`` (the producer warp runs the loop a
 
 Every launch: ``launch(A, B, C)`` with device arrays; C (M×N float32) is written only inside
 ``row < M, col < N``.
+
+Input types (``kind``): ``f16`` and ``bf16`` for the rungs; ``e4m3`` and ``e5m2`` (FP8, uint8
+bits) for the specialized kernel with the TMA-store epilogue, which then reads Bᵀ (FP8
+``wgmma`` takes both operands K-major), takes 128 k per stage, and has the parameters ``out``
+(FP32 or BF16 result), ``scales`` (per-tensor, in the epilogue, or 1×128 / 128×128 blocks at
+each promotion) and ``promote`` (partial sums moved into FP32 registers every ``promote`` k):
+:mod:`lab.kernels.k09_fp8`.
 """
 from __future__ import annotations
 
@@ -67,19 +74,27 @@ from numba import cuda, float32, int32, uint8, uint32, uint64
 
 from lab import hopper, ptx
 from lab.kernels import KernelSpec
-from lab.kernels.k07_tensor_core import pad_inputs
+from lab.kernels.k07_tensor_core import pad_inputs, pad_operand
 
 SIGNATURES = {
     "cpasync": {"f16": "void(float16[:, ::1], float16[:, ::1], float32[:, ::1])",
                 "bf16": "void(uint16[:, ::1], uint16[:, ::1], float32[:, ::1])"},
     "tma": "void(uint64[::1], uint64[::1], float32[:, ::1], int32)",
     "ws": "void(uint64[::1], uint64[::1], uint64[::1], float32[:, ::1], int32)",
+    # FP8: C (float32 or BF16 bits), then the scales of A and of B (float32, 2-D)
+    "fp8": "void(uint64[::1], uint64[::1], uint64[::1], {out}[:, ::1], int32, "
+           "float32[:, ::1], float32[:, ::1])",
 }
 BK = 64                       # k per stage: one 128-byte row of 16-bit values
 ROW = 128                     # bytes per swizzled row
 EPI_COLS = 32                 # float32 columns per TMA-store box: one 128-byte swizzled row
-EPI_BOX = 64 * ROW            # one 64-row × 32-column float32 staging box: 8 KB
+EPI_BOX = 64 * ROW            # one 64-row × 128-byte staging box: 8 KB
 MAX_SHARED = 227 * 1024
+#: Input types: bytes per value. FP8 (``e4m3``, ``e5m2``) travels as uint8 bits.
+ELEM_BYTES = {"f16": 2, "bf16": 2, "e4m3": 1, "e5m2": 1}
+FP8_KINDS = ("e4m3", "e5m2")
+#: Output types of the TMA-store epilogue: bytes per value (BF16 travels as uint16 bits).
+OUT_BYTES = {"f32": 4, "bf16": 2}
 
 
 @dataclass(frozen=True)
@@ -101,6 +116,25 @@ class HopperConfig:
     wait_depth: int = 1        # wgmma groups a consumer leaves in flight before releasing a stage
     elect: bool = False        # the producer's warp runs the loop, elect.sync picks the issuer
     producer_regs: int = 40    # setmaxnreg.dec for the producer (when regs is set)
+    # FP8 only (kind e4m3 / e5m2; B arrives as Bᵀ, N×K):
+    out: str = "f32"           # output type: "f32" or "bf16" (BF16 through the TMA store)
+    scales: str = ""           # "tensor": one scale per operand, applied in the epilogue;
+                               # "block": 1×128 (A) and 128×128 (B) scales, at each promotion
+    promote: int = 0           # k between promotions of the accumulators to FP32; 0 = never
+
+    @property
+    def fp8(self) -> bool:
+        return self.kind in FP8_KINDS
+
+    @property
+    def bk(self) -> int:
+        """k per stage: one 128-byte swizzled row (64 16-bit or 128 FP8 values)."""
+        return ROW // ELEM_BYTES.get(self.kind, 2)
+
+    @property
+    def epi_cols(self) -> int:
+        """Output columns per TMA-store box: one 128-byte row (32 float32 or 64 BF16)."""
+        return ROW // OUT_BYTES.get(self.out, 4)
 
     @property
     def wg_rows(self) -> int:
@@ -133,7 +167,7 @@ class HopperConfig:
 
     @property
     def label(self) -> str:
-        parts = [f"{self.bm}x{self.bn}x{BK}", f"{self.stages} stages", self.loader,
+        parts = [f"{self.bm}x{self.bn}x{self.bk}", f"{self.stages} stages", self.loader,
                  f"{self.consumers} consumer WG"]
         if self.producer:
             parts.append("+ producer WG")
@@ -153,16 +187,22 @@ class HopperConfig:
             parts.append(f"wgmma wait depth {self.wait_depth}")
         if self.elect:
             parts.append("elect.sync producer")
+        if self.fp8:
+            parts.append(f"{self.scales} scales")
+            parts.append(f"promotion every {self.promote} k" if self.promote
+                         else "tensor-core accumulation")
+            parts.append(f"{self.out.upper()} out")
         return ", ".join(parts) + f", {self.kind}"
 
     def validate(self) -> "HopperConfig":
         problems = []
-        if self.kind not in ("f16", "bf16"):
-            problems.append(f"kind must be 'f16' or 'bf16', not {self.kind!r}")
+        if self.kind not in ELEM_BYTES:
+            problems.append(f"kind must be one of {tuple(ELEM_BYTES)}, not {self.kind!r}")
         if self.loader not in ("cpasync", "tma"):
             problems.append(f"loader must be 'cpasync' or 'tma', not {self.loader!r}")
-        if self.bn not in hopper.WGMMA_N:
-            problems.append(f"bn must be one of {hopper.WGMMA_N}")
+        if self.bn not in hopper.WGMMA_N and not (self.fp8 and self.bn in (192,)):
+            problems.append(f"bn must be one of {hopper.WGMMA_N}"
+                            + (" or 192" if self.fp8 else ""))
         if self.bm % (64 * (1 if self.pingpong else self.consumers)) or self.bm > 256:
             problems.append("bm must be a multiple of 64 per consumer warpgroup, at most 256")
         if self.mt * self.bn // 2 > 128:
@@ -199,9 +239,34 @@ class HopperConfig:
         if self.regs and 128 * self.producer_regs + 128 * self.consumers * self.regs > 65536:
             problems.append(f"setmaxnreg {self.regs}/{self.producer_regs} does not fit the "
                             "register file (64 K)")
+        problems += self._fp8_problems(specialized)
         if problems:
             raise ValueError(f"hopper config {self.label}: " + "; ".join(problems))
         return self
+
+    def _fp8_problems(self, specialized: bool) -> list[str]:
+        """The rules of the FP8 parameters (out, scales, promote)."""
+        problems = []
+        if self.out not in OUT_BYTES:
+            problems.append(f"out must be one of {tuple(OUT_BYTES)}, not {self.out!r}")
+        if not self.fp8:
+            if (self.out, self.scales, self.promote) != ("f32", "", 0):
+                problems.append("out, scales and promote are parameters of the FP8 kernels")
+            return problems
+        if not (specialized and self.epilogue == "tma" and self.cluster == 1):
+            problems.append("FP8 runs on the specialized kernel with the TMA-store epilogue, "
+                            "without clusters")
+        if self.scales not in ("tensor", "block"):
+            problems.append(f"FP8 scales must be 'tensor' or 'block', not {self.scales!r}")
+        if self.promote < 0 or self.promote % self.bk:
+            problems.append(f"promote must be 0 or a multiple of the stage's k ({self.bk})")
+        if self.scales == "block" and (self.promote != self.bk or self.bn % 128):
+            problems.append("block scales (128 k each) are applied at a promotion every "
+                            f"{self.bk} k, on tiles of whole 128-column blocks")
+        acc = self.mt * self.bn // 2 * (2 if self.promote else 1)
+        if acc > 192:
+            problems.append(f"{acc} accumulator registers per thread (> 192) with promotion")
+        return problems
 
 
 # ----------------------------------------------------------------------------- shared pieces
@@ -259,33 +324,45 @@ def _zero(count: int):
 def _stage_ops(cfg: HopperConfig):
     """``load_stage`` (one thread: the stage's TMA copies) and ``compute_stage`` (one
     warpgroup: its wgmma of one k-slice), shared by every TMA rung."""
-    A_BYTES, STAGE_BYTES, MT, BN = cfg.a_bytes, cfg.stage_bytes, cfg.mt, cfg.bn
-    B_BOX = BK * ROW
+    A_BYTES, STAGE_BYTES, MT, BN, SBK = cfg.a_bytes, cfg.stage_bytes, cfg.mt, cfg.bn, cfg.bk
+    B_BOX = SBK * ROW
     B_BOXES = BN // 64
     WG_ROWS = cfg.wg_rows
+    K_MAJOR_B = cfg.fp8                       # FP8 wgmma reads Bᵀ (K-major) only
     mma = hopper.wgmma(cfg.kind, BN)
 
     # region: tma_stage
     @cuda.jit(device=True, inline="always")
     def load_stage(stage, full, map_a, map_b, kt, row0, col0):
         """One thread: announce the stage's bytes on its full barrier, then ask the copy
-        engine for the A box (BM rows × 64 k) and BN/64 B boxes (64 k-rows × 64 columns)."""
+        engine for the A box (BM rows × 128 bytes of k) and the B tile: BN/64 boxes (64
+        k-rows × 64 columns) of B, or (FP8) one box of BN rows × 128 k of Bᵀ."""
         hopper.mbar_expect_tx(full, STAGE_BYTES)
-        hopper.tma_load_2d(stage, map_a, kt * BK, row0, full)
-        for j in range(B_BOXES):
-            hopper.tma_load_2d(stage + uint32(A_BYTES + j * B_BOX), map_b, col0 + 64 * j,
-                               kt * BK, full)
+        hopper.tma_load_2d(stage, map_a, kt * SBK, row0, full)
+        if K_MAJOR_B:
+            hopper.tma_load_2d(stage + uint32(A_BYTES), map_b, kt * SBK, col0, full)
+        else:
+            for j in range(B_BOXES):
+                hopper.tma_load_2d(stage + uint32(A_BYTES + j * B_BOX), map_b, col0 + 64 * j,
+                                   kt * SBK, full)
     # endregion: tma_stage
 
     @cuda.jit(device=True, inline="always")
-    def compute_stage(acc, stage, wg):
+    def compute_stage(acc, stage, wg, scale_d):
+        """One warpgroup's wgmma of one stage (4 k-steps of 32 bytes); ``scale_d`` 0 makes
+        the first k-step overwrite the accumulators instead of adding to them."""
         hopper.wgmma_fence()
-        for ks in range(BK // 16):
-            desc_b = hopper.smem_desc(stage + uint32(A_BYTES + ks * 16 * ROW), B_BOX, 1024)
+        sd = scale_d
+        for ks in range(4):
+            if K_MAJOR_B:
+                desc_b = hopper.smem_desc(stage + uint32(A_BYTES + 32 * ks), 16, 1024)
+            else:
+                desc_b = hopper.smem_desc(stage + uint32(A_BYTES + ks * 16 * ROW), B_BOX, 1024)
             for mi in range(MT):
                 desc_a = hopper.smem_desc(
                     stage + uint32((wg * WG_ROWS + mi * 64) * ROW + 32 * ks), 16, 1024)
-                mma(acc, mi * (BN // 2), desc_a, desc_b, 1)
+                mma(acc, mi * (BN // 2), desc_a, desc_b, sd)
+            sd = 1
         hopper.wgmma_commit()
 
     return load_stage, compute_stage
@@ -318,17 +395,21 @@ def _stage_multicast(cfg: HopperConfig):
 
 
 def _epilogue_tma(cfg: HopperConfig):
-    MT, BN = cfg.mt, cfg.bn
-    QUARTERS = BN // EPI_COLS                     # 32-column boxes per 64-row slab
+    MT, BN, COLS = cfg.mt, cfg.bn, cfg.epi_cols
+    QUARTERS = BN // COLS                         # boxes per 64-row slab
+    OUT = OUT_BYTES[cfg.out]
+    BF16_OUT = cfg.out == "bf16"
 
     # region: epilogue_tma
     @cuda.jit(device=True, inline="always")
-    def store_tile_tma(acc, boxes, map_c, row0, col0, thread, bar_id):
-        """One warpgroup's accumulators → C through shared memory and the copy engine, one
-        64×32 float32 box at a time, alternating between two 8 KB staging boxes. Per box: the
+    def store_tile_tma(acc, boxes, map_c, row0, col0, thread, bar_id, scale):
+        """One warpgroup's accumulators, times ``scale``, → C through shared memory and the
+        copy engine, one 64-row × 128-byte box at a time (32 float32 or 64 BF16 columns),
+        alternating between two 8 KB staging boxes. Per box: the
         issuing thread (0) waits until the copy engine has *read* the box two back (its
-        buffer), the warpgroup writes the box 128B-swizzled (8-byte stores, no bank
-        conflicts), fences the writes for the async proxy and meets at a named barrier;
+        buffer), the warpgroup writes the box 128B-swizzled (8-byte stores of two float32,
+        or 4-byte stores of two BF16; no bank conflicts), fences the writes for the async
+        proxy and meets at a named barrier;
         thread 0 issues the TMA store and commits it. The stores run on while the warpgroup
         goes back to its main loop; rows and columns outside C are clipped by the copy engine."""
         warp = thread // 32
@@ -339,18 +420,21 @@ def _epilogue_tma(cfg: HopperConfig):
                 if thread == 0:
                     hopper.bulk_wait_read(1)          # the box written two boxes ago is free
                 hopper.named_barrier(bar_id, 128)
-                for jj in range(EPI_COLS // 8):
-                    j = q * (EPI_COLS // 8) + jj      # 8-column block of the accumulators
+                for jj in range(COLS // 8):
+                    j = q * (COLS // 8) + jj          # 8-column block of the accumulators
                     for half in range(2):
                         r = 16 * warp + lane // 4 + 8 * half
-                        offset = r * ROW + (8 * jj + 2 * (lane % 4)) * 4
+                        offset = r * ROW + (8 * jj + 2 * (lane % 4)) * OUT
                         i = mi * (BN // 2) + 4 * j + 2 * half
-                        hopper.st_shared_v2_f32(box + uint32(offset ^ ((r % 8) << 4)),
-                                                acc[i], acc[i + 1])
+                        where = box + uint32(offset ^ ((r % 8) << 4))
+                        if BF16_OUT:
+                            hopper.st_shared_bf16x2(where, acc[i] * scale, acc[i + 1] * scale)
+                        else:
+                            hopper.st_shared_v2_f32(where, acc[i] * scale, acc[i + 1] * scale)
                 hopper.fence_proxy_async()
                 hopper.named_barrier(bar_id, 128)
                 if thread == 0:
-                    hopper.tma_store_2d(box, map_c, col0 + EPI_COLS * q, row0 + 64 * mi)
+                    hopper.tma_store_2d(box, map_c, col0 + COLS * q, row0 + 64 * mi)
                     hopper.bulk_commit()
     # endregion: epilogue_tma
 
@@ -498,7 +582,7 @@ def build_tma(cfg: HopperConfig):
                            a_map, b_map, nxt, row0, col0)
             s = kt % STAGES
             hopper.mbar_wait(full0 + uint32(8 * s), (kt // STAGES) % 2)   # bytes landed
-            compute_stage(acc, shared + uint32(s * STAGE_BYTES), wg)
+            compute_stage(acc, shared + uint32(s * STAGE_BYTES), wg, 1)
             hopper.wgmma_wait(0)
             cuda.syncthreads()                           # every warpgroup is done with slot s
         # endregion: tma_mainloop
@@ -530,6 +614,13 @@ def build_ws(cfg: HopperConfig):
     DEPTH = cfg.wait_depth
     ELECT = cfg.elect
     BARRIERS = 2 * STAGES + 2             # a full and an empty mbarrier per stage; 2 "order"
+    SCALED = cfg.fp8                      # FP8: scale arguments, Bᵀ
+    PROMOTE = cfg.promote // cfg.bk       # stages between promotions to FP32; 0 = never
+    PART = ACC if PROMOTE else 1          # the tensor cores' partial sums, when promoting
+    BLOCK = cfg.scales == "block"
+    CB = max(1, BN // 128)                # B scales per tile (one per 128 columns)
+    RA = 2 * MT                           # A scales per thread (two rows per m64 tile)
+    SBK = cfg.bk
     # warps that hand one stage back: each consumer warp of every block of the cluster
     RELEASERS = 4 if PINGPONG else 4 * CONSUMERS * CLUSTER
     tile_coords = _tile_order(GROUP_M)
@@ -560,7 +651,7 @@ def build_ws(cfg: HopperConfig):
             for kt in range(k_tiles):
                 s = it % STAGES
                 hopper.mbar_wait(full0 + uint32(8 * s), (it // STAGES) % 2)
-                compute_stage(acc, shared + uint32(s * STAGE_BYTES), 0)
+                compute_stage(acc, shared + uint32(s * STAGE_BYTES), 0, 1)
                 hopper.wgmma_wait(1)
                 if kt > 0 and leader:
                     hopper.mbar_arrive(empty0 + uint32(8 * ((it - 1) % STAGES)))
@@ -572,6 +663,69 @@ def build_ws(cfg: HopperConfig):
                 hopper.mbar_arrive(empty0 + uint32(8 * ((it - 1) % STAGES)))
             store_tile(C, acc, block_m * BM, block_n * BN, thread)
     # endregion: pingpong
+
+    # region: promotion
+    @cuda.jit(device=True, inline="always")
+    def block_scales(ra, cb, sa, sb, row0, col0, kb, thread):
+        """This thread's A scales of k-block ``kb`` (its 2·MT rows; 1×128 blocks) and the
+        tile's B scales (one per 128 columns; 128×128 blocks). Rows past M read the last."""
+        warp = thread // 32
+        lane = thread % 32
+        for mi in range(MT):
+            for half in range(2):
+                r = min(row0 + mi * 64 + 16 * warp + lane // 4 + 8 * half, sa.shape[0] - 1)
+                ra[2 * mi + half] = sa[r, kb]
+        for c in range(CB):
+            cb[c] = sb[min(col0 // 128 + c, sb.shape[0] - 1), kb]
+
+    @cuda.jit(device=True, inline="always")
+    def promote(acc, part, ra, cb):
+        """FP32 accumulators += the tensor cores' partial sums (times the block scales)."""
+        for mi in range(MT):
+            for j in range(BN // 8):
+                for half in range(2):
+                    i = mi * (BN // 2) + 4 * j + 2 * half
+                    if BLOCK:
+                        scale = ra[2 * mi + half] * cb[j // 16]
+                        acc[i] += part[i] * scale
+                        acc[i + 1] += part[i + 1] * scale
+                    else:
+                        acc[i] += part[i]
+                        acc[i + 1] += part[i + 1]
+
+    @cuda.jit(device=True, inline="always")
+    def mainloop_promoted(acc, part, ra, cb, shared, full0, empty0, it, k_tiles, cw, leader,
+                          sa, sb, row0, col0, thread):
+        """One tile's main loop with promotion: the tensor cores accumulate PROMOTE stages
+        into ``part`` (the first k-step of each interval overwrites it), then the warpgroup
+        waits for them, hands back every stage it holds and adds ``part`` into the FP32
+        ``acc`` — with the block scales of that k-block when scaling by blocks. The other
+        consumer warpgroup's wgmma keep the tensor cores busy meanwhile."""
+        held = it                                 # oldest slice not yet handed back
+        for kt in range(k_tiles):
+            s = it % STAGES
+            hopper.mbar_wait(full0 + uint32(8 * s), (it // STAGES) % 2)
+            compute_stage(part, shared + uint32(s * STAGE_BYTES), cw,
+                          0 if kt % PROMOTE == 0 else 1)
+            # each branch hands back its own stages: were the promotion after the branches
+            # join, ptxas would wait for every wgmma at the join, in every stage
+            if kt % PROMOTE == PROMOTE - 1 or kt == k_tiles - 1:
+                if BLOCK:
+                    block_scales(ra, cb, sa, sb, row0, col0, kt, thread)
+                hopper.wgmma_wait(0)
+                while held <= it:
+                    release(empty0 + uint32(8 * (held % STAGES)), leader)
+                    held += 1
+                promote(acc, part, ra, cb)
+            else:
+                hopper.wgmma_wait(DEPTH)
+                while held < it + 1 - DEPTH:
+                    release(empty0 + uint32(8 * (held % STAGES)), leader)
+                    held += 1
+            it += 1
+        return it
+
+    # endregion: promotion
 
     @cuda.jit(device=True, inline="always")
     def release(empty, leader):
@@ -587,8 +741,8 @@ def build_ws(cfg: HopperConfig):
     # One block per SM and a register cap at entry: what setmaxnreg needs to take effect.
     bounds = {} if hopper.SIMULATOR else {"launch_bounds": (cfg.threads, 1)}
 
-    @cuda.jit(**bounds)
-    def wgmma_ws(map_a, map_b, map_c, C, k):
+    @cuda.jit(device=True, inline="always")
+    def ws_body(map_a, map_b, map_c, C, k, sa, sb):
         smem = cuda.shared.array(0, dtype=uint8, alignment=1024)
         bars = cuda.shared.array(BARRIERS, dtype=uint64)
         tid = int32(cuda.threadIdx.x)
@@ -598,7 +752,7 @@ def build_ws(cfg: HopperConfig):
         rank = int32(hopper.cluster_ctarank()) if CLUSTER > 1 else int32(0)
         m = int32(C.shape[0])
         n = int32(C.shape[1])
-        k_tiles = (k + BK - 1) // BK
+        k_tiles = (k + SBK - 1) // SBK
         tiles_m = (m + BM - 1) // BM
         tiles_n = (n + BN - 1) // BN
         # work units: CLUSTER consecutive block rows in one block column (1 tile alone)
@@ -658,6 +812,12 @@ def build_ws(cfg: HopperConfig):
             thread = tid % 128
             leader = thread % 32 == 0                 # lane 0 of each warp signals "empty"
             acc = cuda.local.array(ACC, float32)
+            part = cuda.local.array(PART, float32)
+            ra = cuda.local.array(RA, float32)
+            cb = cuda.local.array(CB, float32)
+            scale = float32(1)
+            if SCALED and not BLOCK:
+                scale = sa[0, 0] * sb[0, 0]           # per-tensor scales, in the epilogue
             if PINGPONG:
                 pingpong_consumer(acc, shared, full0, empty0, order0, C, cw, thread, leader,
                                   first, step, tiles, tiles_m, tiles_n, k_tiles)
@@ -668,23 +828,28 @@ def build_ws(cfg: HopperConfig):
                 unit_m, block_n = tile_coords(unit, units_m, tiles_n)
                 block_m = unit_m * CLUSTER + rank
                 zero(acc)
-                for kt in range(k_tiles):
-                    s = it % STAGES
-                    hopper.mbar_wait(full0 + uint32(8 * s), (it // STAGES) % 2)
-                    compute_stage(acc, shared + uint32(s * STAGE_BYTES), cw)
-                    hopper.wgmma_wait(DEPTH)          # all but the DEPTH newest groups done …
-                    if kt >= DEPTH:                   # … so slice it-DEPTH's slot goes back
-                        release(empty0 + uint32(8 * ((it - DEPTH) % STAGES)), leader)
-                    it += 1
-                hopper.wgmma_wait(0)
-                for d in range(DEPTH, 0, -1):         # the slots still held
-                    if k_tiles >= d:
-                        release(empty0 + uint32(8 * ((it - d) % STAGES)), leader)
+                if PROMOTE:
+                    it = mainloop_promoted(acc, part, ra, cb, shared, full0, empty0, it,
+                                           k_tiles, cw, leader, sa, sb,
+                                           block_m * BM + cw * WG_ROWS, block_n * BN, thread)
+                else:
+                    for kt in range(k_tiles):
+                        s = it % STAGES
+                        hopper.mbar_wait(full0 + uint32(8 * s), (it // STAGES) % 2)
+                        compute_stage(acc, shared + uint32(s * STAGE_BYTES), cw, 1)
+                        hopper.wgmma_wait(DEPTH)      # all but the DEPTH newest groups done …
+                        if kt >= DEPTH:               # … so slice it-DEPTH's slot goes back
+                            release(empty0 + uint32(8 * ((it - DEPTH) % STAGES)), leader)
+                        it += 1
+                    hopper.wgmma_wait(0)
+                    for d in range(DEPTH, 0, -1):     # the slots still held
+                        if k_tiles >= d:
+                            release(empty0 + uint32(8 * ((it - d) % STAGES)), leader)
                 if block_m < tiles_m:
                     if EPI_TMA:
                         store_tile_tma(acc, boxes, hopper.global_address(map_c),
                                        block_m * BM + cw * WG_ROWS, block_n * BN, thread,
-                                       1 + cw)
+                                       1 + cw, scale)
                     else:
                         store_tile(C, acc, block_m * BM + cw * WG_ROWS, block_n * BN, thread)
             if EPI_TMA and thread == 0:
@@ -693,7 +858,15 @@ def build_ws(cfg: HopperConfig):
         if CLUSTER > 1:
             hopper.cluster_sync()     # no block exits while its partner may still signal it
 
-    return wgmma_ws
+    @cuda.jit(**bounds)
+    def wgmma_ws(map_a, map_b, map_c, C, k):
+        ws_body(map_a, map_b, map_c, C, k, C, C)      # (16-bit: no scales; C stands in)
+
+    @cuda.jit(**bounds)
+    def wgmma_ws_scaled(map_a, map_b, map_c, C, k, sa, sb):
+        ws_body(map_a, map_b, map_c, C, k, sa, sb)
+
+    return wgmma_ws_scaled if SCALED else wgmma_ws
 
 
 # ----------------------------------------------------------------------------- launching
@@ -716,6 +889,8 @@ def kernel_for(cfg: HopperConfig):
 def signature(cfg: HopperConfig) -> str:
     if cfg.loader == "cpasync":
         return SIGNATURES["cpasync"][cfg.kind]
+    if cfg.fp8:
+        return SIGNATURES["fp8"].format(out="uint16" if cfg.out == "bf16" else "float32")
     return SIGNATURES["ws"] if cfg.producer else SIGNATURES["tma"]
 
 
@@ -746,9 +921,16 @@ def _sm_count() -> int:
 
 
 def tma_operands(A, B, cfg: HopperConfig):
-    """(map_a, map_b, K, keep): tensor maps for A (M×K) and B (K×N), after padding K and N to
-    multiples of 8 when their row pitch is not a multiple of 16 bytes (TMA's rule); ``keep``
-    holds the padded arrays alive while the kernel runs."""
+    """(map_a, map_b, K, keep): tensor maps for A (M×K) and B (K×N; FP8: Bᵀ, N×K), after
+    padding K and N (FP8: K) when their row pitch is not a multiple of 16 bytes (TMA's
+    rule); ``keep`` holds the padded arrays alive while the kernel runs."""
+    if cfg.fp8:
+        kp = -(-A.shape[1] // 16) * 16
+        a = pad_operand(A, A.shape[0], kp, "A")
+        b = pad_operand(B, B.shape[0], kp, "B")
+        map_a = hopper.tensor_map_2d(a, cfg.bm, cfg.bk, dtype_name="uint8")
+        map_b = hopper.tensor_map_2d(b, cfg.bn, cfg.bk, dtype_name="uint8")
+        return map_a, map_b, kp, (a, b)
     a, b = pad_inputs(A, B, 1, 8, 8) if (A.shape[1] % 8 or B.shape[1] % 8) else (A, B)
     name = "bfloat16" if cfg.kind == "bf16" else "float16"
     map_a = hopper.tensor_map_2d(a, cfg.bm, 64, dtype_name=name)
@@ -756,13 +938,33 @@ def tma_operands(A, B, cfg: HopperConfig):
     return map_a, map_b, int(a.shape[1]), (a, b)
 
 
+def scale_shapes(cfg: HopperConfig, m: int, n: int, k: int) -> tuple[tuple, tuple]:
+    """The shapes of the scale arrays of an FP8 launch at M×N×K: (1, 1) each for per-tensor
+    scales; for block scales one per 1×128 block of A, (M, ⌈K/128⌉), and one per 128×128
+    block of Bᵀ, (⌈N/128⌉, ⌈K/128⌉)."""
+    if cfg.scales == "tensor":
+        return (1, 1), (1, 1)
+    kb = -(-k // 128)
+    return (m, kb), (-(-n // 128), kb)
+
+
 def launcher(cfg: HopperConfig):
-    """``launch(A, B, C)`` for ``cfg``."""
+    """``launch(A, B, C)`` for ``cfg``; FP8: ``launch(A, Bt, C, sa, sb)`` with A (M×K) and
+    Bt (N×K, B transposed) as uint8 bits, C float32 or (``out="bf16"``) uint16 bits, and the
+    float32 scales of :func:`scale_shapes`: C = (sa·A)·(sb·B) with the scales expanded over
+    their blocks."""
     cfg.validate()
     dynamic = cfg.shared_bytes
 
-    def launch(A, B, C) -> None:
+    def launch(A, B, C, sa=None, sb=None) -> None:
         require_hopper()
+        if cfg.fp8:
+            want = scale_shapes(cfg, C.shape[0], C.shape[1], A.shape[1])
+            for label, x, shape in (("sa", sa, want[0]), ("sb", sb, want[1])):
+                if x is None or tuple(x.shape) != shape:
+                    raise ValueError(f"{cfg.scales} scales: {label} must be a float32 device "
+                                     f"array of shape {shape}, got "
+                                     f"{None if x is None else tuple(x.shape)}")
         kernel = kernel_for(cfg)
         hopper.allow_dynamic_shared(kernel, signature(cfg), dynamic)
         m, n = C.shape
@@ -781,13 +983,18 @@ def launcher(cfg: HopperConfig):
         out = C
         if cfg.epilogue == "tma":
             # the TMA store needs a 16-byte row pitch: an N that is not a multiple of 4
-            # float32 goes through a wider output, copied back after
-            if n % 4:
-                out = cuda.device_array((m, n + (-n) % 4), dtype=np.float32)
-            map_c = hopper.tensor_map_2d(out, 64, EPI_COLS, dtype_name="float32")
+            # float32 (8 BF16) goes through a wider output, copied back after
+            per = 16 // OUT_BYTES[cfg.out]
+            if n % per:
+                out = cuda.device_array((m, n + (-n) % per), dtype=C.dtype)
+            map_c = hopper.tensor_map_2d(out, 64, cfg.epi_cols,
+                                         dtype_name="bfloat16" if cfg.out == "bf16"
+                                         else "float32")
         else:
             map_c = map_a                         # not read
         args = (map_a, map_b, map_c, out, np.int32(k))
+        if cfg.fp8:
+            args += (sa, sb)
         units = -(-m // (cfg.bm * cfg.cluster)) * -(-n // cfg.bn)
         if cfg.cluster == 1:
             blocks = min(units, _sm_count()) if cfg.persistent else units
