@@ -599,6 +599,28 @@ def rows(experiment: str, gpu: str | None = None, **match) -> list[dict]:
     return [r for r in data["rows"] if all(r.get(k) == v for k, v in match.items())]
 
 
+class Keyed(dict):
+    """Rows of one results file by a field (:func:`by`): asking for a row the file does not
+    hold raises a KeyError that names the file, the field and what was asked for."""
+
+    def __init__(self, rows, field: str, where: str):
+        super().__init__((r[field], r) for r in rows)
+        self.field, self.where = field, where
+
+    def __missing__(self, key):
+        raise KeyError(f"{self.where} has no row with {self.field} = {key!r} (it has: "
+                       f"{', '.join(map(repr, self)) or 'none'}); measure it again or restore "
+                       "the file")
+
+
+def by(experiment: str, field: str = "kernel", gpu: str | None = None, **match) -> Keyed:
+    """:func:`rows` of ``experiment`` keyed by ``field`` (a missing key names the file)."""
+    gpu_, _ = resolve(experiment, gpu)
+    where = f"{path_for(experiment, gpu_).name} ({gpu_}"
+    where += ", " + ", ".join(f"{k}={v!r}" for k, v in match.items()) + ")" if match else ")"
+    return Keyed(rows(experiment, gpu, **match), field, where)
+
+
 def source_line(experiment: str, gpu: str | None = None) -> str:
     """The citation printed under a table: file, GPU, date (and the fallback note, if any)."""
     gpu, note = resolve(experiment, gpu)

@@ -52,7 +52,7 @@ HOPPER_RUNGS = [
 
 
 def _at_size(experiment: str, **match) -> dict[str, dict]:
-    return {r["kernel"]: r for r in results.rows(experiment, m=SIZE, n=SIZE, k=SIZE, **match)}
+    return results.by(experiment, m=SIZE, n=SIZE, k=SIZE, **match)
 
 
 def ladder() -> list[dict]:

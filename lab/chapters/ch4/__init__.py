@@ -221,7 +221,8 @@ def ladder(gpu: str | None = None) -> list[dict]:
 
 def at_size(n: int = 4096, gpu: str | None = None) -> dict:
     """Our kernels' ladder rows at n³, by kernel."""
-    return {r["kernel"]: r for r in ladder(gpu) if r["n"] == n and r["kernel"] != "cublas_fp32"}
+    return results.Keyed([r for r in ladder(gpu) if r["n"] == n and r["kernel"] != "cublas_fp32"],
+                         "kernel", f"fp32_ladder.json (part='ladder', n={n})")
 
 
 def cublas_mean(n: int = 4096) -> float:
@@ -416,7 +417,7 @@ def reference_table():
 
 def gap_rows() -> list[dict]:
     """What Nsight Compute saw of the best rungs and cuBLAS FP32 at 4096³ (fp32_profile)."""
-    prof = {r["kernel"]: r for r in results.rows("fp32_profile", part="profile")}
+    prof = results.by("fp32_profile", part="profile")
     out = []
     for name in ("warptile", "warptile_tuned", "cublas_fp32"):
         r = prof[name]
@@ -431,7 +432,7 @@ def gap_rows() -> list[dict]:
 
 def gap_values() -> dict:
     """The headline over three processes, and the last gap in issue slots and instructions."""
-    summary = {r["kernel"]: r for r in results.rows("fp32_profile", part="summary")}
+    summary = results.by("fp32_profile", part="summary")
     tuned = summary["warptile_tuned"]
     g = {r["kernel"]: r for r in gap_rows()}
     ours, cub = g["warptile_tuned"], g["cublas_fp32"]

@@ -139,9 +139,7 @@ def measure_here() -> None:
 # ----------------------------------------------------------------------------- rung 1
 
 def _ladder(gpu: str | None = None) -> dict:
-    rows = (results.rows("tensor_cores", gpu, part="ladder") if gpu
-            else results.rows("tensor_cores", part="ladder"))
-    return {r["kernel"]: r for r in rows}
+    return results.by("tensor_cores", gpu=gpu, part="ladder")
 
 
 def intensity_rows() -> list[dict]:
@@ -525,7 +523,7 @@ def sanitizer_table():
 # ----------------------------------------------------------------------------- precision
 
 def _precision() -> dict:
-    return {r["kernel"]: r for r in results.rows("precision")}
+    return results.by("precision")
 
 
 def precision_table():
@@ -690,8 +688,8 @@ def glue():
 def profile_values() -> dict:
     """What Nsight Compute counted for ``tc_fp16`` at 4096³ (``hopper_profile``), and its ratio
     to cuBLAS FP16 as the median of that experiment's separate processes."""
-    prof = {r["kernel"]: r for r in results.rows("hopper_profile", part="profile")}["tc_fp16"]
-    head = {r["kernel"]: r for r in results.rows("hopper_profile", part="summary", m=4096)}
+    prof = results.by("hopper_profile", part="profile")["tc_fp16"]
+    head = results.by("hopper_profile", part="summary", m=4096)
     tc = head["tc_fp16"]
     n = prof["m"]
     model_bytes = 2.0 * n ** 3 / _ladder()["tc_fp16"]["intensity"]   # the tile loads, as counted

@@ -11,7 +11,7 @@ PRECISION_ROWS = ("cublas_fp32", "cublas_tf32", "cublas_fp16", "cublas_bf16")
 
 def tf32_rows() -> list[dict]:
     """Per compute type: size, TFLOP/s and error of the ``precision`` run."""
-    prec = {r["kernel"]: r for r in results.rows("precision")}
+    prec = results.by("precision")
     return [prec[k] for k in PRECISION_ROWS]
 
 

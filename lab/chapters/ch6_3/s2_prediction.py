@@ -10,7 +10,7 @@ from lab.kernels.k10_epilogue import saved_bytes
 def rates() -> dict:
     """The streaming-read bandwidth (GB/s) and the roof of each format (TFLOP/s): the FP32 FMA
     roof (``roofline``) and cuBLAS FP16's 4096³ rate (``tensor_cores``)."""
-    by = {r["kernel"]: r for r in results.rows("roofline")}
+    by = results.by("roofline")
     fp16 = next(r for r in results.rows("tensor_cores", part="ladder", kernel="cublas_fp16"))
     return {"read_gbps": by["stream_read"]["gbps"],
             "peak": {"FP32": by["fma_chains"]["tflops"], "FP16": fp16["tflops"]}}
