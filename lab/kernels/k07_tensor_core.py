@@ -118,6 +118,7 @@ def make_naive_kernel(mma):
                        ptx.pack_b16(B[k + 8, col1], B[k + 9, col1]))
             left = mma(a, b_left, left)
             right = mma(a, b_right, right)
+        # region: tc_naive_store
         m, n = C.shape
         col = warp % tiles_n * TILE + 2 * pair
         for half in range(2):
@@ -133,6 +134,7 @@ def make_naive_kernel(mma):
                     C[row1, c] = acc[2]
                 if c + 1 < n:
                     C[row1, c + 1] = acc[3]
+        # endregion: tc_naive_store
     # endregion: tc_naive_kernel
 
     return tc_naive_kernel
