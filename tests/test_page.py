@@ -35,3 +35,21 @@ def test_a_long_table_shows_the_chosen_rows_and_folds_all():
         page.table(rows, show=range(page.OPEN_ROWS + 1))
     short = page.table(rows[:3])._repr_mimebundle_()["text/html"]
     assert "<details" not in short and short.count("<tr>") == 4
+
+
+def test_every_listing_in_the_book_is_short():
+    """A rung shows what it changed: every listing a chapter prints is about 40 lines at most
+    (what the rung did not change is folded, ``page.source(fold=...)``)."""
+    import json
+    from pathlib import Path
+
+    long = []
+    for path in sorted((Path(__file__).resolve().parents[1] / "book").glob("*.ipynb")):
+        for cell in json.loads(path.read_text())["cells"]:
+            for out in cell.get("outputs", []):
+                markdown = "".join(out.get("data", {}).get("text/markdown", ""))
+                if markdown.startswith("```"):
+                    lines = len(markdown.splitlines()) - 2
+                    if lines > 46:
+                        long.append(f"{path.name}: {lines} lines")
+    assert not long, long
