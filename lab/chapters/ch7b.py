@@ -135,7 +135,10 @@ def kernel_source():
 
 
 def promotion_source():
-    return page.source(k09_hopper, "promotion")
+    """The promoting main loop; its two helpers (the block scales a thread needs, and
+    ``acc += part × scales``) folded to one line."""
+    return page.source(k09_hopper, "promotion", fold={
+        "promotion_scales": "block_scales(), promote(): the k-block's scales; acc += part × scales"})
 
 
 def config_rows() -> list[dict]:

@@ -665,6 +665,7 @@ def build_ws(cfg: HopperConfig):
     # endregion: pingpong
 
     # region: promotion
+    # region: promotion_scales
     @cuda.jit(device=True, inline="always")
     def block_scales(ra, cb, sa, sb, row0, col0, kb, thread):
         """This thread's A scales of k-block ``kb`` (its 2·MT rows; 1×128 blocks) and the
@@ -692,6 +693,7 @@ def build_ws(cfg: HopperConfig):
                     else:
                         acc[i] += part[i]
                         acc[i + 1] += part[i + 1]
+    # endregion: promotion_scales
 
     @cuda.jit(device=True, inline="always")
     def mainloop_promoted(acc, part, ra, cb, shared, full0, empty0, it, k_tiles, cw, leader,
