@@ -26,6 +26,7 @@ import pytest
 import lab  # noqa: F401  (device decided first)
 from lab import bench, compiler, device, hopper
 from lab.kernels import k09_hopper as K
+from lab.kernels import k09_parts
 
 
 def _is_hopper() -> bool:
@@ -216,7 +217,7 @@ def test_rung_sass(offline, rung):
 
 
 def _epilogue_and_cluster_sass(cfg, f, what):
-    boxes = cfg.mt * cfg.bn // K.EPI_COLS             # TMA-store boxes per warpgroup and tile
+    boxes = cfg.mt * cfg.bn // k09_parts.EPI_COLS             # TMA-store boxes per warpgroup and tile
     if cfg.epilogue == "tma":
         assert f["mix"].get("UTMASTG") == boxes, f"{what}: UTMASTG {f['mix']}"
         assert "STG" not in f["mix"], f"{what}: C should leave only through TMA stores"
@@ -559,7 +560,7 @@ def _tma_store_box_offsets():
 def test_tma_store_staging_matches_the_swizzle_and_has_no_bank_conflicts():
     r, c, addr = _tma_store_box_offsets()
     # what TMA with CU_TENSOR_MAP_SWIZZLE_128B reads for element (r, c) of a 32-wide f32 box
-    want = hopper.swizzle_128b(hopper.tma_box_offset(r, c, box_cols=K.EPI_COLS, elem=4))
+    want = hopper.swizzle_128b(hopper.tma_box_offset(r, c, box_cols=k09_parts.EPI_COLS, elem=4))
     assert np.array_equal(addr, want)
     words = np.concatenate([addr.ravel() // 4, addr.ravel() // 4 + 1])
     assert np.unique(words).size == 64 * 32            # every element of the box exactly once
@@ -582,7 +583,7 @@ def test_stage_counts_that_do_not_fit_are_refused():
         K.make_config(bm=128, bn=256, stages=4, consumers=2, producer=True, regs=240,
                       producer_regs=40, persistent=True)
     cfg = K.RUNG_CONFIGS["wgmma_cluster"]
-    assert cfg.shared_bytes + 1024 <= K.MAX_SHARED
+    assert cfg.shared_bytes + 1024 <= k09_parts.MAX_SHARED
     assert "TMA store" in K.edges(cfg) and "clips" in K.edges(cfg)
 
 

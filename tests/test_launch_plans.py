@@ -13,7 +13,7 @@ Each recorded plan is then checked against the shape:
   further; TMA operands with 16-byte row pitches; tensor-map boxes of the kernel's tile;
 * the grid: every C tile owned by exactly one block — or one step of one persistent block,
   cluster rank, or ping-pong warpgroup — following the kernel's own tile order
-  (:func:`lab.kernels.k09_hopper._tile_order`);
+  (:func:`lab.kernels.k09_parts.tile_order`);
 * the launch's threads and dynamic shared memory; split-K slices that cover K once; the
   kernels around the product (zeroing, reduction, a copy back from a wider output).
 
@@ -33,6 +33,7 @@ from lab.kernels import k07_tensor_core as k07
 from lab.kernels import k08_tc_pipeline as k08
 from lab.kernels import k09_fp8 as fp8
 from lab.kernels import k09_hopper as k09
+from lab.kernels import k09_parts
 from lab.kernels import k10_epilogue as k10
 from lab.kernels import k11_splitk as k11
 from lab.kernels import shapes_for
@@ -203,7 +204,7 @@ def _check_tc(name: str, p: Plan, m: int, n: int, k: int) -> None:
     assert C is p.operands[2]
     assert ln.block == (cfg.threads, 1, 1) and ln.shared == cfg.shared_bytes
     tiles_m, tiles_n = a.shape[0] // cfg.bm, b.shape[1] // cfg.bn
-    order = k09._tile_order(cfg.group_m)      # tc_body's block order is the same formula
+    order = k09.tile_order(cfg.group_m)      # tc_body's block order is the same formula
     _owners([order(pid, tiles_m, tiles_n) for pid in range(ln.grid[0])], ceil(m, cfg.bm),
             ceil(n, cfg.bn))
     if name in k11.SPLIT:
@@ -227,7 +228,7 @@ def _check_hopper(name: str, p: Plan, m: int, n: int, k: int, sm_count: int) -> 
     bk = k09.BK
     ln = p.main()
     assert ln.block[0] == cfg.threads and ln.shared == cfg.shared_bytes
-    order = k09._tile_order(cfg.group_m)
+    order = k09.tile_order(cfg.group_m)
     if cfg.loader == "cpasync":
         a, b, C = ln.args
         _padded(a, (round_up(m, cfg.bm), round_up(k, bk)), "padded A")
@@ -257,7 +258,7 @@ def _check_hopper(name: str, p: Plan, m: int, n: int, k: int, sm_count: int) -> 
     map_c, out = ln.args[2], ln.args[3]
     if cfg.epilogue == "tma":
         mc = p.maps[int(map_c[0])]
-        assert mc.array is out and mc.box == (64, k09.EPI_COLS)
+        assert mc.array is out and mc.box == (64, k09_parts.EPI_COLS)
         assert out.shape[0] == m and out.shape[1] % 4 == 0 and n <= out.shape[1] < n + 4
         copies = p.helpers("_copy_columns")
         if out is p.operands[2]:
@@ -276,7 +277,7 @@ def _check_schedule(cfg, ln: Launch, tiles_m: int, tiles_n: int, sm_count: int) 
     """The specialized kernel's schedule (build_ws): units of CLUSTER tile rows in one tile
     column, block b (rank b % CLUSTER) walks units b // CLUSTER, + step, …; a row past M
     stores nothing."""
-    order = k09._tile_order(cfg.group_m)
+    order = k09.tile_order(cfg.group_m)
     cluster = cfg.cluster
     assert ln.cluster == cluster and ln.grid[0] % cluster == 0
     units_m = ceil(tiles_m, cluster)

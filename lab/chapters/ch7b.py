@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from lab import bench, compiler, fp8, kernels, model, page, plots, results
-from lab.kernels import k09_fp8, k09_hopper
+from lab.kernels import k09_fp8, k09_hopper, k09_parts
 
 EXPERIMENT = "fp8"
 #: A value the run has no row for (a provider that refused the recipe, say).
@@ -131,7 +131,7 @@ def quantization_table():
 
 def kernel_source():
     """The FP8 half of the stage: one TMA box of Bᵀ per stage, four K-major k-steps."""
-    return page.source(k09_hopper, "tma_stage")
+    return page.source(k09_parts, "tma_stage")
 
 
 def promotion_source():

@@ -67,7 +67,7 @@ each promotion) and ``promote`` (partial sums moved into FP32 registers every ``
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 from numba import cuda, float32, int32, uint8, uint32, uint64
@@ -75,370 +75,9 @@ from numba import cuda, float32, int32, uint8, uint32, uint64
 from lab import hopper, ptx
 from lab.kernels import KernelSpec
 from lab.kernels.k07_tensor_core import pad_inputs, pad_operand
-
-SIGNATURES = {
-    "cpasync": {"f16": "void(float16[:, ::1], float16[:, ::1], float32[:, ::1])",
-                "bf16": "void(uint16[:, ::1], uint16[:, ::1], float32[:, ::1])"},
-    "tma": "void(uint64[::1], uint64[::1], float32[:, ::1], int32)",
-    "ws": "void(uint64[::1], uint64[::1], uint64[::1], float32[:, ::1], int32)",
-    # FP8: C (float32 or BF16 bits), then the scales of A and of B (float32, 2-D)
-    "fp8": "void(uint64[::1], uint64[::1], uint64[::1], {out}[:, ::1], int32, "
-           "float32[:, ::1], float32[:, ::1])",
-}
-BK = 64                       # k per stage: one 128-byte row of 16-bit values
-ROW = 128                     # bytes per swizzled row
-EPI_COLS = 32                 # float32 columns per TMA-store box: one 128-byte swizzled row
-EPI_BOX = 64 * ROW            # one 64-row × 128-byte staging box: 8 KB
-MAX_SHARED = 227 * 1024
-#: Input types: bytes per value. FP8 (``e4m3``, ``e5m2``) travels as uint8 bits.
-ELEM_BYTES = {"f16": 2, "bf16": 2, "e4m3": 1, "e5m2": 1}
-FP8_KINDS = ("e4m3", "e5m2")
-#: Output types of the TMA-store epilogue: bytes per value (BF16 travels as uint16 bits).
-OUT_BYTES = {"f32": 4, "bf16": 2}
-
-
-@dataclass(frozen=True)
-class HopperConfig:
-    """One Hopper kernel variant. Edges in elements, 16-bit inputs."""
-    loader: str = "tma"        # "cpasync" (every thread copies) or "tma"
-    bm: int = 128              # block tile rows
-    bn: int = 128              # block tile columns (= wgmma N)
-    stages: int = 4            # k-slices in shared memory at once
-    consumers: int = 1         # warpgroups issuing wgmma
-    producer: bool = False     # a separate warpgroup issues the TMA copies
-    regs: int = 0              # setmaxnreg for consumers (producer gets 40); 0 = off
-    persistent: bool = False   # one block per SM loops over tiles
-    group_m: int = 8           # block-rows per L2 group in the tile order
-    pingpong: bool = False     # consumers take whole tiles in turn (else they split one)
-    kind: str = "f16"
-    epilogue: str = "direct"   # "direct" (st.global from registers) or "tma" (smem + TMA store)
-    cluster: int = 1           # blocks per cluster; 2: B multicast to both (block rows 2p, 2p+1)
-    wait_depth: int = 1        # wgmma groups a consumer leaves in flight before releasing a stage
-    elect: bool = False        # the producer's warp runs the loop, elect.sync picks the issuer
-    producer_regs: int = 40    # setmaxnreg.dec for the producer (when regs is set)
-    # FP8 only (kind e4m3 / e5m2; B arrives as Bᵀ, N×K):
-    out: str = "f32"           # output type: "f32" or "bf16" (BF16 through the TMA store)
-    scales: str = ""           # "tensor": one scale per operand, applied in the epilogue;
-                               # "block": 1×128 (A) and 128×128 (B) scales, at each promotion
-    promote: int = 0           # k between promotions of the accumulators to FP32; 0 = never
-
-    @property
-    def fp8(self) -> bool:
-        return self.kind in FP8_KINDS
-
-    @property
-    def bk(self) -> int:
-        """k per stage: one 128-byte swizzled row (64 16-bit or 128 FP8 values)."""
-        return ROW // ELEM_BYTES.get(self.kind, 2)
-
-    @property
-    def epi_cols(self) -> int:
-        """Output columns per TMA-store box: one 128-byte row (32 float32 or 64 BF16)."""
-        return ROW // OUT_BYTES.get(self.out, 4)
-
-    @property
-    def wg_rows(self) -> int:
-        return self.bm if self.pingpong else self.bm // self.consumers
-
-    @property
-    def mt(self) -> int:          # m64 wgmma per k-step per consumer warpgroup
-        return self.wg_rows // 64
-
-    @property
-    def threads(self) -> int:
-        return 128 * (self.consumers + int(self.producer))
-
-    @property
-    def a_bytes(self) -> int:
-        return self.bm * ROW
-
-    @property
-    def stage_bytes(self) -> int:
-        return (self.bm + self.bn) * ROW
-
-    @property
-    def epilogue_bytes(self) -> int:
-        """Two 64×32 float32 staging boxes per consumer warpgroup for the TMA store."""
-        return self.consumers * 2 * EPI_BOX if self.epilogue == "tma" else 0
-
-    @property
-    def shared_bytes(self) -> int:
-        return self.stages * self.stage_bytes + self.epilogue_bytes
-
-    @property
-    def label(self) -> str:
-        parts = [f"{self.bm}x{self.bn}x{self.bk}", f"{self.stages} stages", self.loader,
-                 f"{self.consumers} consumer WG"]
-        if self.producer:
-            parts.append("+ producer WG")
-        if self.regs:
-            parts.append(f"setmaxnreg {self.regs}/{self.producer_regs}")
-        if self.persistent:
-            parts.append("persistent")
-            if self.group_m != 8:
-                parts.append(f"group_m {self.group_m}")
-        if self.pingpong:
-            parts.append("ping-pong (a tile per WG)")
-        if self.epilogue == "tma":
-            parts.append("TMA-store epilogue")
-        if self.cluster > 1:
-            parts.append(f"cluster {self.cluster} (B multicast)")
-        if self.wait_depth != 1 and self.producer and not self.pingpong:
-            parts.append(f"wgmma wait depth {self.wait_depth}")
-        if self.elect:
-            parts.append("elect.sync producer")
-        if self.fp8:
-            parts.append(f"{self.scales} scales")
-            parts.append(f"promotion every {self.promote} k" if self.promote
-                         else "tensor-core accumulation")
-            parts.append(f"{self.out.upper()} out")
-        return ", ".join(parts) + f", {self.kind}"
-
-    def validate(self) -> "HopperConfig":
-        problems = []
-        if self.kind not in ELEM_BYTES:
-            problems.append(f"kind must be one of {tuple(ELEM_BYTES)}, not {self.kind!r}")
-        if self.loader not in ("cpasync", "tma"):
-            problems.append(f"loader must be 'cpasync' or 'tma', not {self.loader!r}")
-        if self.bn not in hopper.WGMMA_N and not (self.fp8 and self.bn in (192,)):
-            problems.append(f"bn must be one of {hopper.WGMMA_N}"
-                            + (" or 192" if self.fp8 else ""))
-        if self.bm % (64 * (1 if self.pingpong else self.consumers)) or self.bm > 256:
-            problems.append("bm must be a multiple of 64 per consumer warpgroup, at most 256")
-        if self.mt * self.bn // 2 > 128:
-            problems.append(f"{self.mt * self.bn // 2} accumulators per thread (> 128)")
-        if self.shared_bytes + 1024 > MAX_SHARED:
-            problems.append(f"{self.shared_bytes} bytes of shared memory")
-        if self.loader == "cpasync" and (self.consumers != 1 or self.producer
-                                         or self.persistent):
-            problems.append("the cp.async rung has one warpgroup and no producer")
-        if (self.regs or self.persistent) and not self.producer:
-            problems.append("setmaxnreg and persistence are for the specialized kernel")
-        if self.regs and (self.regs % 8 or not 24 <= self.regs <= 256):
-            problems.append(f"setmaxnreg {self.regs} does not fit the register file")
-        if self.pingpong and not (self.persistent and self.consumers == 2):
-            problems.append("ping-pong needs the persistent kernel and two consumer warpgroups")
-        if not 2 <= self.stages <= 8:
-            problems.append("stages must be 2…8")
-        specialized = self.producer and not self.pingpong
-        if self.epilogue not in ("direct", "tma"):
-            problems.append(f"epilogue must be 'direct' or 'tma', not {self.epilogue!r}")
-        if self.epilogue == "tma" and not specialized:
-            problems.append("the TMA-store epilogue is for the specialized (non-ping-pong) kernel")
-        if self.cluster not in (1, 2):
-            problems.append("cluster must be 1 or 2")
-        if self.cluster > 1 and (not specialized or (self.bn // 64) % self.cluster):
-            problems.append("clusters need the specialized (non-ping-pong) kernel and B boxes "
-                            "that split evenly among the blocks")
-        if self.wait_depth not in (0, 1, 2) or self.wait_depth >= self.stages:
-            problems.append("wait_depth must be 0, 1 or 2 and below the stage count")
-        if (self.wait_depth != 1 or self.elect) and not specialized:
-            problems.append("wait_depth and elect are parameters of the specialized kernel")
-        if self.producer_regs % 8 or not 24 <= self.producer_regs <= 256:
-            problems.append("producer_regs must be a multiple of 8 in 24…256")
-        if self.regs and 128 * self.producer_regs + 128 * self.consumers * self.regs > 65536:
-            problems.append(f"setmaxnreg {self.regs}/{self.producer_regs} does not fit the "
-                            "register file (64 K)")
-        problems += self._fp8_problems(specialized)
-        if problems:
-            raise ValueError(f"hopper config {self.label}: " + "; ".join(problems))
-        return self
-
-    def _fp8_problems(self, specialized: bool) -> list[str]:
-        """The rules of the FP8 parameters (out, scales, promote)."""
-        problems = []
-        if self.out not in OUT_BYTES:
-            problems.append(f"out must be one of {tuple(OUT_BYTES)}, not {self.out!r}")
-        if not self.fp8:
-            if (self.out, self.scales, self.promote) != ("f32", "", 0):
-                problems.append("out, scales and promote are parameters of the FP8 kernels")
-            return problems
-        if not (specialized and self.epilogue == "tma" and self.cluster == 1):
-            problems.append("FP8 runs on the specialized kernel with the TMA-store epilogue, "
-                            "without clusters")
-        if self.scales not in ("tensor", "block"):
-            problems.append(f"FP8 scales must be 'tensor' or 'block', not {self.scales!r}")
-        if self.promote < 0 or self.promote % self.bk:
-            problems.append(f"promote must be 0 or a multiple of the stage's k ({self.bk})")
-        if self.scales == "block" and (self.promote != self.bk or self.bn % 128):
-            problems.append("block scales (128 k each) are applied at a promotion every "
-                            f"{self.bk} k, on tiles of whole 128-column blocks")
-        acc = self.mt * self.bn // 2 * (2 if self.promote else 1)
-        if acc > 192:
-            problems.append(f"{acc} accumulator registers per thread (> 192) with promotion")
-        return problems
-
-
-# ----------------------------------------------------------------------------- shared pieces
-
-def _tile_order(group_m: int):
-    # region: tile_order
-    @cuda.jit(device=True, inline="always")
-    def tile_coords(tile, tiles_m, tiles_n):
-        """Tile number → (tile row, tile column): GROUP_M tile-rows at a time, column by
-        column inside a group, so tiles running together share A and B panels in L2."""
-        per_group = group_m * tiles_n
-        first_m = tile // per_group * group_m
-        rows_here = min(tiles_m - first_m, group_m)
-        in_group = tile - tile // per_group * per_group
-        return first_m + in_group % rows_here, in_group // rows_here
-    # endregion: tile_order
-    return tile_coords
-
-
-def _epilogue(mt: int, bn: int):
-    # region: epilogue
-    @cuda.jit(device=True, inline="always")
-    def store_tile(C, acc, row0, col0, thread):
-        """Accumulators of one warpgroup (``mt`` stacked 64×bn wgmma tiles whose first row is
-        ``row0``) → C, guarded. Register 4j + r of a thread in warp w, lane l holds row
-        16w + l/4 + 8·(r ≥ 2), column 8j + 2·(l % 4) + r % 2."""
-        m = uint64(C.shape[0])
-        n = uint64(C.shape[1])
-        warp = thread // 32
-        lane = thread % 32
-        for mi in range(mt):
-            r0 = uint64(row0 + mi * 64 + 16 * warp + lane // 4)
-            for half in range(2):
-                r = r0 + uint64(8 * half)
-                if r < m:
-                    for j in range(bn // 8):
-                        c = uint64(col0 + 8 * j + 2 * (lane % 4))
-                        i = mi * (bn // 2) + 4 * j + 2 * half
-                        if c < n:
-                            C[r, c] = acc[i]
-                        if c + uint64(1) < n:
-                            C[r, c + uint64(1)] = acc[i + 1]
-    # endregion: epilogue
-    return store_tile
-
-
-def _zero(count: int):
-    @cuda.jit(device=True, inline="always")
-    def zero(acc):
-        for i in range(count):
-            acc[i] = float32(0)
-    return zero
-
-
-def _stage_ops(cfg: HopperConfig):
-    """``load_stage`` (one thread: the stage's TMA copies) and ``compute_stage`` (one
-    warpgroup: its wgmma of one k-slice), shared by every TMA rung."""
-    A_BYTES, STAGE_BYTES, MT, BN, SBK = cfg.a_bytes, cfg.stage_bytes, cfg.mt, cfg.bn, cfg.bk
-    B_BOX = SBK * ROW
-    B_BOXES = BN // 64
-    WG_ROWS = cfg.wg_rows
-    K_MAJOR_B = cfg.fp8                       # FP8 wgmma reads Bᵀ (K-major) only
-    mma = hopper.wgmma(cfg.kind, BN)
-
-    # region: tma_stage
-    @cuda.jit(device=True, inline="always")
-    def load_stage(stage, full, map_a, map_b, kt, row0, col0):
-        """One thread: announce the stage's bytes on its full barrier, then ask the copy
-        engine for the A box (BM rows × 128 bytes of k) and the B tile: BN/64 boxes (64
-        k-rows × 64 columns) of B, or (FP8) one box of BN rows × 128 k of Bᵀ."""
-        hopper.mbar_expect_tx(full, STAGE_BYTES)
-        hopper.tma_load_2d(stage, map_a, kt * SBK, row0, full)
-        if K_MAJOR_B:
-            hopper.tma_load_2d(stage + uint32(A_BYTES), map_b, kt * SBK, col0, full)
-        else:
-            for j in range(B_BOXES):
-                hopper.tma_load_2d(stage + uint32(A_BYTES + j * B_BOX), map_b, col0 + 64 * j,
-                                   kt * SBK, full)
-    # endregion: tma_stage
-
-    @cuda.jit(device=True, inline="always")
-    def compute_stage(acc, stage, wg, scale_d):
-        """One warpgroup's wgmma of one stage (4 k-steps of 32 bytes); ``scale_d`` 0 makes
-        the first k-step overwrite the accumulators instead of adding to them."""
-        hopper.wgmma_fence()
-        sd = scale_d
-        for ks in range(4):
-            if K_MAJOR_B:
-                desc_b = hopper.smem_desc(stage + uint32(A_BYTES + 32 * ks), 16, 1024)
-            else:
-                desc_b = hopper.smem_desc(stage + uint32(A_BYTES + ks * 16 * ROW), B_BOX, 1024)
-            for mi in range(MT):
-                desc_a = hopper.smem_desc(
-                    stage + uint32((wg * WG_ROWS + mi * 64) * ROW + 32 * ks), 16, 1024)
-                mma(acc, mi * (BN // 2), desc_a, desc_b, sd)
-            sd = 1
-        hopper.wgmma_commit()
-
-    return load_stage, compute_stage
-
-
-def _stage_multicast(cfg: HopperConfig):
-    """``load_stage`` for a cluster: each block loads its own A box and its share of the B
-    boxes, multicast to every block of the cluster (they all use the same B columns)."""
-    A_BYTES, STAGE_BYTES = cfg.a_bytes, cfg.stage_bytes
-    B_BOX = BK * ROW
-    SHARE = cfg.bn // 64 // cfg.cluster           # B boxes this block issues
-    MASK = (1 << cfg.cluster) - 1
-
-    # region: multicast_stage
-    @cuda.jit(device=True, inline="always")
-    def load_stage_multicast(stage, full, map_a, map_b, kt, row0, col0, rank):
-        """The whole stage's bytes are expected on *this* block's full barrier: its A box, its
-        own B share, and the share the partner multicasts (which may land before the
-        expect — the barrier's byte count then goes negative until it; the phase cannot
-        complete before this arrival)."""
-        hopper.mbar_expect_tx(full, STAGE_BYTES)
-        hopper.tma_load_2d(stage, map_a, kt * BK, row0, full)
-        for i in range(SHARE):
-            j = rank * SHARE + i
-            hopper.tma_load_2d_multicast(stage + uint32(A_BYTES + j * B_BOX), map_b,
-                                         col0 + 64 * j, kt * BK, full, MASK)
-    # endregion: multicast_stage
-
-    return load_stage_multicast
-
-
-def _epilogue_tma(cfg: HopperConfig):
-    MT, BN, COLS = cfg.mt, cfg.bn, cfg.epi_cols
-    QUARTERS = BN // COLS                         # boxes per 64-row slab
-    OUT = OUT_BYTES[cfg.out]
-    BF16_OUT = cfg.out == "bf16"
-
-    # region: epilogue_tma
-    @cuda.jit(device=True, inline="always")
-    def store_tile_tma(acc, boxes, map_c, row0, col0, thread, bar_id, scale):
-        """One warpgroup's accumulators, times ``scale``, → C through shared memory and the
-        copy engine, one 64-row × 128-byte box at a time (32 float32 or 64 BF16 columns),
-        alternating between two 8 KB staging boxes. Per box: the
-        issuing thread (0) waits until the copy engine has *read* the box two back (its
-        buffer), the warpgroup writes the box 128B-swizzled (8-byte stores of two float32,
-        or 4-byte stores of two BF16; no bank conflicts), fences the writes for the async
-        proxy and meets at a named barrier;
-        thread 0 issues the TMA store and commits it. The stores run on while the warpgroup
-        goes back to its main loop; rows and columns outside C are clipped by the copy engine."""
-        warp = thread // 32
-        lane = thread % 32
-        for mi in range(MT):
-            for q in range(QUARTERS):
-                box = boxes + uint32(((mi * QUARTERS + q) % 2) * EPI_BOX)
-                if thread == 0:
-                    hopper.bulk_wait_read(1)          # the box written two boxes ago is free
-                hopper.named_barrier(bar_id, 128)
-                for jj in range(COLS // 8):
-                    j = q * (COLS // 8) + jj          # 8-column block of the accumulators
-                    for half in range(2):
-                        r = 16 * warp + lane // 4 + 8 * half
-                        offset = r * ROW + (8 * jj + 2 * (lane % 4)) * OUT
-                        i = mi * (BN // 2) + 4 * j + 2 * half
-                        where = box + uint32(offset ^ ((r % 8) << 4))
-                        if BF16_OUT:
-                            hopper.st_shared_bf16x2(where, acc[i] * scale, acc[i + 1] * scale)
-                        else:
-                            hopper.st_shared_v2_f32(where, acc[i] * scale, acc[i + 1] * scale)
-                hopper.fence_proxy_async()
-                hopper.named_barrier(bar_id, 128)
-                if thread == 0:
-                    hopper.tma_store_2d(box, map_c, col0 + COLS * q, row0 + 64 * mi)
-                    hopper.bulk_commit()
-    # endregion: epilogue_tma
-
-    return store_tile_tma
+from lab.kernels.k09_parts import (BK, EPI_BOX, OUT_BYTES, ROW, SIGNATURES, HopperConfig,
+                                   epilogue, epilogue_tma, stage_multicast, stage_ops,
+                                   tile_order, zero_acc)
 
 
 # ----------------------------------------------------------------------------- rung 1
@@ -455,9 +94,9 @@ def build_cpasync(cfg: HopperConfig):
     WAIT = STAGES - 2
     ACC = MT * BN // 2
     mma = hopper.wgmma(cfg.kind, BN)
-    tile_coords = _tile_order(GROUP_M)
-    store_tile = _epilogue(MT, BN)
-    zero = _zero(ACC)
+    tile_coords = tile_order(GROUP_M)
+    store_tile = epilogue(MT, BN)
+    zero = zero_acc(ACC)
 
     # region: cpasync_copy
     @cuda.jit(device=True, inline="always")
@@ -532,16 +171,13 @@ def build_tma(cfg: HopperConfig):
     also issues the copies; a block barrier per k-slice hands stages back."""
     cfg.validate()
     BM, BN, STAGES, MT, GROUP_M = cfg.bm, cfg.bn, cfg.stages, cfg.mt, cfg.group_m
-    A_BYTES, STAGE_BYTES = cfg.a_bytes, cfg.stage_bytes
-    B_BOX = BK * ROW
-    B_BOXES = BN // 64
+    STAGE_BYTES = cfg.stage_bytes
     WG_ROWS = cfg.wg_rows
     ACC = MT * BN // 2
-    mma = hopper.wgmma(cfg.kind, BN)
-    tile_coords = _tile_order(GROUP_M)
-    store_tile = _epilogue(MT, BN)
-    zero = _zero(ACC)
-    load_stage, compute_stage = _stage_ops(cfg)
+    tile_coords = tile_order(GROUP_M)
+    store_tile = epilogue(MT, BN)
+    zero = zero_acc(ACC)
+    load_stage, compute_stage = stage_ops(cfg)
 
     @cuda.jit
     def wgmma_tma(map_a, map_b, C, k):
@@ -623,12 +259,12 @@ def build_ws(cfg: HopperConfig):
     SBK = cfg.bk
     # warps that hand one stage back: each consumer warp of every block of the cluster
     RELEASERS = 4 if PINGPONG else 4 * CONSUMERS * CLUSTER
-    tile_coords = _tile_order(GROUP_M)
-    store_tile = _epilogue(MT, BN)
-    store_tile_tma = _epilogue_tma(cfg)
-    zero = _zero(ACC)
-    load_stage, compute_stage = _stage_ops(cfg)
-    load_stage_multicast = _stage_multicast(cfg)
+    tile_coords = tile_order(GROUP_M)
+    store_tile = epilogue(MT, BN)
+    store_tile_tma = epilogue_tma(cfg)
+    zero = zero_acc(ACC)
+    load_stage, compute_stage = stage_ops(cfg)
+    load_stage_multicast = stage_multicast(cfg)
 
     # region: pingpong
     @cuda.jit(device=True, inline="always")

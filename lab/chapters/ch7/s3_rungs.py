@@ -9,7 +9,7 @@ import textwrap
 
 from lab import page, results
 from lab.chapters.ch7 import common
-from lab.kernels import k09_hopper
+from lab.kernels import k09_hopper, k09_parts
 
 #: Listings longer than this are cut (with a line saying how many lines were left out).
 MAX_LINES = 40
@@ -25,15 +25,21 @@ def _fence(code: str, language: str = "python"):
                          "text/markdown": f"```{language}\n{code}\n```"})
 
 
+def _source(name: str) -> str:
+    """A named region of the rungs' module, or of the parts they share."""
+    module = k09_hopper if name in page.regions(k09_hopper) else k09_parts
+    return page.source_of(module, name)
+
+
 def region(name: str):
-    """A region of the kernels module, at most :data:`MAX_LINES` lines."""
-    return _fence(page.source_of(k09_hopper, name))
+    """A region of the kernels modules, at most :data:`MAX_LINES` lines."""
+    return _fence(_source(name))
 
 
 def region_lines(name: str, first: str, last: str):
     """The lines of a region from the first containing ``first`` to the next containing
     ``last``."""
-    lines = page.source_of(k09_hopper, name).splitlines()
+    lines = _source(name).splitlines()
     i = next(j for j, ln in enumerate(lines) if first in ln)
     k = next(j for j, ln in enumerate(lines) if j >= i and last in ln)
     return _fence(textwrap.dedent("\n".join(lines[i:k + 1])))
@@ -41,8 +47,8 @@ def region_lines(name: str, first: str, last: str):
 
 def region_diff(old: str, new: str):
     """A unified diff of two regions of the kernels module: what the newer rung changed."""
-    a = page.source_of(k09_hopper, old).splitlines()
-    b = page.source_of(k09_hopper, new).splitlines()
+    a = _source(old).splitlines()
+    b = _source(new).splitlines()
     diff = difflib.unified_diff(a, b, fromfile=old, tofile=new, lineterm="", n=1)
     return _fence("\n".join(diff), "diff")
 

@@ -9,6 +9,7 @@ import numpy as np
 from lab import compiler, hopper, model
 from lab.chapters.ch7 import common
 from lab.kernels import k09_hopper as k9
+from lab.kernels import k09_parts
 
 
 def ex07_1(rung: str = "wgmma_2wg", stage: int = 2, wg: int = 1, ks: int = 3) -> dict:
@@ -42,10 +43,10 @@ def ex07_1(rung: str = "wgmma_2wg", stage: int = 2, wg: int = 1, ks: int = 3) ->
 def ex07_2() -> dict:
     """Shared memory per stage and the deepest ring that fits in 227 KB, per tile shape of the
     rungs (the kernel's own check: stages × stage bytes + 1 KB for barriers and alignment)."""
-    out = {"max_kb": k9.MAX_SHARED // 1024, "reserve": 1024}
+    out = {"max_kb": k09_parts.MAX_SHARED // 1024, "reserve": 1024}
     for name, cfg in (("128x128", k9.RUNG_CONFIGS["wgmma_tma"]),
                       ("128x256", k9.RUNG_CONFIGS["wgmma_ws"])):
-        deepest = (k9.MAX_SHARED - out["reserve"]) // cfg.stage_bytes
+        deepest = (k09_parts.MAX_SHARED - out["reserve"]) // cfg.stage_bytes
         try:                                   # one stage more than fits: the check refuses it
             replace(cfg, stages=deepest + 1).validate()
             refused = False
