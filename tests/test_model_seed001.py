@@ -8,6 +8,7 @@ import pytest
 import lab  # noqa: F401  (decides the simulator before numba is imported)
 from lab import device, model, seeds
 from lab.chapters import ch8
+from lab.kernels import k02_tiled
 from numba import cuda  # a module global: the simulator swaps it inside kernels
 
 RTOL = 0.02
@@ -121,7 +122,7 @@ def test_counting_restores_the_simulator():
 
     before = (sim_kernel.FakeWithinKernelCUDAArray, kernelapi.FakeCUDAShared.array,
               sim_kernel.BlockThread.syncthreads)
-    ch8.count_accesses(ch8.make_tiled_slices(8, 4), *ch8.animation_inputs())
+    ch8.count_accesses(k02_tiled.make_tiled_study(8, 4), *ch8.animation_inputs())
     assert before == (sim_kernel.FakeWithinKernelCUDAArray, kernelapi.FakeCUDAShared.array,
                       sim_kernel.BlockThread.syncthreads)
     assert lab.matmul(*ch8.animation_inputs(), kernel="tiled8").shape == (16, 16)

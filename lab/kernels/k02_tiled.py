@@ -93,6 +93,56 @@ def make_launch(tile: int):
     return launch
 
 
+def make_tiled_study(block: int, bk: int | None = None, pad: int = 0):
+    """The tiled kernel with two knobs the chapters study, for the simulator's access counts
+    (not a registered rung): k in slices of ``bk`` ≤ ``block`` (the threads of the first ``bk``
+    columns load the A slice, those of the first ``bk`` rows the B slice), and each shared tile
+    ``pad`` elements wider than it needs (only the addresses move; the padding is never read).
+    With ``bk == block`` and ``pad == 0`` its accesses equal ``tiled{block}``'s one for one.
+    Returns the launch function."""
+    bk = block if bk is None else bk
+
+    @cuda.jit
+    def tiled_study(A, B, C):
+        a_tile = cuda.shared.array((block, bk + pad), float32)
+        b_tile = cuda.shared.array((bk, block + pad), float32)
+        m = uint32(C.shape[0])
+        n = uint32(C.shape[1])
+        k_total = uint32(A.shape[1])
+        tx = uint32(cuda.threadIdx.x)
+        ty = uint32(cuda.threadIdx.y)
+        row = uint32(cuda.blockIdx.y) * uint32(block) + ty
+        col = uint32(cuda.blockIdx.x) * uint32(block) + tx
+        acc = float32(0.0)
+        k0 = uint32(0)
+        while k0 < k_total:
+            if tx < uint32(bk):
+                a_col = k0 + tx
+                a_value = float32(0.0)
+                if row < m and a_col < k_total:
+                    a_value = A[row, a_col]
+                a_tile[ty, tx] = a_value
+            if ty < uint32(bk):
+                b_row = k0 + ty
+                b_value = float32(0.0)
+                if b_row < k_total and col < n:
+                    b_value = B[b_row, col]
+                b_tile[ty, tx] = b_value
+            cuda.syncthreads()
+            for i in range(uint32(bk)):
+                acc += a_tile[ty, i] * b_tile[i, tx]
+            cuda.syncthreads()
+            k0 += uint32(bk)
+        if row < m and col < n:
+            C[row, col] = acc
+
+    def launch(A, B, C):
+        m, n = C.shape
+        tiled_study[((n + block - 1) // block, (m + block - 1) // block), (block, block)](A, B, C)
+
+    return launch
+
+
 # region: shuffle_kernel
 @cuda.jit
 def tiled32_shuffle_kernel(A, B, C):

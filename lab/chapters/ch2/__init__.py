@@ -15,7 +15,6 @@ from lab.chapters import common
 from lab.chapters.common import example_inputs, verdict  # noqa: F401  (the notebook's run cell)
 from lab.counting import count_accesses, in_simulator
 from lab.kernels import k01_naive, k02_tiled
-from numba import cuda, float32, uint32  # after lab: the simulator is decided
 
 #: Tile sizes of the chapter's kernels (``tiled8``, ``tiled16``, ``tiled32``).
 TILES = k02_tiled.TILES
@@ -564,52 +563,6 @@ BANK_KINDS = (("shared0", "store", "A tile store"), ("shared1", "store", "B tile
               ("shared1", "load", "B read in the k-loop"))
 
 
-def make_tiled_padded(tile: int, pad: int = 1):
-    """Chapter 2's tiled kernel (``k02_tiled.make_tiled``) with each shared tile declared
-    ``tile`` × ``(tile + pad)``: the same indices, loads and barriers, so only the address of
-    an element moves (row ``r`` starts ``r·(tile + pad)`` words in instead of ``r·tile``); the
-    padding column is never touched. Returns the launch function."""
-    width = tile + pad
-
-    @cuda.jit
-    def tiled_padded(A, B, C):
-        a_tile = cuda.shared.array((tile, width), float32)
-        b_tile = cuda.shared.array((tile, width), float32)
-        m = uint32(C.shape[0])
-        n = uint32(C.shape[1])
-        k_total = uint32(A.shape[1])
-        tx = uint32(cuda.threadIdx.x)
-        ty = uint32(cuda.threadIdx.y)
-        row = uint32(cuda.blockIdx.y) * uint32(tile) + ty
-        col = uint32(cuda.blockIdx.x) * uint32(tile) + tx
-        acc = float32(0.0)
-        k0 = uint32(0)
-        while k0 < k_total:
-            a_col = k0 + tx
-            a_value = float32(0.0)
-            if row < m and a_col < k_total:
-                a_value = A[row, a_col]
-            a_tile[ty, tx] = a_value
-            b_row = k0 + ty
-            b_value = float32(0.0)
-            if b_row < k_total and col < n:
-                b_value = B[b_row, col]
-            b_tile[ty, tx] = b_value
-            cuda.syncthreads()
-            for i in range(uint32(tile)):
-                acc += a_tile[ty, i] * b_tile[i, tx]
-            cuda.syncthreads()
-            k0 += uint32(tile)
-        if row < m and col < n:
-            C[row, col] = acc
-
-    def launch(A, B, C):
-        m, n = C.shape
-        tiled_padded[((n + tile - 1) // tile, (m + tile - 1) // tile), (tile, tile)](A, B, C)
-
-    return launch
-
-
 def conflict_degree(words) -> int:
     """The bank conflict degree of one warp-wide access to 4-byte ``words`` (one per active
     lane): the most distinct words any one bank must serve. Lanes reading the same word share
@@ -655,7 +608,7 @@ def bank_degrees(events, block_dim: tuple[int, int], width: int) -> dict:
 
 
 def bank_runs() -> dict:
-    """Lab's ``tiled32`` and :func:`make_tiled_padded` (32 × 33) counted on one
+    """Lab's ``tiled32`` and :func:`lab.kernels.k02_tiled.make_tiled_study` (32 × 33) counted on one
     :data:`BANK_SHAPE` product in the simulator: per kind the conflict degrees of each, whether
     the two record the very same accesses (thread, block, element, barrier count: only the
     address differs), and each output's verdict against float64. On a GPU the counting runs in
@@ -666,7 +619,7 @@ def bank_runs() -> dict:
     A, B = example_inputs(m=m, k=k, n=n)
     t = BANK_TILE
     C_lab, lab_events = _counted(k02_tiled.make_launch(t), A, B)
-    C_pad, pad_events = _counted(make_tiled_padded(t), A, B)
+    C_pad, pad_events = _counted(k02_tiled.make_tiled_study(t, pad=1), A, B)
     return {"unpadded": bank_degrees(lab_events, (t, t), t),
             "padded": bank_degrees(pad_events, (t, t), t + 1),
             "same_accesses": sorted(lab_events) == sorted(pad_events),
@@ -710,7 +663,7 @@ def bank_table(runs: dict | None = None):
          "plain_mean": "[32][32] mean", "padded_max": "[32][33] worst",
          "padded_mean": "[32][33] mean"},
         source=f"Counted: lab.counting.count_accesses on tiled32 and on the same kernel "
-               f"with 32 × 33 tiles (ch2.make_tiled_padded), {m}×{n}×{k}, CUDA simulator; "
+               f"with 32 × 33 tiles (k02_tiled.make_tiled_study with pad=1), {m}×{n}×{k}, CUDA simulator; "
                f"32 banks of 4 bytes. Same accesses apart from the addresses: "
                f"{'yes' if runs['same_accesses'] else 'NO'}. Against float64: "
                f"{word[runs['unpadded_check']]} (32 × 32), "

@@ -16,7 +16,7 @@ import numpy as np
 
 from lab import device, model, page, results, seeds, tables
 from lab.counting import count_accesses, in_simulator
-from numba import cuda, float32, uint32  # after lab.device: the simulator is decided
+from lab.kernels import k02_tiled
 
 #: The animation's problem: SIZE³, worked one BLOCK × BLOCK tile of C at a time, k in slices
 #: of SLICE.
@@ -150,56 +150,6 @@ def dram_evidence() -> dict:
             "l2": r["l2_read_bytes"]}
 
 
-def make_tiled_slices(block: int, bk: int):
-    """Chapter 2's tiled kernel (``lab.kernels.k02_tiled.make_tiled``) with the k-slice as a
-    constant of its own: a ``block`` × ``block`` tile of C per block of as many threads, k in
-    slices of ``bk`` ≤ ``block``. The threads of the first ``bk`` columns load the A slice, the
-    threads of the first ``bk`` rows the B slice; barrier, ``bk`` multiply-adds from shared
-    memory, barrier. With ``bk == block`` every thread loads, and the accesses equal k02's one
-    for one (the tests check it). Returns the launch function."""
-
-    @cuda.jit
-    def tiled_slices(A, B, C):
-        a_tile = cuda.shared.array((block, bk), float32)
-        b_tile = cuda.shared.array((bk, block), float32)
-        m = uint32(C.shape[0])
-        n = uint32(C.shape[1])
-        k_total = uint32(A.shape[1])
-        tx = uint32(cuda.threadIdx.x)
-        ty = uint32(cuda.threadIdx.y)
-        row = uint32(cuda.blockIdx.y) * uint32(block) + ty
-        col = uint32(cuda.blockIdx.x) * uint32(block) + tx
-        acc = float32(0.0)
-        k0 = uint32(0)
-        while k0 < k_total:
-            if tx < uint32(bk):
-                a_col = k0 + tx
-                a_value = float32(0.0)
-                if row < m and a_col < k_total:
-                    a_value = A[row, a_col]
-                a_tile[ty, tx] = a_value
-            if ty < uint32(bk):
-                b_row = k0 + ty
-                b_value = float32(0.0)
-                if b_row < k_total and col < n:
-                    b_value = B[b_row, col]
-                b_tile[ty, tx] = b_value
-            cuda.syncthreads()
-            for i in range(uint32(bk)):
-                acc += a_tile[ty, i] * b_tile[i, tx]
-            cuda.syncthreads()
-            k0 += uint32(bk)
-        if row < m and col < n:
-            C[row, col] = acc
-
-    def launch(A, B, C):
-        m, n = C.shape
-        tiled_slices[((n + block - 1) // block, (m + block - 1) // block),
-                     (block, block)](A, B, C)
-
-    return launch
-
-
 def animation_inputs(seed: int = 8) -> tuple[np.ndarray, np.ndarray]:
     """Random SIZE × SIZE FP32 inputs for the counted runs."""
     rng = np.random.default_rng(seed)
@@ -252,7 +202,7 @@ def counted_runs() -> dict:
     A, B = animation_inputs()
     ref = A.astype(np.float64) @ B.astype(np.float64)
     C_naive, ev_naive = count_accesses(launch_naive, A, B)
-    C_tiled, ev_tiled = count_accesses(make_tiled_slices(BLOCK, SLICE), A, B)
+    C_tiled, ev_tiled = count_accesses(k02_tiled.make_tiled_study(BLOCK, SLICE), A, B)
     ok = all(float(np.abs(C - ref).max()) <= 1e-5 * float(np.abs(ref).max())
              for C in (C_naive, C_tiled))
     return {"naive": dict(naive_step_loads(ev_naive)),
@@ -317,7 +267,7 @@ def same_algorithm_rows() -> list[dict]:
     rows = []
     for tile in (4, 8):
         _, theirs = count_accesses(_lab_tiled_launch(tile), A, B)
-        _, mine = count_accesses(make_tiled_slices(tile, tile), A, B)
+        _, mine = count_accesses(k02_tiled.make_tiled_study(tile, tile), A, B)
         kinds = Counter((e[0], e[1]) for e in theirs)
         rows.append({"tile": f"{tile}×{tile}, slice {tile}",
                      "global": kinds[("global", "load")],
@@ -340,7 +290,6 @@ def same_algorithm_table():
 
 def _lab_tiled_launch(tile: int):
     """Chapter 2's tiled kernel for ``tile`` (registered as tiled8/16/32; 4 built here)."""
-    from lab.kernels import k02_tiled
 
     if tile in k02_tiled.KERNELS:
         return k02_tiled.make_launch(tile)
