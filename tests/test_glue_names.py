@@ -1,0 +1,55 @@
+"""Every glued name is written literally where its value is computed: ``page.glue`` refuses a
+composed one, naming it and the rule."""
+import importlib.util
+import textwrap
+
+import pytest
+
+from lab import page
+
+
+def _planted(tmp_path, monkeypatch, body: str):
+    """A chapter package ``chapters/chx`` under a stand-in ``lab`` root, section module loaded."""
+    root = tmp_path / "lab"
+    pkg = root / "chapters" / "chx"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text('"""A planted chapter."""\n')
+    (pkg / "s1_part.py").write_text(textwrap.dedent(body))
+    monkeypatch.setattr(page, "_LAB", root)
+    spec = importlib.util.spec_from_file_location("lab_planted_chx.s1_part", pkg / "s1_part.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_composed_name_is_refused(tmp_path, monkeypatch):
+    module = _planted(tmp_path, monkeypatch, """
+        from lab import page
+
+        def glue(n=3):
+            return page.glue({f"ex_{n}_ratio": 1.5, "plain_name": 2.0})
+    """)
+    with pytest.raises(ValueError, match=r"'ex_3_ratio'.*not written literally.*s1_part\.py"):
+        module.glue()
+
+
+def test_a_literal_name_in_the_package_passes(tmp_path, monkeypatch):
+    module = _planted(tmp_path, monkeypatch, """
+        from lab import page
+
+        NAMES = {"ex_3_ratio": 1.5}
+
+        def glue():
+            return page.glue({name: v for name, v in NAMES.items()})
+    """)
+    assert "ex_3_ratio = 1.5" in repr(module.glue())
+
+
+def test_a_notebook_glues_through_its_chapter():
+    with pytest.raises(ValueError, match="outside lab"):
+        page.check_glue_names(["x"], "some_notebook", None)
+
+
+def test_the_unchecked_chapters_are_named_and_mine_are_not():
+    for name in ("lab.chapters.ch0", "lab.chapters.ch6_1", "lab.chapters.ch10", "lab.multi"):
+        assert not any(name == c or name.startswith(c + ".") for c in page.UNCHECKED_GLUE_CALLERS)
