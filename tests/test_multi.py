@@ -368,7 +368,7 @@ def test_the_chapter_reads_a_run(monkeypatch, tmp_path):
 
 
 def test_solutions():
-    from lab.multi import solutions
+    from lab.chapters.ch10 import solutions
 
     one = solutions.ex10_1()
     assert one["efficiency"] >= 0.9 and one["n"] >= one["n_closed"]

@@ -30,52 +30,52 @@ def test_nonsquare_seed003_with_the_real_kernels():
     m, n, k = sol2.NONSQUARE_SIM
     assert all(d % 16 for d in (m, n, k))                     # every guard fires
     out = sol2.ex02_5(kernels=("tiled8", "tiled16"))
-    assert out["ok"] and out["rel_frobenius"] == "below 10⁻⁶"
-    assert (out["grid_x"], out["grid_y"], out["k_steps"]) == (64, 32, 48)
-    assert out["ragged"] is False and out["sim_padded"] == 7
+    assert out["ex02_5_ok"] and out["ex02_5_rel_frobenius"] == "below 10⁻⁶"
+    assert (out["ex02_5_grid_x"], out["ex02_5_grid_y"], out["ex02_5_k_steps"]) == (64, 32, 48)
+    assert out["ex02_5_ragged"] is False and out["ex02_5_sim_padded"] == 7
 
 
 def test_patch2_is_the_factory_kernel_and_correct_on_odd_shapes():
     from lab.kernels import REGISTRY
     assert REGISTRY["patch2"].tile[:2] == (32, 32)
     out = sol3.ex03_5(shapes=((17, 33, 25), (5, 3, 41)))
-    assert out["ok"] and out["accumulators"] == 4 and out["reads_per_fma"] == 1.0
-    assert 1.0 < out["vs_patch1"] < 2.0                        # "much less than 2x"
+    assert out["ex03_5_ok"] and out["ex03_5_accumulators"] == 4 and out["ex03_5_reads_per_fma"] == 1.0
+    assert 1.0 < out["ex03_5_vs_patch1"] < 2.0                        # "much less than 2x"
 
 
 def test_tile_sweep_numbers():
     out = sol2.ex02_6()
-    assert out["best"] == 32
-    assert out["tflops_8"] < out["tflops_16"] < out["tflops_32"]
+    assert out["ex02_6_best"] == 32
+    assert out["ex02_6_tflops_8"] < out["ex02_6_tflops_16"] < out["ex02_6_tflops_32"]
     assert [out[f"model_{t}"] for t in (8, 16, 32)] == [2.0, 4.0, 8.0]
-    assert out["gain_8_32"] < out["model_gain_8_32"]
+    assert out["ex02_6_gain_8_32"] < out["ex02_6_model_gain_8_32"]
 
 
 def test_profiling_answer():
     out = sol2.ex02_7()
-    assert 0.95 < out["dram_ratio"] < 1.05 and out["model_ratio"] > 15
-    assert out["l2_ratio_32"] > out["l2_ratio_16"] > 1
+    assert 0.95 < out["ex02_7_dram_ratio"] < 1.05 and out["ex02_7_model_ratio"] > 15
+    assert out["ex02_7_l2_ratio_32"] > out["ex02_7_l2_ratio_16"] > 1
 
 
 def test_tile64_limits():
     out = sol2.ex02_2()
-    assert out["threads"] > out["max_threads"] and out["blocks_by_smem"] == 6
+    assert out["ex02_2_threads"] > out["ex02_2_max_threads"] and out["ex02_2_blocks_by_smem"] == 6
 
 
 def test_model_answers():
-    assert sol0.ex00_1()["latency_hidden"]
-    assert sol0.ex00_2()["share"] < sol0.ex00_2()["share_now"]
+    assert sol0.ex00_1()["ex00_1_latency_hidden"]
+    assert sol0.ex00_2()["ex00_2_share"] < sol0.ex00_2()["ex00_2_share_now"]
     r = sol0.ex00_3()
-    assert abs(model.tile_intensity(r["tile"], r["tile"], 2) - r["ridge"]) < 1e-6
+    assert abs(model.tile_intensity(r["ex00_3_tile"], r["ex00_3_tile"], 2) - r["ex00_3_ridge"]) < 1e-6
     s = sol1.ex01_1()
-    assert (s["naive_32"], s["swapped_32"], s["naive_16"], s["swapped_16"]) == (5, 33, 4, 17)
-    assert sol1.ex01_4()["ratio"] == pytest.approx(2.0, rel=1e-3)
-    assert sol3.ex03_1()["spills"]
-    assert sol3.ex03_2()["reads_8x4"] == sol3.ex03_2()["reads_4x8"]
-    assert sol3.ex03_3()["share"] < 0.5
-    assert sol4.ex04_3()["share"] < sol4.ex04_3()["share_now"]
+    assert (s["ex01_1_naive_32"], s["ex01_1_swapped_32"], s["ex01_1_naive_16"], s["ex01_1_swapped_16"]) == (5, 33, 4, 17)
+    assert sol1.ex01_4()["ex01_4_ratio"] == pytest.approx(2.0, rel=1e-3)
+    assert sol3.ex03_1()["ex03_1_spills"]
+    assert sol3.ex03_2()["ex03_2_reads_8x4"] == sol3.ex03_2()["ex03_2_reads_4x8"]
+    assert sol3.ex03_3()["ex03_3_share"] < 0.5
+    assert sol4.ex04_3()["ex04_3_share"] < sol4.ex04_3()["ex04_3_share_now"]
     a = sol4.ex04_4()
-    assert (a["aligned_4096"], a["aligned_4097"], a["aligned_4098"]) == (1.0, 0.25, 0.5)
+    assert (a["ex04_4_aligned_4096"], a["ex04_4_aligned_4097"], a["ex04_4_aligned_4098"]) == (1.0, 0.25, 0.5)
 
 
 def test_swizzle_and_ldmatrix_answers():
@@ -104,30 +104,30 @@ def test_shuffles_trade_vector_shared_loads_for_one_instruction_per_value():
     """Exercise 2.8's compiled-loop claims: the A tile's 16-byte broadcast loads become one SHFL
     per value, the B loads stay, and the kernel holds half the shared memory."""
     out = sol2.ex02_8()
-    assert out["lds128_plain"] > 0 and out["shfl"] == out["ffma"] == 32
-    assert out["lds_shfl"] == out["lds_plain"] - out["lds128_plain"]
-    assert out["shfl"] > out["lds128_plain"] and out["loop_shfl"] > out["loop_plain"]
-    assert out["smem_kb_shfl"] == out["smem_kb_plain"] / 2
-    assert out["shfl_over_plain"] > 0
+    assert out["ex02_8_lds128_plain"] > 0 and out["ex02_8_shfl"] == out["ex02_8_ffma"] == 32
+    assert out["ex02_8_lds_shfl"] == out["ex02_8_lds_plain"] - out["ex02_8_lds128_plain"]
+    assert out["ex02_8_shfl"] > out["ex02_8_lds128_plain"] and out["ex02_8_loop_shfl"] > out["ex02_8_loop_plain"]
+    assert out["ex02_8_smem_kb_shfl"] == out["ex02_8_smem_kb_plain"] / 2
+    assert out["ex02_8_shfl_over_plain"] > 0
 
 
 def test_chapter8_model_exercises():
     one = sol8.ex08_1()
-    assert (one["tile"], one["prev_tile"], one["tensor_tile"]) == (512, 256, 1024)
-    assert one["prev_intensity"] < one["ridge"] < one["intensity"]
-    assert one["bound"] == "shared memory" and one["acc_over_regfile"] == 4.0
+    assert (one["ex08_1_tile"], one["ex08_1_prev_tile"], one["ex08_1_tensor_tile"]) == (512, 256, 1024)
+    assert one["ex08_1_prev_intensity"] < one["ex08_1_ridge"] < one["ex08_1_intensity"]
+    assert one["ex08_1_bound"] == "shared memory" and one["ex08_1_acc_over_regfile"] == 4.0
     two = sol8.ex08_2()
-    assert (two["bound_8"], two["bound_4"]) == ("FP32 ALUs", "shared memory")
-    assert two["a100_smem_ms_4"] > two["a100_alu_ms"] > two["a100_smem_ms_8"]
-    assert abs(two["h200_model_ratio"] - 0.5) < 1e-9          # reads per FMA double
-    assert 0.5 < two["measured_ratio"] < 1.0                    # "not half"
-    assert two["patch4_model_share"] > two["patch8_model_share"]
+    assert (two["ex08_2_bound_8"], two["ex08_2_bound_4"]) == ("FP32 ALUs", "shared memory")
+    assert two["ex08_2_a100_smem_ms_4"] > two["ex08_2_a100_alu_ms"] > two["ex08_2_a100_smem_ms_8"]
+    assert abs(two["ex08_2_h200_model_ratio"] - 0.5) < 1e-9          # reads per FMA double
+    assert 0.5 < two["ex08_2_measured_ratio"] < 1.0                    # "not half"
+    assert two["ex08_2_patch4_model_share"] > two["ex08_2_patch8_model_share"]
 
 
 def test_chapter8_counts_chapter3_kernel_as_the_model_does():
     out = sol8.ex08_3()
-    assert out["agree"] and out["correct"]
-    assert (out["global_counted"], out["loads_counted"]) == (512, 8192)
+    assert out["ex08_3_agree"] and out["ex08_3_correct"]
+    assert (out["ex08_3_global_counted"], out["ex08_3_loads_counted"]) == (512, 8192)
     with pytest.raises(ValueError, match="no field"):
         model.rung_model("register", model.DATASHEET["A100"], tm4=4)
     with pytest.raises(ValueError, match="does not divide"):

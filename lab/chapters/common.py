@@ -187,11 +187,14 @@ def _fmt(key: str, v) -> str:
 
 def solution_values(namespace: dict, prefix: str) -> dict:
     """Every scalar returned by every solution of ``namespace`` (a module's ``globals()``)
-    named ``prefix`` + N, named ``<function>_<key>``, as text."""
+    named ``prefix`` + N, as text. A solution ``exNN_M`` names its values ``exNN_M_<key>``
+    itself, written out where it computes them; a key without that prefix (chapter 5's, until
+    it writes them out) is prefixed here."""
     out = {}
     for name in sorted(n for n in namespace if n.startswith(prefix)):
         for key, v in namespace[name]().items():
             if isinstance(v, (list, dict)):
                 continue
-            out[f"{name}_{key}"] = _fmt(key, v)
+            short = key.removeprefix(f"{name}_")
+            out[f"{name}_{short}"] = _fmt(short, v)
     return out

@@ -6,8 +6,7 @@
   NumPy, our kernels in Numba's simulator): what CI runs;
 * :mod:`lab.multi.nccl` — the same interface over NCCL (``torch.distributed``) on CUDA tensors;
 * :mod:`lab.multi.launch` / :mod:`lab.multi.worker` — one process per GPU, started, watched and
-  joined by the launcher; rank 0 writes the rows;
-* :mod:`lab.multi.solutions` — chapter 10's worked exercises.
+  joined by the launcher; rank 0 writes the rows.
 
 Nothing here imports torch unless a GPU run asks for it.
 """

@@ -48,12 +48,12 @@ def ex00_1(chains: int = 4) -> dict:
                        model.SM90_LIMITS["threads"]) // 32
     warps_per_scheduler = warps_per_sm // SCHEDULERS_PER_SM
     needed = math.ceil(FFMA_LATENCY_CYCLES / chains)
-    return {"loop_ffma": new_ffma, "loop_other": other, "share": share,
-            "predicted_tflops": share * _fma_peak() / 1e12,
-            "measured_tflops": common.row_where(data, kernel="fma_chains")["tflops"],
-            "warps_per_scheduler": warps_per_scheduler, "in_flight": warps_per_scheduler * chains,
-            "latency": FFMA_LATENCY_CYCLES, "warps_needed": needed,
-            "latency_hidden": warps_per_scheduler * chains >= FFMA_LATENCY_CYCLES}
+    return {"ex00_1_loop_ffma": new_ffma, "ex00_1_loop_other": other, "ex00_1_share": share,
+            "ex00_1_predicted_tflops": share * _fma_peak() / 1e12,
+            "ex00_1_measured_tflops": common.row_where(data, kernel="fma_chains")["tflops"],
+            "ex00_1_warps_per_scheduler": warps_per_scheduler, "ex00_1_in_flight": warps_per_scheduler * chains,
+            "ex00_1_latency": FFMA_LATENCY_CYCLES, "ex00_1_warps_needed": needed,
+            "ex00_1_latency_hidden": warps_per_scheduler * chains >= FFMA_LATENCY_CYCLES}
 
 
 def ex00_2() -> dict:
@@ -63,8 +63,8 @@ def ex00_2() -> dict:
     ffma, other = _fma_loop()
     share_now = ffma / (ffma + other)
     share = roofline.CHAINS / (roofline.CHAINS + other)
-    return {"loop_ffma": roofline.CHAINS, "loop_other": other, "share": share,
-            "share_now": share_now, "predicted_tflops": share * _fma_peak() / 1e12}
+    return {"ex00_2_loop_ffma": roofline.CHAINS, "ex00_2_loop_other": other, "ex00_2_share": share,
+            "ex00_2_share_now": share_now, "ex00_2_predicted_tflops": share * _fma_peak() / 1e12}
 
 
 def ex00_3(tensor_tflops: float = 989.0) -> dict:
@@ -73,9 +73,9 @@ def ex00_3(tensor_tflops: float = 989.0) -> dict:
     ridge = model.ridge(tensor_tflops * 1e12, read)
     tile = 2 * ridge                 # tile_intensity(T, T, 2) = T / 2
     square_n = 3 * ridge             # ideal_intensity(n, n, n, 2) = n / 3
-    return {"tensor_tflops": tensor_tflops, "read_tbps": read / 1e12, "ridge": ridge,
-            "tile": tile, "tile_pow2": 2 ** math.ceil(math.log2(tile)), "square_n": square_n,
-            "fp32_ridge": model.ridge(common.row_where(results.load("roofline"), kernel="fma_chains")
+    return {"ex00_3_tensor_tflops": tensor_tflops, "ex00_3_read_tbps": read / 1e12, "ex00_3_ridge": ridge,
+            "ex00_3_tile": tile, "ex00_3_tile_pow2": 2 ** math.ceil(math.log2(tile)), "ex00_3_square_n": square_n,
+            "ex00_3_fp32_ridge": model.ridge(common.row_where(results.load("roofline"), kernel="fma_chains")
                                       ["tflops"] * 1e12, read)}
 
 

@@ -458,16 +458,24 @@ def values() -> dict:
 
     per_k = {m: load_sectors(m) for m in MAPPINGS}
     per_8k = {m: load_sectors(m, 8) for m in MAPPINGS}
-    v.update(sectors_naive=str(per_k["naive"]), sectors_swapped=str(per_k["naive_swapped"]),
-             sectors8_naive=str(per_8k["naive"]), sectors8_swapped=str(per_8k["naive_swapped"]),
-             sector_ratio=f"{per_k['naive_swapped'] / per_k['naive']:.2f}")
+    v["sectors_naive"] = str(per_k["naive"])
+    v["sectors_swapped"] = str(per_k["naive_swapped"])
+    v["sectors8_naive"] = str(per_8k["naive"])
+    v["sectors8_swapped"] = str(per_8k["naive_swapped"])
+    v["sector_ratio"] = f"{per_k['naive_swapped'] / per_k['naive']:.2f}"
 
     sass = {r["kernel"]: r for r in sass_rows()}
     lit_mix = compiler.report("naive_literal")[0].loop_mix
-    for key, name in (("literal", "naive_literal"), ("typed", "naive"), ("twin", "s003_naive")):
-        row = sass.get(name)
-        for field in ("loop", "ffma", "ldg"):
-            v[f"{field}_{key}"] = str(row[field]) if row else "-"
+    literal, typed, twin = (sass.get(name, {}) for name in ("naive_literal", "naive", "s003_naive"))
+    v["loop_literal"] = str(literal.get("loop", "-"))
+    v["ffma_literal"] = str(literal.get("ffma", "-"))
+    v["ldg_literal"] = str(literal.get("ldg", "-"))
+    v["loop_typed"] = str(typed.get("loop", "-"))
+    v["ffma_typed"] = str(typed.get("ffma", "-"))
+    v["ldg_typed"] = str(typed.get("ldg", "-"))
+    v["loop_twin"] = str(twin.get("loop", "-"))
+    v["ffma_twin"] = str(twin.get("ffma", "-"))
+    v["ldg_twin"] = str(twin.get("ldg", "-"))
     v["sel_literal"] = str(sum(c for op, c in lit_mix.items() if op.endswith("SEL")))
 
     ratio = {(r["numba"], r["twin"], r["n"]): r["ratio"] for r in ratio_rows(PAIRS)}
@@ -480,13 +488,13 @@ def values() -> dict:
     h1024, h4096 = size[("naive", 1024)], size[("naive", 4096)]
     t4 = seeds.NAIVE_T4[0]
     rtx = {s["n"]: s for s in seeds.NAIVE_TILED_3090}[1024]
-    v.update(naive_ms_1024=f"{h1024['median_ms']:.3f}",
-             naive_tflops_1024=f"{h1024['tflops']:.2f}",
-             naive_tflops_4096=f"{h4096['tflops']:.2f}",
-             naive_roof_share=f"{h4096['tflops'] / roofs['fma_tflops']:.0%}",
-             naive_vs_t4=f"{t4['ms'] / h1024['median_ms']:.0f}",
-             naive_vs_3090=f"{rtx['naive_ms'] / h1024['median_ms']:.0f}",
-             t4_roof_share=f"{t4['tflops'] / seeds.MACHINES[0]['tflops']:.0%}")
+    v["naive_ms_1024"] = f"{h1024['median_ms']:.3f}"
+    v["naive_tflops_1024"] = f"{h1024['tflops']:.2f}"
+    v["naive_tflops_4096"] = f"{h4096['tflops']:.2f}"
+    v["naive_roof_share"] = f"{h4096['tflops'] / roofs['fma_tflops']:.0%}"
+    v["naive_vs_t4"] = f"{t4['ms'] / h1024['median_ms']:.0f}"
+    v["naive_vs_3090"] = f"{rtx['naive_ms'] / h1024['median_ms']:.0f}"
+    v["t4_roof_share"] = f"{t4['tflops'] / seeds.MACHINES[0]['tflops']:.0%}"
 
     swaps = swap_rows()
     v["swap_1024"] = f"{swaps[0]['ratio']:.2f}"
@@ -533,15 +541,19 @@ def values() -> dict:
 
     bw = bandwidth_rows()
     stated = seeds.BANDWIDTH_003[0]
-    v.update(eff_bw_naive=f"{bw[0]['gbps'] / 1e3:.1f}", eff_bw_share=f"{bw[0]['roof']:.0f}%",
-             read_tbps=f"{roofs['read_gbps'] / 1e3:.2f}",
-             eff_bw_3090=f"{bw[3]['gbps']:,.0f}", eff_bw_3090_share=f"{bw[3]['roof']:.0f}%",
-             seed_naive_ms_at_700=f"{stated['global_reads_gb'] / stated['effective_gbps'] * 1e3:.0f}",
-             seed_bw_stated=f"{stated['effective_gbps']}", seed_reads=f"{stated['global_reads_gb']:g}",
-             seed_naive_ms=f"{rtx['naive_ms']:g}", peak_3090=f"{seeds.PEAK_GBPS_3090}",
-             model_reads_gb=f"{model_reads('naive', 1024) / 1e9:.1f}",
-             naive_intensity=f"{model.naive_intensity(4):.2f}",
-             naive_dram_roof=f"{model.naive_intensity(4) * roofs['read_gbps'] / 1e3:.1f}")
+    v["eff_bw_naive"] = f"{bw[0]['gbps'] / 1e3:.1f}"
+    v["eff_bw_share"] = f"{bw[0]['roof']:.0f}%"
+    v["read_tbps"] = f"{roofs['read_gbps'] / 1e3:.2f}"
+    v["eff_bw_3090"] = f"{bw[3]['gbps']:,.0f}"
+    v["eff_bw_3090_share"] = f"{bw[3]['roof']:.0f}%"
+    v["seed_naive_ms_at_700"] = f"{stated['global_reads_gb'] / stated['effective_gbps'] * 1e3:.0f}"
+    v["seed_bw_stated"] = f"{stated['effective_gbps']}"
+    v["seed_reads"] = f"{stated['global_reads_gb']:g}"
+    v["seed_naive_ms"] = f"{rtx['naive_ms']:g}"
+    v["peak_3090"] = f"{seeds.PEAK_GBPS_3090}"
+    v["model_reads_gb"] = f"{model_reads('naive', 1024) / 1e9:.1f}"
+    v["naive_intensity"] = f"{model.naive_intensity(4):.2f}"
+    v["naive_dram_roof"] = f"{model.naive_intensity(4) * roofs['read_gbps'] / 1e3:.1f}"
 
     v.update(_ncu_values())
     return v

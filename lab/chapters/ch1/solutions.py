@@ -30,12 +30,12 @@ def ex01_1() -> dict:
              / common.row_where(nt, kernel="naive", m=n, part="size")["median_ms"] for n in (1024, 4096)}
     b32 = {m: warp_sectors(32, m) for m in ("naive", "naive_swapped")}
     b16 = {m: warp_sectors(16, m) for m in ("naive", "naive_swapped")}
-    return {"naive_32": b32["naive"]["total"], "swapped_32": b32["naive_swapped"]["total"],
-            "swapped_32_A": b32["naive_swapped"]["A"], "naive_16": b16["naive"]["total"],
-            "swapped_16": b16["naive_swapped"]["total"],
-            "ratio_32": b32["naive_swapped"]["total"] / b32["naive"]["total"],
-            "ratio_16": b16["naive_swapped"]["total"] / b16["naive"]["total"],
-            "measured_1024": ratio[1024], "measured_4096": ratio[4096]}
+    return {"ex01_1_naive_32": b32["naive"]["total"], "ex01_1_swapped_32": b32["naive_swapped"]["total"],
+            "ex01_1_swapped_32_A": b32["naive_swapped"]["A"], "ex01_1_naive_16": b16["naive"]["total"],
+            "ex01_1_swapped_16": b16["naive_swapped"]["total"],
+            "ex01_1_ratio_32": b32["naive_swapped"]["total"] / b32["naive"]["total"],
+            "ex01_1_ratio_16": b16["naive_swapped"]["total"] / b16["naive"]["total"],
+            "ex01_1_measured_1024": ratio[1024], "ex01_1_measured_4096": ratio[4096]}
 
 
 def ex01_2() -> dict:
@@ -49,11 +49,11 @@ def ex01_2() -> dict:
     def per_ffma(loop):
         return (sum(loop.values()) - loop.get("FFMA", 0)) / loop.get("FFMA", 1)
 
-    return {"literal_ffma": lit.get("FFMA", 0), "literal_total": sum(lit.values()),
-            "literal_uniform": uniform, "literal_sel": lit.get("USEL", 0),
-            "typed_ffma": typed.get("FFMA", 0), "typed_total": sum(typed.values()),
-            "typed_uniform": sum(n for op, n in typed.items() if op.startswith("U")),
-            "literal_other_per_ffma": per_ffma(lit), "typed_other_per_ffma": per_ffma(typed)}
+    return {"ex01_2_literal_ffma": lit.get("FFMA", 0), "ex01_2_literal_total": sum(lit.values()),
+            "ex01_2_literal_uniform": uniform, "ex01_2_literal_sel": lit.get("USEL", 0),
+            "ex01_2_typed_ffma": typed.get("FFMA", 0), "ex01_2_typed_total": sum(typed.values()),
+            "ex01_2_typed_uniform": sum(n for op, n in typed.items() if op.startswith("U")),
+            "ex01_2_literal_other_per_ffma": per_ffma(lit), "ex01_2_typed_other_per_ffma": per_ffma(typed)}
 
 
 def ex01_3() -> dict:
@@ -64,19 +64,19 @@ def ex01_3() -> dict:
     inside = [r["ratio"] for r in rows if r["fits"]]
     outside = [r["ratio"] for r in rows if not r["fits"]]
     ours_512 = next(r["ratio"] for r in rows if r["n"] == 512)
-    return {"n_t4": n_t4, "mb_512": 3 * 4 * 512 ** 2 / 2 ** 20,
-            "t4_l2_mb": seeds.L2_T4_BYTES / 2 ** 20, "n_h200": int(math.isqrt(l2_h200 // 12)),
-            "ours_512": ours_512, "t4_1024": seeds.SWAPPED_SLOWDOWN_T4,
-            "ours_in_lo": min(inside), "ours_in_hi": max(inside),
-            "ours_out_lo": min(outside), "ours_out_hi": max(outside)}
+    return {"ex01_3_n_t4": n_t4, "ex01_3_mb_512": 3 * 4 * 512 ** 2 / 2 ** 20,
+            "ex01_3_t4_l2_mb": seeds.L2_T4_BYTES / 2 ** 20, "ex01_3_n_h200": int(math.isqrt(l2_h200 // 12)),
+            "ex01_3_ours_512": ours_512, "ex01_3_t4_1024": seeds.SWAPPED_SLOWDOWN_T4,
+            "ex01_3_ours_in_lo": min(inside), "ex01_3_ours_in_hi": max(inside),
+            "ex01_3_ours_out_lo": min(outside), "ex01_3_ours_out_hi": max(outside)}
 
 
 def ex01_4(k: int = 4096, n: int = 4096) -> dict:
     """Matrix–vector product (M = 1): the naive model's bytes against each input read once."""
     naive = model.naive_bytes(1, n, k)
     ideal = model.ideal_bytes(1, n, k)
-    return {"naive_mb": naive / 1e6, "ideal_mb": ideal / 1e6, "ratio": naive / ideal,
-            "b_mb": 4 * k * n / 1e6, "intensity": model.ideal_intensity(1, n, k)}
+    return {"ex01_4_naive_mb": naive / 1e6, "ex01_4_ideal_mb": ideal / 1e6, "ex01_4_ratio": naive / ideal,
+            "ex01_4_b_mb": 4 * k * n / 1e6, "ex01_4_intensity": model.ideal_intensity(1, n, k)}
 
 
 # ----------------------------------------------------------------------------- the page

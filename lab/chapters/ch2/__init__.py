@@ -384,8 +384,8 @@ def ncu_table():
         row = {"kernel": r["kernel"], "model": common.model_reads(r["kernel"], r["n"]) / 1e6,
                "ms": size[(r["kernel"], r["n"])]["median_ms"]}
         if common.ncu_ok():
-            row.update(l2=r["l2_read_bytes"] and r["l2_read_bytes"] / 1e6,
-                       dram=r["dram_read_bytes"] / 1e6)
+            row["l2"] = r["l2_read_bytes"] and r["l2_read_bytes"] / 1e6
+            row["dram"] = r["dram_read_bytes"] / 1e6
         out.append(row)
     return page.table(out, ["kernel", "model", "l2", "dram", "ms"],
                       {"model": "model (MB)", "l2": "from L2 (MB)", "dram": "DRAM read (MB)",
@@ -445,14 +445,16 @@ def values() -> dict:
 
     sass = {r["kernel"]: r for r in sass_rows()}
     mix16 = compiler.report("tiled16")[0].loop_mix
-    v.update(lds_per_ffma_16=f"{sass['tiled16']['lds_per_ffma']:.2f}",
-             lds128_16=str(mix16.get("LDS.128", 0)), lds32_16=str(mix16.get("LDS", 0)),
-             ffma_16=str(mix16.get("FFMA", 0)), loop_16=str(sass["tiled16"]["loop"]))
+    v["lds_per_ffma_16"] = f"{sass['tiled16']['lds_per_ffma']:.2f}"
+    v["lds128_16"] = str(mix16.get("LDS.128", 0))
+    v["lds32_16"] = str(mix16.get("LDS", 0))
+    v["ffma_16"] = str(mix16.get("FFMA", 0))
+    v["loop_16"] = str(sass["tiled16"]["loop"])
     if "s003_tiled16" in sass:
-        v.update(loop_twin_16=str(sass["s003_tiled16"]["loop"]),
-                 ffma_s004_16=str(sass["s004_tiled16"]["ffma"]),
-                 steps_s004_16=str(sass["s004_tiled16"]["ffma"] // 16),
-                 bar_s004_16=str(sass["s004_tiled16"]["bar"]))
+        v["loop_twin_16"] = str(sass["s003_tiled16"]["loop"])
+        v["ffma_s004_16"] = str(sass["s004_tiled16"]["ffma"])
+        v["steps_s004_16"] = str(sass["s004_tiled16"]["ffma"] // 16)
+        v["bar_s004_16"] = str(sass["s004_tiled16"]["bar"])
     else:
         for key in ("loop_twin_16", "ffma_s004_16", "steps_s004_16", "bar_s004_16"):
             v[key] = "(nvcc not installed)"
@@ -460,33 +462,39 @@ def values() -> dict:
     tiles = tile_rows()
     best = max(tiles[1:], key=lambda r: r["tflops"])
     gains = [tiles[i]["ms"] / tiles[i + 1]["ms"] for i in (1, 2)]
-    v.update(x_32=f"{tiles[3]['x']:.1f}", x_8=f"{tiles[1]['x']:.2f}",
-             t4_x_32=f"{tiles[3]['t4_x']:.1f}", best_tile=best["tile"],
-             gain_8_16=f"{gains[0]:.2f}", gain_16_32=f"{gains[1]:.2f}",
-             t4_gain_8_16=f"{tiles[1]['t4_ms'] / tiles[2]['t4_ms']:.2f}",
-             t4_gain_16_32=f"{tiles[2]['t4_ms'] / tiles[3]['t4_ms']:.2f}",
-             gain_sentence=("Neither machine comes close to 2×: the model's intensity against "
-                            "DRAM is not what sets the speed." if max(gains) < 1.8 else
-                            "Here at least one doubling comes close to the model's 2×."))
+    v["x_32"] = f"{tiles[3]['x']:.1f}"
+    v["x_8"] = f"{tiles[1]['x']:.2f}"
+    v["t4_x_32"] = f"{tiles[3]['t4_x']:.1f}"
+    v["best_tile"] = best["tile"]
+    v["gain_8_16"] = f"{gains[0]:.2f}"
+    v["gain_16_32"] = f"{gains[1]:.2f}"
+    v["t4_gain_8_16"] = f"{tiles[1]['t4_ms'] / tiles[2]['t4_ms']:.2f}"
+    v["t4_gain_16_32"] = f"{tiles[2]['t4_ms'] / tiles[3]['t4_ms']:.2f}"
+    v["gain_sentence"] = ("Neither machine comes close to 2×: the model's intensity against "
+                          "DRAM is not what sets the speed." if max(gains) < 1.8 else
+                          "Here at least one doubling comes close to the model's 2×.")
 
     ours = [r for r in size_rows() if r["gpu"] == common.gpu()]
     by_n = {r["n"]: r for r in ours}
-    v.update(n_small=str(ours[0]["n"]), speedup_small=f"{ours[0]['speedup']:.1f}",
-             speedup_512=f"{by_n[512]['speedup']:.1f}", n_large=str(ours[-1]["n"]),
-             speedup_large=f"{ours[-1]['speedup']:.1f}",
-             speedup_trend=("keeps growing with size, as on the RTX 3090"
-                            if ours[-1]["speedup"] > 1.15 * by_n[512]["speedup"] else
-                            "is flat from 512³ on, where the RTX 3090's keeps growing"))
+    v["n_small"] = str(ours[0]["n"])
+    v["speedup_small"] = f"{ours[0]['speedup']:.1f}"
+    v["speedup_512"] = f"{by_n[512]['speedup']:.1f}"
+    v["n_large"] = str(ours[-1]["n"])
+    v["speedup_large"] = f"{ours[-1]['speedup']:.1f}"
+    v["speedup_trend"] = ("keeps growing with size, as on the RTX 3090"
+                          if ours[-1]["speedup"] > 1.15 * by_n[512]["speedup"] else
+                          "is flat from 512³ on, where the RTX 3090's keeps growing")
     n0 = ours[0]["n"]
     blocks_small = (-(-n0 // 16)) ** 2
-    v.update(blocks_small=f"{blocks_small:,}",
-             blocks_per_sm_small=f"{blocks_small / roofs['sm_count']:.1f}",
-             blocks_fit=str(model.blocks_per_sm(16 * 16, compiler.report("tiled16")[0].registers,
-                                                model.tile_shared_bytes(16))))
+    v["blocks_small"] = f"{blocks_small:,}"
+    v["blocks_per_sm_small"] = f"{blocks_small / roofs['sm_count']:.1f}"
+    v["blocks_fit"] = str(model.blocks_per_sm(16 * 16, compiler.report("tiled16")[0].registers,
+                      model.tile_shared_bytes(16)))
 
     pairs = [r for r in common.ratio_rows(PAIRS) if r["ratio"] is not None]
     ratios = [r["ratio"] for r in pairs]
-    v.update(tiled_ratio_lo=f"{min(ratios):.2f}", tiled_ratio_hi=f"{max(ratios):.2f}")
+    v["tiled_ratio_lo"] = f"{min(ratios):.2f}"
+    v["tiled_ratio_hi"] = f"{max(ratios):.2f}"
     worst = min(pairs, key=lambda r: r["ratio"])
     ours, twin = sass.get(worst["numba"]), sass.get(worst["twin"])
     gap = (f"The largest gap is {worst['numba']} against {worst['twin']} "
@@ -505,14 +513,17 @@ def values() -> dict:
     crows = ceiling_rows()
     t32 = size[("tiled32", 4096)]["tflops"]
     shares = [r["of_lower"] for r in crows]
-    v.update(issue_per_clock=str(ISSUE_PER_CLOCK), fma_tflops=f"{roofs['fma_tflops']:.1f}",
-             smem_ceiling_16=f"{crows[1]['smem']:.0f}", issue_ceiling_16=f"{crows[1]['issue']:.0f}",
-             ceiling_lo=f"{min(shares):.0f}%", ceiling_hi=f"{max(shares):.0f}%",
-             tiled32_tflops=f"{t32:.1f}",
-             tiled32_share_of_dram_ceiling=f"{t32 / mrows['32 × 32']['ceiling']:.0%}",
-             tiled32_vs_roof=f"{t32 / roofs['fma_tflops']:.0%}",
-             cublas_vs_tiled32=f"{size[('cublas_fp32', 4096)]['tflops'] / t32:.1f}",
-             seed004_edge=f"{seeds.TILED_EDGE_T4[0]['extra_time_pct']:g}%")
+    v["issue_per_clock"] = str(ISSUE_PER_CLOCK)
+    v["fma_tflops"] = f"{roofs['fma_tflops']:.1f}"
+    v["smem_ceiling_16"] = f"{crows[1]['smem']:.0f}"
+    v["issue_ceiling_16"] = f"{crows[1]['issue']:.0f}"
+    v["ceiling_lo"] = f"{min(shares):.0f}%"
+    v["ceiling_hi"] = f"{max(shares):.0f}%"
+    v["tiled32_tflops"] = f"{t32:.1f}"
+    v["tiled32_share_of_dram_ceiling"] = f"{t32 / mrows['32 × 32']['ceiling']:.0%}"
+    v["tiled32_vs_roof"] = f"{t32 / roofs['fma_tflops']:.0%}"
+    v["cublas_vs_tiled32"] = f"{size[('cublas_fp32', 4096)]['tflops'] / t32:.1f}"
+    v["seed004_edge"] = f"{seeds.TILED_EDGE_T4[0]['extra_time_pct']:g}%"
     return v
 
 

@@ -15,8 +15,8 @@ def ex02_1() -> dict:
     """Racecheck on the real tiled kernels (committed H200 run): the kernels as shipped."""
     data = results.load("sanitizer")
     race = [r for r in data["rows"] if r["tool"] == "racecheck" and r["kernel"].startswith("tiled")]
-    return {"kernels": ", ".join(r["kernel"] for r in race),
-            "errors": sum(r["errors"] for r in race), "shape": "×".join(
+    return {"ex02_1_kernels": ", ".join(r["kernel"] for r in race),
+            "ex02_1_errors": sum(r["errors"] for r in race), "ex02_1_shape": "×".join(
                 map(str, data["parameters"]["shape"]))}
 
 
@@ -25,9 +25,9 @@ def ex02_2(tile: int = 64) -> dict:
     lim = model.SM90_LIMITS
     smem = model.tile_shared_bytes(tile)
     by_smem = lim["shared_bytes"] // (smem + lim["shared_reserved_per_block"])
-    return {"threads": tile * tile, "max_threads": 1024, "smem_kb": smem / 1024,
-            "blocks_by_smem": by_smem, "blocks_by_threads": lim["threads"] // (tile * tile),
-            "smem_sm_kb": lim["shared_bytes"] / 1024}
+    return {"ex02_2_threads": tile * tile, "ex02_2_max_threads": 1024, "ex02_2_smem_kb": smem / 1024,
+            "ex02_2_blocks_by_smem": by_smem, "ex02_2_blocks_by_threads": lim["threads"] // (tile * tile),
+            "ex02_2_smem_sm_kb": lim["shared_bytes"] / 1024}
 
 
 def ex02_3() -> dict:
@@ -38,9 +38,9 @@ def ex02_3() -> dict:
     lds = sum(n for op, n in loop.items() if op.startswith("LDS"))
     t32 = compiler.report("tiled32")[0].loop_mix
     lds32 = sum(n for op, n in t32.items() if op.startswith("LDS"))
-    return {"intensity": model.tile_intensity(32), "reads_per_fma": model.smem_reads_per_fma(2),
-            "lds": lds, "ffma": loop.get("FFMA", 0), "lds_per_ffma": lds / loop.get("FFMA", 1),
-            "tiled32_lds_per_ffma": lds32 / t32.get("FFMA", 1)}
+    return {"ex02_3_intensity": model.tile_intensity(32), "ex02_3_reads_per_fma": model.smem_reads_per_fma(2),
+            "ex02_3_lds": lds, "ex02_3_ffma": loop.get("FFMA", 0), "ex02_3_lds_per_ffma": lds / loop.get("FFMA", 1),
+            "ex02_3_tiled32_lds_per_ffma": lds32 / t32.get("FFMA", 1)}
 
 
 def ex02_4() -> dict:
@@ -51,10 +51,10 @@ def ex02_4() -> dict:
     per_flop = ((by[4097]["median_ms"] / model.flops(4097, 4097, 4097))
                 / (by[4096]["median_ms"] / model.flops(4096, 4096, 4096)) - 1)
     padded = (math.ceil(4097 / 32) * 32) ** 3 / 4097 ** 3 - 1
-    return {"ms_4096": by[4096]["median_ms"], "ms_4097": by[4097]["median_ms"],
-            "extra_time": by[4097]["median_ms"] / by[4096]["median_ms"] - 1,
-            "extra_per_flop": per_flop, "model_extra": padded,
-            "seed004_edge": seeds.TILED_EDGE_T4[0]["extra_time_pct"] / 100}
+    return {"ex02_4_ms_4096": by[4096]["median_ms"], "ex02_4_ms_4097": by[4097]["median_ms"],
+            "ex02_4_extra_time": by[4097]["median_ms"] / by[4096]["median_ms"] - 1,
+            "ex02_4_extra_per_flop": per_flop, "ex02_4_model_extra": padded,
+            "ex02_4_seed004_edge": seeds.TILED_EDGE_T4[0]["extra_time_pct"] / 100}
 
 
 #: Seed 003's non-square exercise, (512 × 768) · (768 × 1024), and its shape scaled by 1/32
@@ -67,16 +67,16 @@ def ex02_5(kernels=("tiled16",), shape=NONSQUARE_SIM) -> dict:
     """Non-square: the tile count along every side, and a check of the real kernel."""
     m, n, k = NONSQUARE
     tile = 16
-    out = {"m": m, "n": n, "k": k, "grid_x": -(-n // tile), "grid_y": -(-m // tile),
-           "k_steps": -(-k // tile), "ragged": any(d % tile for d in NONSQUARE),
-           "sim_shape": "×".join(map(str, (shape[0], shape[2], shape[1]))),
-           "gflop": model.flops(m, n, k) / 1e9}
     checks = [common.check_summary(name, shape[0], shape[1], shape[2]) for name in kernels]
-    out["ok"] = all(c["ok"] for c in checks)
-    out["rel_frobenius"] = common.error_class(max(c["rel_frobenius"] for c in checks))
-    out["sim_steps"] = -(-shape[2] // tile)
-    out["sim_padded"] = out["sim_steps"] * tile - shape[2]
-    return out
+    sim_steps = -(-shape[2] // tile)
+    return {"ex02_5_m": m, "ex02_5_n": n, "ex02_5_k": k, "ex02_5_grid_x": -(-n // tile),
+            "ex02_5_grid_y": -(-m // tile), "ex02_5_k_steps": -(-k // tile),
+            "ex02_5_ragged": any(d % tile for d in NONSQUARE),
+            "ex02_5_sim_shape": "×".join(map(str, (shape[0], shape[2], shape[1]))),
+            "ex02_5_gflop": model.flops(m, n, k) / 1e9,
+            "ex02_5_ok": all(c["ok"] for c in checks),
+            "ex02_5_rel_frobenius": common.error_class(max(c["rel_frobenius"] for c in checks)),
+            "ex02_5_sim_steps": sim_steps, "ex02_5_sim_padded": sim_steps * tile - shape[2]}
 
 
 def ex02_6(n: int = 2048) -> dict:
@@ -84,14 +84,15 @@ def ex02_6(n: int = 2048) -> dict:
     nt = results.load("naive_tiled")
     rows = {t: common.row_where(nt, kernel=f"tiled{t}", m=n, part="size") for t in (8, 16, 32)}
     best = max(rows, key=lambda t: rows[t]["tflops"])
-    out = {"n": n, "best": best}
-    for t, r in rows.items():
-        out[f"ms_{t}"] = r["median_ms"]
-        out[f"tflops_{t}"] = r["tflops"]
-        out[f"model_{t}"] = model.tile_intensity(t)
-    out["gain_8_32"] = rows[32]["tflops"] / rows[8]["tflops"]
-    out["model_gain_8_32"] = model.tile_intensity(32) / model.tile_intensity(8)
-    return out
+    return {"ex02_6_n": n, "ex02_6_best": best,
+            "ex02_6_ms_8": rows[8]["median_ms"], "ex02_6_tflops_8": rows[8]["tflops"],
+            "ex02_6_model_8": model.tile_intensity(8),
+            "ex02_6_ms_16": rows[16]["median_ms"], "ex02_6_tflops_16": rows[16]["tflops"],
+            "ex02_6_model_16": model.tile_intensity(16),
+            "ex02_6_ms_32": rows[32]["median_ms"], "ex02_6_tflops_32": rows[32]["tflops"],
+            "ex02_6_model_32": model.tile_intensity(32),
+            "ex02_6_gain_8_32": rows[32]["tflops"] / rows[8]["tflops"],
+            "ex02_6_model_gain_8_32": model.tile_intensity(32) / model.tile_intensity(8)}
 
 
 def ex02_7() -> dict:
@@ -107,19 +108,19 @@ def ex02_7() -> dict:
         blocks = model.blocks_per_sm(threads, rep.registers, rep.shared_bytes)
         occ[name] = blocks * threads / lim["threads"]
     a_b = 2 * 4 * data["parameters"]["n"] ** 2
-    return {"n": data["parameters"]["n"],
-            "dram_naive_mb": by["naive"]["dram_read_bytes"] / 1e6,
-            "dram_tiled16_mb": by["tiled16"]["dram_read_bytes"] / 1e6,
-            "dram_ratio": by["naive"]["dram_read_bytes"] / by["tiled16"]["dram_read_bytes"],
-            "dram_passes": by["tiled16"]["dram_read_bytes"] / a_b,
-            "model_ratio": by["naive"]["model_bytes"] / by["tiled16"]["model_bytes"],
-            "l2_naive_mb": by["naive"]["l2_read_bytes"] / 1e6,
-            "l2_tiled16_mb": by["tiled16"]["l2_read_bytes"] / 1e6,
-            "l2_tiled32_mb": by["tiled32"]["l2_read_bytes"] / 1e6,
-            "l2_ratio_16": by["naive"]["l2_read_bytes"] / by["tiled16"]["l2_read_bytes"],
-            "l2_ratio_32": by["naive"]["l2_read_bytes"] / by["tiled32"]["l2_read_bytes"],
-            "occ_naive": occ["naive"], "occ_tiled16": occ["tiled16"],
-            "occ_tiled32": occ["tiled32"]}
+    return {"ex02_7_n": data["parameters"]["n"],
+            "ex02_7_dram_naive_mb": by["naive"]["dram_read_bytes"] / 1e6,
+            "ex02_7_dram_tiled16_mb": by["tiled16"]["dram_read_bytes"] / 1e6,
+            "ex02_7_dram_ratio": by["naive"]["dram_read_bytes"] / by["tiled16"]["dram_read_bytes"],
+            "ex02_7_dram_passes": by["tiled16"]["dram_read_bytes"] / a_b,
+            "ex02_7_model_ratio": by["naive"]["model_bytes"] / by["tiled16"]["model_bytes"],
+            "ex02_7_l2_naive_mb": by["naive"]["l2_read_bytes"] / 1e6,
+            "ex02_7_l2_tiled16_mb": by["tiled16"]["l2_read_bytes"] / 1e6,
+            "ex02_7_l2_tiled32_mb": by["tiled32"]["l2_read_bytes"] / 1e6,
+            "ex02_7_l2_ratio_16": by["naive"]["l2_read_bytes"] / by["tiled16"]["l2_read_bytes"],
+            "ex02_7_l2_ratio_32": by["naive"]["l2_read_bytes"] / by["tiled32"]["l2_read_bytes"],
+            "ex02_7_occ_naive": occ["naive"], "ex02_7_occ_tiled16": occ["tiled16"],
+            "ex02_7_occ_tiled32": occ["tiled32"]}
 
 
 def ex02_8(size: int = 4096) -> dict:
@@ -133,18 +134,18 @@ def ex02_8(size: int = 4096) -> dict:
     data = results.load("shuffle")
     plain = common.row_where(data, kernel="tiled32", m=size)
     shfl = common.row_where(data, kernel="tiled32_shuffle", m=size)
-    return {"size": size,
-            "lds_plain": sum(lds["tiled32"].values()),
-            "lds128_plain": lds["tiled32"].get("LDS.128", 0),
-            "lds_shfl": sum(lds["tiled32_shuffle"].values()),
-            "shfl": loops["tiled32_shuffle"].get("SHFL", 0),
-            "ffma": loops["tiled32"].get("FFMA", 0),
-            "loop_plain": sum(loops["tiled32"].values()),
-            "loop_shfl": sum(loops["tiled32_shuffle"].values()),
-            "smem_kb_plain": compiler.report("tiled32")[0].shared_bytes / 1024,
-            "smem_kb_shfl": compiler.report("tiled32_shuffle")[0].shared_bytes / 1024,
-            "tflops_plain": plain["tflops"], "tflops_shfl": shfl["tflops"],
-            "shfl_over_plain": shfl["median_ms"] / plain["median_ms"]}
+    return {"ex02_8_size": size,
+            "ex02_8_lds_plain": sum(lds["tiled32"].values()),
+            "ex02_8_lds128_plain": lds["tiled32"].get("LDS.128", 0),
+            "ex02_8_lds_shfl": sum(lds["tiled32_shuffle"].values()),
+            "ex02_8_shfl": loops["tiled32_shuffle"].get("SHFL", 0),
+            "ex02_8_ffma": loops["tiled32"].get("FFMA", 0),
+            "ex02_8_loop_plain": sum(loops["tiled32"].values()),
+            "ex02_8_loop_shfl": sum(loops["tiled32_shuffle"].values()),
+            "ex02_8_smem_kb_plain": compiler.report("tiled32")[0].shared_bytes / 1024,
+            "ex02_8_smem_kb_shfl": compiler.report("tiled32_shuffle")[0].shared_bytes / 1024,
+            "ex02_8_tflops_plain": plain["tflops"], "ex02_8_tflops_shfl": shfl["tflops"],
+            "ex02_8_shfl_over_plain": shfl["median_ms"] / plain["median_ms"]}
 
 
 # ----------------------------------------------------------------------------- the page

@@ -457,19 +457,24 @@ def values() -> dict:
     ours = s["ours"]
     v = {"gpu": gpu_name(), "smem_p1": f"{model.smem_intensity(1):g}",
          "smem_p8": f"{model.smem_intensity(8):g}"}
-    for key, names in (("registers", ("patch4", "patch8")), ("warps", ("patch4", "patch8")),
-                       ("blocks", ("patch8",)), ("loop", ("patch1", "patch8")),
-                       ("ffma", ("patch1", "patch8")),
-                       ("share", ("patch1", "patch2", "patch4", "patch8"))):
-        short = {"registers": "regs"}.get(key, key)
-        for name in names:
-            r = rows[name][key]
-            v[f"{short}_{name}"] = _f(r, 2) if key == "share" else str(r)
-    for key in ("registers", "warps", "loop", "ffma", "share"):
-        short = {"registers": "regs"}.get(key, key)
-        name = "patch1" if key in ("loop", "ffma") else "patch8"
-        r = srows[name][key]
-        v[f"{short}_int32_{name}"] = _f(r, 2) if key == "share" else str(r)
+    v["regs_patch4"] = str(rows["patch4"]["registers"])
+    v["regs_patch8"] = str(rows["patch8"]["registers"])
+    v["warps_patch4"] = str(rows["patch4"]["warps"])
+    v["warps_patch8"] = str(rows["patch8"]["warps"])
+    v["blocks_patch8"] = str(rows["patch8"]["blocks"])
+    v["loop_patch1"] = str(rows["patch1"]["loop"])
+    v["loop_patch8"] = str(rows["patch8"]["loop"])
+    v["ffma_patch1"] = str(rows["patch1"]["ffma"])
+    v["ffma_patch8"] = str(rows["patch8"]["ffma"])
+    v["share_patch1"] = _f(rows["patch1"]["share"], 2)
+    v["share_patch2"] = _f(rows["patch2"]["share"], 2)
+    v["share_patch4"] = _f(rows["patch4"]["share"], 2)
+    v["share_patch8"] = _f(rows["patch8"]["share"], 2)
+    v["regs_int32_patch8"] = str(srows["patch8"]["registers"])
+    v["warps_int32_patch8"] = str(srows["patch8"]["warps"])
+    v["loop_int32_patch1"] = str(srows["patch1"]["loop"])
+    v["ffma_int32_patch1"] = str(srows["patch1"]["ffma"])
+    v["share_int32_patch8"] = _f(srows["patch8"]["share"], 2)
     v["tflops_block128"] = _f(ours["block128"]["tflops"])
     v["max_spills"] = str(max(r["spills"] + r["stack"] for r in rows.values()))
     v["t4_regs_p8"] = next(t["regs_estimate"] for t in seeds.PATCH_SWEEP_T4 if t["patch"] == 8)
@@ -477,11 +482,20 @@ def values() -> dict:
     v["t4_gain_p4_p8"] = f"{100 * (t4[8] / t4[4] - 1):.0f}%"
     v["t4_gain_p2_p4"] = f"{100 * (t4[4] / t4[2] - 1):.0f}%"
     v["t4_roof"] = f"{next(m['tflops'] for m in seeds.MACHINES if m['machine'].startswith('Tesla T4')):g}"
-    for a, b, lo, hi in PREDICTIONS:
-        v[f"pred_{a}_{b}"] = f"{lo}–{hi}"
-    for row, (a, b, *_rest) in zip(step_rows(), PREDICTIONS):
-        v[f"step_{a}_{b}"] = f"{row['measured']:.2f}"
-        v[f"verdict_{a}_{b}"] = row["verdict"]
+    pred = {(a, b): f"{lo}–{hi}" for a, b, lo, hi in PREDICTIONS}
+    v["pred_patch1_patch2"] = pred["patch1", "patch2"]
+    v["pred_patch2_patch4"] = pred["patch2", "patch4"]
+    v["pred_patch4_patch8"] = pred["patch4", "patch8"]
+    v["pred_patch8_block128"] = pred["patch8", "block128"]
+    step = {(a, b): row for row, (a, b, *_rest) in zip(step_rows(), PREDICTIONS)}
+    v["step_patch1_patch2"] = f"{step['patch1', 'patch2']['measured']:.2f}"
+    v["verdict_patch1_patch2"] = step["patch1", "patch2"]["verdict"]
+    v["step_patch2_patch4"] = f"{step['patch2', 'patch4']['measured']:.2f}"
+    v["verdict_patch2_patch4"] = step["patch2", "patch4"]["verdict"]
+    v["step_patch4_patch8"] = f"{step['patch4', 'patch8']['measured']:.2f}"
+    v["verdict_patch4_patch8"] = step["patch4", "patch8"]["verdict"]
+    v["step_patch8_block128"] = f"{step['patch8', 'block128']['measured']:.2f}"
+    v["verdict_patch8_block128"] = step["patch8", "block128"]["verdict"]
     p4, p8 = ours["patch4"], ours["patch8"]
     v["patch_best_pct"] = f"{max(ours[n]['pct_cublas'] for n in KERNELS):.0f}%"
     v["same_build"] = ("match ptxas's counts for today's build" if same_build()

@@ -13,18 +13,18 @@ def ex03_1(patch: int = 16, n: int = 4096) -> dict:
     """patch16: the accumulators alone exceed the per-thread register limit; the tile grid."""
     limits = results.load("patch_sweep")["parameters"]["occupancy_limits"]
     tile = 16 * patch
-    return {"accumulators": patch * patch, "max_regs": limits["max_regs_thread"],
-            "spills": patch * patch > limits["max_regs_thread"], "tile": tile,
-            "blocks_4096": model.tile_grid(n, n, tile, tile),
-            "blocks_2048": model.tile_grid(2048, 2048, tile, tile),
-            "sms": results.load("patch_sweep")["provenance"]["sm_count"],
-            "smem_kb": 2 * tile * 16 * 4 / 1024}
+    return {"ex03_1_accumulators": patch * patch, "ex03_1_max_regs": limits["max_regs_thread"],
+            "ex03_1_spills": patch * patch > limits["max_regs_thread"], "ex03_1_tile": tile,
+            "ex03_1_blocks_4096": model.tile_grid(n, n, tile, tile),
+            "ex03_1_blocks_2048": model.tile_grid(2048, 2048, tile, tile),
+            "ex03_1_sms": results.load("patch_sweep")["provenance"]["sm_count"],
+            "ex03_1_smem_kb": 2 * tile * 16 * 4 / 1024}
 
 
 def ex03_2() -> dict:
     """Rectangular patches: shared reads per FMA for 8 × 4 and 4 × 8."""
-    return {"reads_8x4": model.smem_reads_per_fma(8, 4), "reads_4x8": model.smem_reads_per_fma(4, 8),
-            "reads_4x4": model.smem_reads_per_fma(4), "reads_8x8": model.smem_reads_per_fma(8)}
+    return {"ex03_2_reads_8x4": model.smem_reads_per_fma(8, 4), "ex03_2_reads_4x8": model.smem_reads_per_fma(4, 8),
+            "ex03_2_reads_4x4": model.smem_reads_per_fma(4), "ex03_2_reads_8x8": model.smem_reads_per_fma(8)}
 
 
 def ex03_3() -> dict:
@@ -38,23 +38,21 @@ def ex03_3() -> dict:
     per_thread_bytes = fma_per_s * 2 * 4
     warp_bytes = fma_per_s / 32 * words_per_warp * 4
     peak = prov["sm_count"] * model.SMEM_BYTES_PER_CLOCK * float(prov["max_sm_clock_mhz"]) * 1e6
-    return {"tflops": r["tflops"], "per_thread_tbps": per_thread_bytes / 1e12,
-            "words_per_warp": words_per_warp, "warp_tbps": warp_bytes / 1e12,
-            "peak_tbps": peak / 1e12, "share": warp_bytes / peak}
+    return {"ex03_3_tflops": r["tflops"], "ex03_3_per_thread_tbps": per_thread_bytes / 1e12,
+            "ex03_3_words_per_warp": words_per_warp, "ex03_3_warp_tbps": warp_bytes / 1e12,
+            "ex03_3_peak_tbps": peak / 1e12, "ex03_3_share": warp_bytes / peak}
 
 
 def ex03_4() -> dict:
     """The signed-index detour's bill in the committed facts: the upper bound of the answer."""
     from lab import compiler
 
-    out = {}
-    for name, key in (("patch8", "u"), ("lab.kernels.k03_registers:int32_patch8", "s")):
-        rep = compiler.report(name)[0]
-        loop = rep.loop_mix
-        out[f"regs_{key}"] = rep.registers
-        out[f"loop_{key}"] = sum(loop.values())
-        out[f"share_{key}"] = loop.get("FFMA", 0) / sum(loop.values())
-    return out
+    u = compiler.report("patch8")[0]
+    s = compiler.report("lab.kernels.k03_registers:int32_patch8")[0]
+    return {"ex03_4_regs_u": u.registers, "ex03_4_loop_u": sum(u.loop_mix.values()),
+            "ex03_4_share_u": u.loop_mix.get("FFMA", 0) / sum(u.loop_mix.values()),
+            "ex03_4_regs_s": s.registers, "ex03_4_loop_s": sum(s.loop_mix.values()),
+            "ex03_4_share_s": s.loop_mix.get("FFMA", 0) / sum(s.loop_mix.values())}
 
 
 def ex03_5(shapes=((17, 33, 25), (33, 17, 9))) -> dict:
@@ -65,13 +63,13 @@ def ex03_5(shapes=((17, 33, 25), (33, 17, 9))) -> dict:
     p2 = common.row_where(sweep, kernel="patch2")
     t32 = common.row_where(results.load("naive_tiled"), kernel="tiled32", m=4096, part="size")
     t16 = common.row_where(results.load("naive_tiled"), kernel="tiled16", m=4096, part="size")
-    return {"ok": all(c["ok"] for c in checks),
-            "rel_frobenius": common.error_class(max(c["rel_frobenius"] for c in checks)),
-            "shapes": " and ".join(f"{m}×{k}·{k}×{n}" for m, n, k in shapes),
-            "tile": 16 * 2, "accumulators": 4, "reads_per_fma": model.smem_reads_per_fma(2),
-            "tflops": p2["tflops"], "vs_patch1": p2["tflops"] / p1["tflops"],
-            "vs_tiled16": p2["tflops"] / t16["tflops"], "vs_tiled32": p2["tflops"] / t32["tflops"],
-            "regs": p2["regs_ptxas"], "size": p2["m"]}
+    return {"ex03_5_ok": all(c["ok"] for c in checks),
+            "ex03_5_rel_frobenius": common.error_class(max(c["rel_frobenius"] for c in checks)),
+            "ex03_5_shapes": " and ".join(f"{m}×{k}·{k}×{n}" for m, n, k in shapes),
+            "ex03_5_tile": 16 * 2, "ex03_5_accumulators": 4, "ex03_5_reads_per_fma": model.smem_reads_per_fma(2),
+            "ex03_5_tflops": p2["tflops"], "ex03_5_vs_patch1": p2["tflops"] / p1["tflops"],
+            "ex03_5_vs_tiled16": p2["tflops"] / t16["tflops"], "ex03_5_vs_tiled32": p2["tflops"] / t32["tflops"],
+            "ex03_5_regs": p2["regs_ptxas"], "ex03_5_size": p2["m"]}
 
 
 # ----------------------------------------------------------------------------- the page

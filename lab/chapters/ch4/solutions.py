@@ -15,8 +15,8 @@ def ex04_1() -> dict:
 
     loop = compiler.report("warptile")[0].loop_mix
     rest = {op: n for op, n in loop.items() if op not in ("FFMA", "LDS.128")}
-    return {"ffma": loop.get("FFMA", 0), "lds128": loop.get("LDS.128", 0),
-            "rest": sum(rest.values()), "rest_mix": ", ".join(f"{op} ×{n}" for op, n in rest.items())}
+    return {"ex04_1_ffma": loop.get("FFMA", 0), "ex04_1_lds128": loop.get("LDS.128", 0),
+            "ex04_1_rest": sum(rest.values()), "ex04_1_rest_mix": ", ".join(f"{op} ×{n}" for op, n in rest.items())}
 
 
 def ex04_2() -> dict:
@@ -24,8 +24,8 @@ def ex04_2() -> dict:
     rows = results.load("fp32_ladder")["rows"]
     pad = next(r for r in rows if r["kernel"] == "warptile" and r.get("m") == 4096)
     nopad = next(r for r in rows if r["kernel"] == "warptile_nopad" and r.get("m") == 4096)
-    return {"tflops_pad": pad["tflops"], "tflops_nopad": nopad["tflops"],
-            "ratio": nopad["tflops"] / pad["tflops"]}
+    return {"ex04_2_tflops_pad": pad["tflops"], "ex04_2_tflops_nopad": nopad["tflops"],
+            "ex04_2_ratio": nopad["tflops"] / pad["tflops"]}
 
 
 def ex04_3(k_steps: int = 2) -> dict:
@@ -37,20 +37,21 @@ def ex04_3(k_steps: int = 2) -> dict:
     other = sum(loop.values()) - ffma - lds
     now = ffma // 64                                  # 8 × 8 patch: 64 FFMA per k-step
     new_ffma, new_lds = ffma * k_steps // now, lds * k_steps // now
-    return {"steps_now": now, "share_now": ffma / sum(loop.values()),
-            "share": new_ffma / (new_ffma + new_lds + other), "ffma": new_ffma, "lds": new_lds,
-            "other": other}
+    return {"ex04_3_steps_now": now, "ex04_3_share_now": ffma / sum(loop.values()),
+            "ex04_3_share": new_ffma / (new_ffma + new_lds + other), "ex04_3_ffma": new_ffma, "ex04_3_lds": new_lds,
+            "ex04_3_other": other}
 
 
-def ex04_4(ks=(4096, 4097, 4098, 4099, 4100)) -> dict:
-    """16-byte loads of A's rows: the share of rows whose start is 16-byte aligned, by K."""
-    out = {}
-    for k in ks:
-        aligned = sum(1 for r in range(4) if (r * k * 4) % 16 == 0) / 4
-        out[f"aligned_{k}"] = aligned
-        out[f"full_words_{k}"] = k // 4
-        out[f"tail_{k}"] = k % 4
-    return out
+def _aligned(k: int) -> float:
+    """The share of A's rows (FP32, K wide) whose start is 16-byte aligned."""
+    return sum(1 for r in range(4) if (r * k * 4) % 16 == 0) / 4
+
+
+def ex04_4() -> dict:
+    """16-byte loads of A's rows: the share of rows whose start is 16-byte aligned, for the
+    four residues of K modulo 4."""
+    return {"ex04_4_aligned_4096": _aligned(4096), "ex04_4_aligned_4097": _aligned(4097),
+            "ex04_4_aligned_4098": _aligned(4098), "ex04_4_aligned_4099": _aligned(4099)}
 
 
 # ----------------------------------------------------------------------------- the page

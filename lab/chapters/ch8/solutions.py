@@ -22,16 +22,16 @@ def ex08_1(n: int = 4096, tiles=(64, 128, 256, 512, 1024)) -> dict:
     tensor = next(b for b in tiles if runs[b]["bound"] == "tensor cores")
     r = runs[first]
     register_file = 64 * 1024 * 4                       # bytes of registers per SM (sm_80/90)
-    return {"tile": first, "bound": r["bound"],
-            "hbm_us": r["times_s"]["HBM"] * 1e6,
-            "smem_us": r["times_s"]["shared memory"] * 1e6,
-            "tensor_us": r["times_s"]["tensor cores"] * 1e6,
-            "intensity": r["flop_per_byte"], "ridge": h200["tensor_tflops"] / h200["hbm_gbps"]
-            * 1e3, "prev_tile": tiles[tiles.index(first) - 1],
-            "prev_intensity": runs[tiles[tiles.index(first) - 1]]["flop_per_byte"],
-            "tensor_tile": tensor,
-            "acc_kb": 4 * first * first / 1024, "regfile_kb": register_file / 1024,
-            "acc_over_regfile": 4 * first * first / register_file}
+    return {"ex08_1_tile": first, "ex08_1_bound": r["bound"],
+            "ex08_1_hbm_us": r["times_s"]["HBM"] * 1e6,
+            "ex08_1_smem_us": r["times_s"]["shared memory"] * 1e6,
+            "ex08_1_tensor_us": r["times_s"]["tensor cores"] * 1e6,
+            "ex08_1_intensity": r["flop_per_byte"], "ex08_1_ridge": h200["tensor_tflops"] / h200["hbm_gbps"]
+            * 1e3, "ex08_1_prev_tile": tiles[tiles.index(first) - 1],
+            "ex08_1_prev_intensity": runs[tiles[tiles.index(first) - 1]]["flop_per_byte"],
+            "ex08_1_tensor_tile": tensor,
+            "ex08_1_acc_kb": 4 * first * first / 1024, "ex08_1_regfile_kb": register_file / 1024,
+            "ex08_1_acc_over_regfile": 4 * first * first / register_file}
 
 
 def ex08_2(n: int = 4096) -> dict:
@@ -45,19 +45,19 @@ def ex08_2(n: int = 4096) -> dict:
     h4 = model.rung_model("register", h200, n, bm=64, bn=64, tm=4, tn=4)
     data = results.load("patch_sweep")
     p4, p8 = common.row_where(data, kernel="patch4"), common.row_where(data, kernel="patch8")
-    return {"bound_8": r8["bound"], "bound_4": r4["bound"],
-            "a100_smem_ms_8": r8["times_s"]["shared memory"] * 1e3,
-            "a100_smem_ms_4": r4["times_s"]["shared memory"] * 1e3,
-            "a100_alu_ms": r4["times_s"]["FP32 ALUs"] * 1e3,
-            "a100_tflops_8": r8["tflops"], "a100_tflops_4": r4["tflops"],
-            "h200_model_tflops_8": h8["tflops"], "h200_model_tflops_4": h4["tflops"],
-            "h200_bound_4": h4["bound"], "h200_bound_8": h8["bound"],
-            "h200_model_ratio": h4["tflops"] / h8["tflops"],
-            "gpu": page.gpu_label(data["provenance"]["gpu"]),
-            "patch4_tflops": p4["tflops"], "patch8_tflops": p8["tflops"],
-            "patch4_model_share": p4["tflops"] / h4["tflops"],
-            "patch8_model_share": p8["tflops"] / h8["tflops"],
-            "measured_ratio": p4["tflops"] / p8["tflops"]}
+    return {"ex08_2_bound_8": r8["bound"], "ex08_2_bound_4": r4["bound"],
+            "ex08_2_a100_smem_ms_8": r8["times_s"]["shared memory"] * 1e3,
+            "ex08_2_a100_smem_ms_4": r4["times_s"]["shared memory"] * 1e3,
+            "ex08_2_a100_alu_ms": r4["times_s"]["FP32 ALUs"] * 1e3,
+            "ex08_2_a100_tflops_8": r8["tflops"], "ex08_2_a100_tflops_4": r4["tflops"],
+            "ex08_2_h200_model_tflops_8": h8["tflops"], "ex08_2_h200_model_tflops_4": h4["tflops"],
+            "ex08_2_h200_bound_4": h4["bound"], "ex08_2_h200_bound_8": h8["bound"],
+            "ex08_2_h200_model_ratio": h4["tflops"] / h8["tflops"],
+            "ex08_2_gpu": page.gpu_label(data["provenance"]["gpu"]),
+            "ex08_2_patch4_tflops": p4["tflops"], "ex08_2_patch8_tflops": p8["tflops"],
+            "ex08_2_patch4_model_share": p4["tflops"] / h4["tflops"],
+            "ex08_2_patch8_model_share": p8["tflops"] / h8["tflops"],
+            "ex08_2_measured_ratio": p4["tflops"] / p8["tflops"]}
 
 
 def ex08_3(size: int = 16) -> dict:
@@ -80,13 +80,13 @@ def ex08_3(size: int = 16) -> dict:
     model_global = blocks * model_bytes["global"] / 4
     model_loads = blocks * (model_bytes["shared"] - model_bytes["global"]) / 4
     ref = A.astype(np.float64) @ B.astype(np.float64)
-    return {"global_counted": count["global"], "global_model": int(model_global),
-            "stores_counted": count["shared_store"], "stores_model": int(model_global),
-            "loads_counted": count["shared_load"], "loads_model": int(model_loads),
-            "fma": size ** 3, "loads_per_fma": count["shared_load"] / size ** 3,
-            "agree": (count["global"] == model_global and count["shared_store"] == model_global
+    return {"ex08_3_global_counted": count["global"], "ex08_3_global_model": int(model_global),
+            "ex08_3_stores_counted": count["shared_store"], "ex08_3_stores_model": int(model_global),
+            "ex08_3_loads_counted": count["shared_load"], "ex08_3_loads_model": int(model_loads),
+            "ex08_3_fma": size ** 3, "ex08_3_loads_per_fma": count["shared_load"] / size ** 3,
+            "ex08_3_agree": (count["global"] == model_global and count["shared_store"] == model_global
                       and count["shared_load"] == model_loads),
-            "correct": bool(np.abs(C - ref).max() <= 1e-5 * np.abs(ref).max())}
+            "ex08_3_correct": bool(np.abs(C - ref).max() <= 1e-5 * np.abs(ref).max())}
 
 
 # ----------------------------------------------------------------------------- the page

@@ -1,0 +1,117 @@
+"""Chapter 10, section 6: the model against the measurement, scheme by scheme."""
+from __future__ import annotations
+
+import numpy as np
+
+from lab import model, page, results
+from lab.multi import schemes
+from lab.chapters.ch10.s0_rows import EXPERIMENT, _load, _rows
+from lab.chapters.ch10.s2_prediction import LABELS, N_REF, WORLD
+
+
+class _Text:
+    """Plain text an nbval-checked cell shows."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def startup(dtype: str, data=None) -> dict:
+    """The per-call start-up and the work rate of ``dtype``'s kernel, from the run's one-GPU
+    rows alone (:func:`lab.model.fit_startup`)."""
+    data = data or _load()
+    return model.fit_startup([(r["n"], r["median_ms"]) for r in _rows("one_gpu", data,
+                                                                        dtype=dtype)])
+
+
+def predict(row: dict, data=None) -> dict:
+    """The model's times for a measured scheme row, from that run's one-GPU time at the same
+    size and type (less the start-up, which is added back once), its fitted link and its
+    measured add bandwidth."""
+    data = data or _load()
+    one = _rows("one_gpu", data, dtype=row["dtype"], n=row["n"])[0]
+    add = _rows("add", data, m=row["m"], n=-(-row["n"] // WORLD))
+    add_gbps = add[0]["bytes"] / (add[0]["median_ms"] * 1e-3) / 1e9 if add else 3000.0
+    e = 2 if row["dtype"] == "float16" else 4
+    h = startup(row["dtype"], data)["startup_s"]
+    out = model.scheme_seconds(row["scheme"], row["m"], row["n"], row["k"], WORLD,
+                               rate_tflops=model.work_rate(row["n"], one["median_ms"], h),
+                               link=model.fit_link(_rows("bandwidth", data)), e=e,
+                               chunks=row.get("chunks", schemes.CHUNKS),
+                               panels_per_rank=row.get("panels_per_rank",
+                                                       schemes.PANELS_PER_RANK),
+                               add_gbps=add_gbps, startup_s=h)
+    out["compute_alone"] = out["compute"] + h
+    return out
+
+
+#: The model's goal against the two-GPU measurement.
+GOAL = 0.15
+
+
+def model_rows() -> list[dict]:
+    """Per measured scheme row: whole, arithmetic alone and communication alone, measured and
+    modelled, and the miss of the whole."""
+    data = _load()
+    out = []
+    for r in _rows("scheme", data):
+        p = predict(r, data)
+        miss = p["total"] * 1e3 / r["median_ms"] - 1
+        out.append({"dtype": r["dtype"], "n": r["n"], "scheme": LABELS[r["scheme"]],
+                    "key": r["scheme"], "measured": r["median_ms"], "model": p["total"] * 1e3,
+                    "miss": miss, "within": "yes" if abs(miss) <= GOAL else "no",
+                    "compute": r["compute_ms"], "compute_model": p["compute_alone"] * 1e3,
+                    "comm": r["comm_ms"], "comm_model": p["comm"] * 1e3})
+    return out
+
+
+def model_table():
+    rows = model_rows()
+    return page.table(rows, ["dtype", "n", "scheme", "measured", "model", "miss", "within",
+                             "compute", "compute_model", "comm", "comm_model"],
+                      show=lambda r: r["within"] != "yes",
+                      headers={"measured": "measured (ms)", "model": "model (ms)",
+                       "miss": "model / measured − 1", "within": f"within {GOAL:.0%}",
+                       "compute": "compute alone, measured", "compute_model": "… model",
+                       "comm": "comm alone, measured", "comm_model": "… model"},
+                      source=results.source_line(EXPERIMENT))
+
+
+def _overlap_pairs(data) -> list[tuple[str, int, dict, dict]]:
+    out = []
+    for dtype in ("float16", "float32"):
+        for n in sorted({r["n"] for r in _rows("scheme", data, dtype=dtype)}):
+            lap = _rows("scheme", data, scheme="column_overlap", dtype=dtype, n=n)
+            gat = _rows("scheme", data, scheme="column_gather", dtype=dtype, n=n)
+            if lap and gat:
+                out.append((dtype, n, lap[0], gat[0]))
+    return out
+
+
+def verdicts() -> _Text:
+    """The chapter's three tests, from the run: column-parallel FP16 at 16384 against one GPU
+    (goal ≥ 1.8×), overlapped against unoverlapped gather, the model against every two-GPU row
+    (goal: within 15%)."""
+    data = _load()
+    lines = []
+    col = _rows("scheme", data, scheme="column", dtype="float16", n=N_REF)
+    if col:
+        x = col[0]["speedup"]
+        lines.append(f"column-parallel FP16 at n={N_REF}: {x:.2f}× one GPU (goal ≥ 1.8×: "
+                     f"{'met' if x >= 1.8 else 'not met'})")
+    for dtype, n, lap, gat in _overlap_pairs(data):
+        gain = gat["median_ms"] / lap["median_ms"] - 1
+        lines.append(f"{dtype} n={n}: overlapped ({lap['chunks']} chunks) "
+                     f"{lap['median_ms']:.3f} ms vs unoverlapped {gat['median_ms']:.3f} ms: "
+                     f"{'wins' if gain > 0 else 'loses'} ({gain:+.0%})")
+    rows = model_rows()
+    misses = [abs(r["miss"]) for r in rows]
+    worst = max(rows, key=lambda r: abs(r["miss"]))
+    lines.append(f"model vs measured, two GPUs: {sum(m <= GOAL for m in misses)} of "
+                 f"{len(rows)} rows within {GOAL:.0%}; median miss "
+                 f"{float(np.median(misses)):.0%}, largest {abs(worst['miss']):.0%} "
+                 f"({worst['dtype']} n={worst['n']}, {worst['key']})")
+    return _Text("\n".join(lines))
