@@ -1,0 +1,70 @@
+"""Chapter 1, section 5: Numba and CUDA C, one loop and two compilers (SASS counts, measured
+ratios).
+"""
+from __future__ import annotations
+
+from lab import compiler, page, twins
+from lab.chapters import common
+
+
+#: Numba kernels and their nvcc-built twins for the SASS comparison.
+SASS_NUMBA = ("naive_literal", "naive")
+
+
+SASS_TWINS = ("s003_naive", "s004_naive")
+
+
+#: (Numba kernel, CUDA C twin) pairs of the timing comparison.
+PAIRS = (("naive_literal", "s003_naive"), ("naive", "s003_naive"), ("naive", "s004_naive"),
+         ("naive_swapped", "s004_naive_swapped"))
+
+
+def loop_row(report, compiled_by: str) -> dict:
+    """Registers and the hottest loop's FFMA / LDG / total counts of one compile report."""
+    loop = report.loop_mix
+    total = sum(loop.values())
+    ffma = loop.get("FFMA", 0)
+    ldg = sum(c for op, c in loop.items() if op.startswith("LDG"))
+    return {"kernel": report.kernel, "compiler": compiled_by, "registers": report.registers,
+            "loop": total, "ffma": ffma, "ldg": ldg, "per_ffma": total / ffma}
+
+
+def twin_reports() -> list:
+    """nvcc -O3 compile reports of the sources' naive kernels ([] where nvcc is not installed)."""
+    try:
+        return [twins.compile_report(t) for t in SASS_TWINS]
+    except FileNotFoundError:
+        return []
+
+
+def sass_rows() -> list[dict]:
+    """One row per Numba kernel and nvcc twin: the hottest loop's instruction counts."""
+    rows = [loop_row(compiler.report(k)[0], "Numba") for k in SASS_NUMBA]
+    return rows + [loop_row(r, "nvcc -O3") for r in twin_reports()]
+
+
+def sass_table():
+    """The hottest loops of the literal and typed Numba kernels and of nvcc's twins."""
+    return page.table(sass_rows(), ["kernel", "compiler", "registers", "loop", "ffma", "ldg",
+                                    "per_ffma"],
+                      {"loop": "loop instructions", "ffma": "FFMA", "ldg": "LDG",
+                       "per_ffma": "per FFMA"})
+
+
+def mix_table():
+    """The hottest loop's instructions by opcode: literal and typed Numba kernels, the RTX 3090 tutorial's
+    kernel under nvcc."""
+    mixes = {k: compiler.report(k)[0].loop_mix for k in SASS_NUMBA}
+    for r in twin_reports()[:1]:
+        mixes[r.kernel] = r.loop_mix
+    opcodes = []
+    for mix in mixes.values():
+        opcodes += [op for op in mix if op not in opcodes]
+    rows = [{"opcode": op, **{k: mix.get(op, 0) for k, mix in mixes.items()}} for op in opcodes]
+    busiest = sorted(range(len(rows)), key=lambda i: -max(rows[i][k] for k in mixes))[:10]
+    return page.table(rows, ["opcode", *mixes], show=sorted(busiest))
+
+
+def ratio_table(pairs=PAIRS):
+    """Numba against CUDA C, kernel by kernel (:func:`lab.chapters.common.ratio_table`)."""
+    return common.ratio_table(pairs)
