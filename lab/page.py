@@ -306,8 +306,6 @@ def figure(fig, *, dpi: int = 110) -> _Output:
 UNCHECKED_GLUE_CALLERS = frozenset({
     "lab.chapters.ch5", "lab.chapters.ch7", "lab.chapters.ch7b", "lab.chapters.ch9",
     "lab.chapters.ch9b", "__main__",
-    # being fixed now:
-    "lab.chapters.ch2",
 })
 
 _LAB = Path(__file__).resolve().parent

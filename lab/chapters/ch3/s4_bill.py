@@ -1,0 +1,81 @@
+"""Chapter 3, section 4: the register bill from the compiler (registers, spills, the hottest
+loop), and the signed-index detour.
+"""
+from __future__ import annotations
+
+from lab import model, page
+from lab.chapters.common import loop_counts, report
+from lab.kernels import k03_registers
+
+
+#: The chapter's kernels: the sweep (16 × 16 threads, BK 16) and the 128 × 128 block tile.
+KERNELS = ("patch1", "patch2", "patch4", "patch8", "block128")
+
+
+#: The first, signed-index build of each kernel (unregistered; compiled offline only).
+SIGNED = {name: f"lab.kernels.k03_registers:int32_{name}" for name in KERNELS}
+
+
+#: Threads per block in every kernel of the chapter.
+BLOCK_THREADS = k03_registers.THREADS ** 2
+
+
+def compiler_rows(signed: bool = False) -> list[dict]:
+    """One row per kernel: registers, spills, stack, shared memory, occupancy, hottest loop."""
+    rows = []
+    for name in KERNELS:
+        r = report(SIGNED[name] if signed else name)
+        occ = model.occupancy(BLOCK_THREADS, r.registers, r.shared_bytes)
+        rows.append({"kernel": name, "registers": r.registers, "spills": r.spill_stores,
+                     "stack": r.stack_bytes, "shared": r.shared_bytes,
+                     "blocks": occ["blocks_per_sm"], "warps": occ["warps_per_sm"],
+                     **loop_counts(r)})
+    return rows
+
+
+def bill_table():
+    """The register bill: registers, spills, stack, shared memory and the occupancy they allow."""
+    return page.table(compiler_rows(), ["kernel", "registers", "spills", "stack", "shared",
+                                        "blocks", "warps"],
+                      {"spills": "spills (B)", "stack": "stack (B)", "shared": "shared (B)",
+                       "blocks": "blocks/SM", "warps": "warps/SM"},
+                      source="Source: lab/facts/compiler.json (ptxas -v, sm_90, pinned "
+                             "wheels); occupancy from the sm_90 limits for 256-thread blocks.")
+
+
+def loop_table():
+    """The hottest loop of each kernel: instructions, FFMA, FFMA share, shared loads."""
+    return page.table(compiler_rows(), ["kernel", "loop", "ffma", "share", "lds"],
+                      {"loop": "instructions", "ffma": "FFMA", "share": "FFMA share",
+                       "lds": "shared loads"},
+                      source="Source: lab/facts/compiler.json (nvdisasm of the sm_90 binary); "
+                             "the loop is the backward branch with the most FFMA.")
+
+
+def signed_table():
+    """Signed against unsigned indices, from the compiler: registers, warps, FFMA share."""
+    rows = []
+    for s, u in zip(compiler_rows(signed=True), compiler_rows()):
+        rows.append({"kernel": s["kernel"], "regs_s": s["registers"], "regs_u": u["registers"],
+                     "warps_s": s["warps"], "warps_u": u["warps"], "share_s": s["share"],
+                     "share_u": u["share"]})
+    return page.table(rows, ["kernel", "regs_s", "regs_u", "warps_s", "warps_u", "share_s",
+                             "share_u"],
+                      {"regs_s": "regs int32", "regs_u": "regs uint32",
+                       "warps_s": "warps int32", "warps_u": "warps uint32",
+                       "share_s": "FFMA share int32", "share_u": "FFMA share uint32"})
+
+
+def loop_mix_table(name: str = "patch1"):
+    """The hottest loop of ``name``, signed and unsigned, instruction by instruction."""
+    signed, unsigned = report(SIGNED[name]).loop_mix, report(name).loop_mix
+    ops = sorted(set(signed) | set(unsigned), key=lambda op: (-max(signed.get(op, 0),
+                                                                  unsigned.get(op, 0)), op))
+    rows = [{"op": op, "s": signed.get(op, 0), "u": unsigned.get(op, 0)} for op in ops
+            if max(signed.get(op, 0), unsigned.get(op, 0)) >= 3]
+    shown = {r["op"] for r in rows}
+    rows.append({"op": "other", "s": sum(c for op, c in signed.items() if op not in shown),
+                 "u": sum(c for op, c in unsigned.items() if op not in shown)})
+    rows.append({"op": "total", "s": sum(signed.values()), "u": sum(unsigned.values())})
+    return page.table(rows, ["op", "s", "u"], {"op": "instruction", "s": f"{name} int32",
+                                                "u": f"{name} uint32"})

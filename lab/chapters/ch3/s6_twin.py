@@ -1,0 +1,51 @@
+"""Chapter 3, section 6: Numba against CUDA C, the T4 study's register kernel as a twin."""
+from __future__ import annotations
+
+from lab import page, results, twins
+from lab.chapters.common import loop_counts, report
+from lab.chapters.ch3.s5_measured import TWIN, TWIN_OF, sweep
+
+
+#: The pairs of chapters 1-2 (Numba kernel, CUDA C twin) timed in ``naive_tiled``: every twin
+#: in :mod:`lab.twins` but the register kernel's, in the order the twins are listed there.
+EARLIER_TWINS = tuple((t.twin_of, t.name) for t in twins.TWINS.values() if t.name != TWIN)
+
+
+def twin_compile_table():
+    """``patch4`` (Numba) beside its CUDA C twin (nvcc -O3): registers and the hottest loop."""
+    rows = []
+    for target, who in ((TWIN_OF, "Numba"), (f"twin:{TWIN}", "nvcc -O3")):
+        r = report(target)
+        rows.append({"kernel": r.kernel, "compiler": who, "registers": r.registers,
+                     **loop_counts(r)})
+    return page.table(rows, ["kernel", "compiler", "registers", "loop", "ffma", "share", "lds"],
+                      {"loop": "loop instr.", "ffma": "FFMA", "share": "FFMA share",
+                       "lds": "shared loads"})
+
+
+def twin_rows() -> list[dict]:
+    """Numba against CUDA C at 4096³: chapters 1–2's pairs and the register kernel."""
+    size = {(r["kernel"], r["n"]): r for r in results.rows("naive_tiled", part="size")}
+    rows = []
+    for ours, twin in EARLIER_TWINS:
+        mine, theirs = size.get((ours, 4096)), size.get((twin, 4096))
+        if mine and theirs:
+            rows.append({"ours": ours, "twin": twin, "ours_ms": mine["median_ms"],
+                         "twin_ms": theirs["median_ms"],
+                         "ratio": theirs["median_ms"] / mine["median_ms"]})
+    s = sweep()
+    mine, theirs = s["ours"].get(TWIN_OF), s["twin"]
+    if mine and theirs:
+        rows.append({"ours": TWIN_OF, "twin": TWIN, "ours_ms": mine["median_ms"],
+                     "twin_ms": theirs["median_ms"],
+                     "ratio": theirs["median_ms"] / mine["median_ms"]})
+    return rows
+
+
+def twin_table():
+    """:func:`twin_rows` as a table (twin time ÷ Numba time; ≥ 1: Numba at least as fast)."""
+    return page.table(twin_rows(), ["ours", "twin", "ours_ms", "twin_ms", "ratio"],
+                      {"ours": "Numba kernel", "twin": "CUDA C twin", "ours_ms": "Numba (ms)",
+                       "twin_ms": "twin (ms)", "ratio": "twin ÷ Numba"},
+                      source=results.source_line("naive_tiled") + " "
+                      + results.source_line("patch_sweep"))

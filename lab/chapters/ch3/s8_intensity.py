@@ -1,0 +1,29 @@
+"""Chapter 3, section 8: the step-by-step model's intensity formula, beside the measurement."""
+from __future__ import annotations
+
+from lab import model, page, results
+from lab.kernels import k03_registers
+from lab.chapters.ch3.s3_check import PATCH
+from lab.chapters.ch3.s4_bill import KERNELS
+from lab.chapters.ch3.s5_measured import sweep
+
+
+def intensity_rows() -> list[dict]:
+    """The step-by-step model's two intensities for each kernel, and the shared bandwidth the measured
+    speed would need if every operand came from shared memory at that intensity."""
+    ours, rows = sweep()["ours"], []
+    for name in KERNELS:
+        p, t = PATCH[name], ours[name]["tflops"]
+        tile = 128 if name == "block128" else k03_registers.THREADS * p
+        rows.append({"kernel": name, "l2": model.tile_intensity(tile),
+                     "smem": model.smem_intensity(p), "tflops": t,
+                     "need": t / model.smem_intensity(p)})
+    return rows
+
+
+def intensity_table():
+    """:func:`intensity_rows` as a table."""
+    return page.table(intensity_rows(), ["kernel", "l2", "smem", "tflops", "need"],
+                      {"l2": "L2 FLOP/B (model)", "smem": "shared FLOP/B (model)",
+                       "tflops": "TFLOP/s", "need": "shared TB/s needed"},
+                      source=results.source_line("patch_sweep"))
