@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, float32, int32
 
+from lab import launch as routed
 from lab import ptx
 from lab.kernels import KernelSpec
 
@@ -70,7 +71,7 @@ def pad_operand(x, rows: int, cols: int, slot: str):
         dst = _PAD_CACHE[key] = cuda.device_array((rows, cols), dtype=x.dtype)
     threads = (16, 16)
     grid = (round_up(rows, 16) // 16, round_up(cols, 16) // 16)
-    pad_kernel[grid, threads](x, dst)
+    routed.launch(pad_kernel, None, grid, threads, 0, (x, dst))
     return dst
 
 

@@ -35,6 +35,7 @@ from numba import cuda, float32, int32
 import numpy as np
 
 from lab import device
+from lab import launch as routed
 from lab.kernels import KernelSpec
 from lab.kernels import k04_vectorized as k04
 from lab.kernels import k08_tc_pipeline as k08
@@ -190,12 +191,12 @@ def _finish(mode: str, C, chunk: int, splits: int, run) -> None:
     m, n = C.shape
     grid, block = _elementwise_grid(m, n)
     if mode == "atomic":
-        zero_kernel[grid, block](C)
+        routed.launch(zero_kernel, None, grid, block, 0, (C,))
         run((np.int32(chunk), _dummy()))
     else:
         W = workspace(splits, m, n)
         run((np.int32(chunk), W))
-        reduce_kernel[grid, block](W, C)
+        routed.launch(reduce_kernel, None, grid, block, 0, (W, C))
 
 
 # region: launch_fp32
@@ -211,7 +212,8 @@ def launch_fp32(A, B, C, *, splits: int = DEFAULT_SPLITS, mode: str = "two_pass"
     fast, edges = fp32_kernels(mode, cfg)
     kernel = fast if k04.tiles_fit(cfg, m, n, k) else edges
     grid = ((n + cfg.BN - 1) // cfg.BN, (m + cfg.BM - 1) // cfg.BM, slices)
-    _finish(mode, C, chunk, slices, lambda X: kernel[grid, cfg.threads](A, B, C, X))
+    _finish(mode, C, chunk, slices,
+            lambda X: routed.launch(kernel, SIG_FP32, grid, cfg.threads, 0, (A, B, C, X)))
 # endregion: launch_fp32
 
 
@@ -229,7 +231,8 @@ def launch_tc(A, B, C, *, splits: int = DEFAULT_SPLITS, mode: str = "two_pass",
     k08._allow_shared(kernel, cfg, SIG_TC)
     blocks = (a.shape[0] // cfg.bm) * (b.shape[1] // cfg.bn)
     _finish(mode, C, chunk, slices,
-            lambda X: kernel[(blocks, slices), cfg.threads, 0, cfg.shared_bytes](a, b, C, X))
+            lambda X: routed.launch(kernel, SIG_TC, (blocks, slices), cfg.threads,
+                                    cfg.shared_bytes, (a, b, C, X)))
 
 
 #: Registered name -> (launch, mode).
@@ -251,7 +254,7 @@ def launcher(name: str, splits: int = DEFAULT_SPLITS):
         fn(A, B, C, splits=splits, mode=mode)
     launch.splits = splits
     launch.mode = mode
-    return launch
+    return routed.memo(launch)     # a repeated call replays its launch plans (lab.launch)
 
 
 def extra_bytes(m: int, n: int, splits: int, mode: str) -> int:

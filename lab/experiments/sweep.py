@@ -1,0 +1,224 @@
+"""Experiment ``sweep`` (chapter 9b): ``lab.gemm`` against cuBLAS over squares, LLM shapes,
+skinny and odd sizes — GPU-only and as called from Python, in one process.
+
+Shapes (:data:`SQUARES`, :data:`LLM_M` × :data:`LLM_NK`, :data:`ODD`): FP16 inputs, FP16
+output (``lab.gemm`` with an FP16 ``out``; cuBLAS through ``torch.mm``, which writes FP16),
+and on the squares FP32 output too (``torch.mm(..., out_dtype=torch.float32)``). PyTorch
+tensors in, for both: the same buffers, the same values.
+
+Per shape, first a check: ``out`` filled with NaN, ``lab.gemm`` run, the result compared with
+the float64 product of the same inputs on the GPU (relative error = max |error| / max |entry|;
+FP16 output passes under :data:`TOLERANCE`). Then two timings of each of ``lab.gemm`` and
+cuBLAS, side by side (ours first, then cuBLAS):
+
+* ``as_called`` — a Python loop of calls, a CUDA event recorded before and after each one
+  (queued, no synchronisation between calls): what a caller sees, host cost included when the
+  host is slower than the kernel;
+* ``gpu_only`` — a CUDA graph of :data:`GRAPH_CALLS` calls (``lab.gemm.graph`` /
+  ``torch.cuda.CUDAGraph``), replayed between two events: the GPU's own time per call.
+
+Repeats shrink with the product's size so that the whole sweep fits one 8-minute command.
+Inputs are cache-hot (one buffer set per shape; at 16384³ the operands exceed L2 anyway).
+``ratio_to_cublas`` = cuBLAS median time / ours (> 1: ours faster), same method, same shape.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import numpy as np
+
+CHAPTER = 9
+NEEDS = ("torch",)
+NEEDS_KERNELS = ("wgmma_tmastore_fp16", "tc_fp16_splitk")
+H200_SECONDS = 300
+
+SQUARES = (256, 512, 1024, 2048, 4096, 8192, 16384)
+LLM_M = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
+LLM_NK = ((4096, 4096), (14336, 4096), (4096, 14336))
+ODD = ((4097, 4097, 4097), (1000, 1030, 999), (8191, 8191, 8191), (3000, 5000, 777),
+       (12345, 768, 2048), (64, 8192, 8192), (8192, 64, 8192), (127, 4099, 4096),
+       (2049, 2049, 2049))
+TOLERANCE = 1e-2
+GRAPH_CALLS = 10
+#: Seconds of calls each timing aims at (repeats between MIN_REPEATS and MAX_REPEATS).
+TARGET_S = 0.08
+MIN_REPEATS, MAX_REPEATS = 10, 200
+
+
+def shapes() -> list[tuple[str, int, int, int]]:
+    out = [("square", s, s, s) for s in SQUARES]
+    out += [("llm", m, n, k) for n, k in LLM_NK for m in LLM_M]
+    out += [("odd", m, n, k) for m, n, k in ODD]
+    return out
+
+
+def _events(n):
+    import torch
+    return [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+
+
+def repeats_for(ms_guess: float) -> int:
+    return int(min(MAX_REPEATS, max(MIN_REPEATS, TARGET_S / max(ms_guess, 1e-3) * 1e3)))
+
+
+def as_called(call, repeats: int, warmup: int = 3) -> dict:
+    """Events around each call of a plain Python loop (queued: no sync between calls)."""
+    import torch
+
+    for _ in range(warmup):
+        call()
+    torch.cuda.synchronize()
+    starts, stops = _events(repeats), _events(repeats)
+    t0 = time.perf_counter()
+    for i in range(repeats):
+        starts[i].record()
+        call()
+        stops[i].record()
+    host = (time.perf_counter() - t0) / repeats
+    torch.cuda.synchronize()
+    ms = [s.elapsed_time(e) for s, e in zip(starts, stops)]
+    return {"median_ms": float(np.median(ms)), "min_ms": float(min(ms)),
+            "max_ms": float(max(ms)), "repeats": repeats, "host_us": 1e6 * host}
+
+
+def gpu_only(replay, calls: int, repeats: int) -> dict:
+    """Events around replays of a graph of ``calls`` calls: ms per call."""
+    import torch
+
+    replay()
+    torch.cuda.synchronize()
+    starts, stops = _events(repeats), _events(repeats)
+    for i in range(repeats):
+        starts[i].record()
+        replay()
+        stops[i].record()
+    torch.cuda.synchronize()
+    ms = [s.elapsed_time(e) / calls for s, e in zip(starts, stops)]
+    return {"median_ms": float(np.median(ms)), "min_ms": float(min(ms)),
+            "max_ms": float(max(ms)), "repeats": repeats}
+
+
+def torch_graph(call, calls: int):
+    import torch
+
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        call()
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for _ in range(calls):
+            call()
+    return g.replay
+
+
+def check(A, B, out, ref) -> float:
+    import torch
+    import lab
+
+    out.fill_(float("nan"))
+    lab.gemm(A, B, out)
+    torch.cuda.synchronize()
+    got = out.double()
+    if torch.isnan(got).any():
+        return float("inf")
+    return float((got - ref).abs().max() / ref.abs().max().clamp_min(1e-30))
+
+
+def _row(base: dict, t: dict, m: int, n: int, k: int) -> dict:
+    row = dict(base, **t)
+    row["tflops"] = 2.0 * m * n * k / (row["median_ms"] * 1e-3) / 1e12
+    return row
+
+
+def measure_shape(group: str, m: int, n: int, k: int, out_types=("float16",)) -> list[dict]:
+    import torch
+    import lab
+
+    g = torch.Generator(device="cuda").manual_seed(m * 7 + n * 11 + k)
+    A = (torch.rand((m, k), device="cuda", generator=g) * 2 - 1).half()
+    B = (torch.rand((k, n), device="cuda", generator=g) * 2 - 1).half()
+    ref = A.double() @ B.double()
+    rows = []
+    for odt in out_types:
+        tdt = getattr(torch, odt)
+        out = torch.empty((m, n), dtype=tdt, device="cuda")
+        ref_out = torch.empty((m, n), dtype=tdt, device="cuda")
+        choice = lab.gemm.plan(A, B, out)
+        err = check(A, B, out, ref)
+        base = {"group": group, "m": m, "n": n, "k": k, "dtype": "float16", "out_dtype": odt,
+                "kernel": choice.kernel, "splits": choice.splits, "max_err_over_max_entry": err,
+                "passed": bool(err < TOLERANCE)}
+        if odt == "float16":
+            def theirs():
+                torch.mm(A, B, out=ref_out)
+        else:
+            def theirs():
+                torch.mm(A, B, out_dtype=torch.float32, out=ref_out)
+        try:
+            theirs()
+        except (TypeError, RuntimeError) as exc:
+            rows.append(dict(base, impl="cublas", error=f"torch.mm: {exc}"[:200]))
+            continue
+
+        def ours():
+            lab.gemm(A, B, out)
+        guess = 2.0 * m * n * k / 5e11 * 1e3 + 0.01          # ms at 500 TFLOP/s
+        reps = repeats_for(guess)
+        pair = {}
+        for impl, call in (("lab.gemm", ours), ("cublas", theirs)):
+            b = dict(base, impl=impl)
+            if impl == "cublas":
+                b["kernel"] = "cublas (torch.mm)"
+            t = as_called(call, reps)
+            rows.append(_row(dict(b, method="as_called"), t, m, n, k))
+            pair[(impl, "as_called")] = t["median_ms"]
+            replay = (lab.gemm.graph(A, B, out, GRAPH_CALLS).launch if impl == "lab.gemm"
+                      else torch_graph(call, GRAPH_CALLS))
+            t = gpu_only(replay, GRAPH_CALLS, max(5, reps // GRAPH_CALLS))
+            rows.append(_row(dict(b, method="gpu_only"), t, m, n, k))
+            pair[(impl, "gpu_only")] = t["median_ms"]
+        for r in rows[-4:]:
+            r["ratio_to_cublas"] = pair[("cublas", r["method"])] / pair[("lab.gemm",
+                                                                         r["method"])]
+        torch.cuda.synchronize()
+    return rows
+
+
+def run(progress, quick: bool = False) -> dict:
+    import torch
+
+    raw = os.environ.get("LAB_RAW_ROWS")
+    rows = []
+    todo = shapes()
+    for group, m, n, k in progress(todo):
+        outs = ("float16", "float32") if group == "square" else ("float16",)
+        try:
+            got = measure_shape(group, m, n, k, outs)
+        except Exception as exc:  # noqa: BLE001 - a failed shape is recorded, not fatal
+            got = [{"group": group, "m": m, "n": n, "k": k, "impl": "lab.gemm",
+                    "error": f"{type(exc).__name__}: {exc}"[:300]}]
+        rows += got
+        if raw:
+            with open(raw, "a") as f:
+                for r in got:
+                    f.write(json.dumps(r) + "\n")
+        torch.cuda.empty_cache()
+    return {"rows": rows,
+            "row_fields": ["group", "impl", "method", "m", "n", "k", "out_dtype"],
+            "parameters": {"squares": list(SQUARES), "llm_m": list(LLM_M),
+                           "llm_nk": [list(x) for x in LLM_NK], "odd": [list(x) for x in ODD],
+                           "tolerance": TOLERANCE, "graph_calls": GRAPH_CALLS,
+                           "target_s": TARGET_S, "repeats": [MIN_REPEATS, MAX_REPEATS],
+                           "inputs": "PyTorch tensors, uniform(-1, 1) in FP16, cache-hot",
+                           "cublas": "torch.mm (FP16 out), torch.mm(out_dtype=float32) "
+                                     "(FP32 out)",
+                           "torch": torch.__version__},
+            "notes": "as_called: events around each call of a Python loop; gpu_only: a CUDA "
+                     "graph of graph_calls calls replayed, per call. ratio_to_cublas = cuBLAS "
+                     "median / lab.gemm median, same method and shape. error: max |error| / "
+                     "max |entry| against float64 on the GPU, out poisoned with NaN first."}
