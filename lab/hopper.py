@@ -651,7 +651,7 @@ def _launch_config(blocks: int, threads: int, shared: int, cluster: int):
     cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = blocks, 1, 1
     cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = threads, 1, 1
     cfg.sharedMemBytes = shared
-    cfg.hStream = cu.CUstream(0)             # the default stream, as Numba's launches
+    cfg.hStream = cu.CUstream(0)             # (an occupancy query: no launch)
     attr = cu.CUlaunchAttribute()
     attr.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
     attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster, 1, 1
@@ -692,32 +692,18 @@ def max_active_clusters(kernel, signature: str, threads: int, shared: int,
 
 
 def launch_cluster(kernel, signature: str, blocks: int, threads: int, shared: int, args,
-                   cluster: int) -> None:
+                   cluster: int, stream=None) -> None:
     """Launch ``kernel`` (compiled for ``signature``) on ``blocks`` blocks in clusters of
-    ``cluster`` along x, on the default stream, with ``cuLaunchKernelEx`` and
-    ``CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION`` (Numba's ``kernel[grid, block]`` has no cluster
-    option). The arguments are marshalled exactly as Numba does (its ``_prepare_args``: an
-    array becomes meminfo, parent, size, itemsize, data, shape…, strides…), then passed as
-    a ``void*[]``.
+    ``cluster`` along x with ``cuLaunchKernelEx`` and ``CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION``
+    (Numba's ``kernel[grid, block]`` has no cluster option), through the cached launch plan of
+    :mod:`lab.launch`: the arguments are marshalled once, as Numba does (an array becomes
+    meminfo, parent, size, itemsize, data, shape…, strides…), and each launch is one driver
+    call on ``stream`` (default: :func:`lab.launch.stream`'s, else the default stream), so it
+    can be captured in a CUDA graph.
     """
-    import ctypes
-
-    from cuda.bindings import driver as cu
+    from lab import launch as routed
 
     if blocks % cluster:
         raise ValueError(f"{blocks} blocks do not make whole clusters of {cluster}")
-    compiled, func = _cufunction(kernel, signature)
-    values, keep = [], []
-    for ty, value in zip(compiled.argument_types, args):
-        compiled._prepare_args(ty, value, 0, keep, values)
-    cells = [v if isinstance(v, ctypes._SimpleCData) else ctypes.c_int64(int(v))
-             for v in values]
-    pointers = (ctypes.c_void_p * len(cells))(*[ctypes.addressof(c) for c in cells])
-    res = cu.cuLaunchKernelEx(_launch_config(blocks, threads, shared, cluster), func,
-                              ctypes.addressof(pointers), 0)
-    err = res[0] if isinstance(res, tuple) else res
-    if err != cu.CUresult.CUDA_SUCCESS:
-        raise RuntimeError(f"cuLaunchKernelEx (clusters of {cluster}, {blocks} blocks of "
-                           f"{threads} threads, {shared} bytes of shared memory) failed: {err}")
-    for write_back in keep:
-        write_back()
+    routed.launch(kernel, signature, blocks, threads, shared, tuple(args), cluster=cluster,
+                  stream=stream)

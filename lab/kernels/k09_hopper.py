@@ -73,6 +73,7 @@ import numpy as np
 from numba import cuda, float32, int32, uint8, uint32, uint64
 
 from lab import hopper, ptx
+from lab import launch as routed
 from lab.kernels import KernelSpec
 from lab.kernels.k07_tensor_core import pad_inputs, pad_operand
 from lab.kernels.k09_parts import (BK, EPI_BOX, OUT_BYTES, ROW, SIGNATURES, HopperConfig,
@@ -609,13 +610,14 @@ def launcher(cfg: HopperConfig):
         if cfg.loader == "cpasync":
             a, b = pad_inputs(A, B, cfg.bm, cfg.bn, BK)
             blocks = (a.shape[0] // cfg.bm) * (b.shape[1] // cfg.bn)
-            kernel[blocks, cfg.threads, 0, dynamic](a, b, C)
+            routed.launch(kernel, signature(cfg), blocks, cfg.threads, dynamic, (a, b, C))
             return
         map_a, map_b, k, keep = tma_operands(A, B, cfg)
         tiles = -(-m // cfg.bm) * -(-n // cfg.bn)
         if not cfg.producer:
             blocks = min(tiles, _sm_count()) if cfg.persistent else tiles
-            kernel[blocks, cfg.threads, 0, dynamic](map_a, map_b, C, np.int32(k))
+            routed.launch(kernel, signature(cfg), blocks, cfg.threads, dynamic,
+                          (map_a, map_b, C, np.int32(k)))
             launch.keep = (map_a, map_b, keep)    # alive until the next call (async launch)
             return
         out = C
@@ -636,7 +638,7 @@ def launcher(cfg: HopperConfig):
         units = -(-m // (cfg.bm * cfg.cluster)) * -(-n // cfg.bn)
         if cfg.cluster == 1:
             blocks = min(units, _sm_count()) if cfg.persistent else units
-            kernel[blocks, cfg.threads, 0, dynamic](*args)
+            routed.launch(kernel, signature(cfg), blocks, cfg.threads, dynamic, args)
         else:
             clusters = units
             if cfg.persistent:
@@ -645,11 +647,11 @@ def launcher(cfg: HopperConfig):
             hopper.launch_cluster(kernel, signature(cfg), clusters * cfg.cluster, cfg.threads,
                                   dynamic, args, cfg.cluster)
         if out is not C:
-            _copy_columns[(-(-n // 32), -(-m // 8)), (32, 8)](out, C)
+            routed.launch(_copy_columns, None, (-(-n // 32), -(-m // 8)), (32, 8), 0, (out, C))
         launch.keep = (map_a, map_b, map_c, out, keep)   # alive until the next call
 
     launch.config = cfg
-    return launch
+    return routed.memo(launch)     # a repeated call replays its launch plans (lab.launch)
 
 
 def make_config(**changes) -> HopperConfig:
