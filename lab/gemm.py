@@ -590,3 +590,5 @@ def graph(A, B, out, repeats: int = 1) -> "routed.Graph":
 gemm.plan = plan
 gemm.graph = graph
 gemm.call_plan = call_plan
+gemm.GemmError = GemmError
+gemm.Choice = Choice
