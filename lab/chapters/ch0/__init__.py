@@ -47,12 +47,12 @@ def values() -> dict:
     t4 = machines["Tesla T4 (measured, FP32)"]
     rtx = machines["RTX 3090 (FP32)"]
     v = {
-        "gpu": page.gpu_label(roofs["gpu"]),
+        "the_gpu": page.gpu_label(roofs["gpu"]),
         "ideal_4096_bf16": f"{model.ideal_intensity(4096, 4096, 4096, 2):,.0f}",
         "ideal_4096_fp32": f"{model.ideal_intensity(4096, 4096, 4096, 4):,.0f}",
         "decode_intensity": f"{model.ideal_intensity(*DECODE, 2):.2f}",
         "naive_intensity": f"{model.naive_intensity(4):.2f}",
-        "sm_count": str(roofs["sm_count"]),
+        "the_sm_count": str(roofs["sm_count"]),
         "clock_mhz": f"{roofs['max_clock_mhz']:,.0f}" if roofs["max_clock_mhz"] else "-",
         "lanes": str(lanes) if lanes else "-",
         "peak_calc": (f"{roofs['sm_count'] * lanes * 2 * roofs['max_clock_mhz'] / 1e6:.1f}"
@@ -61,8 +61,8 @@ def values() -> dict:
         "datasheet_tbps": f"{sheet['hbm_tbps']:g}" if sheet else "-",
         "chains": str(roofline.CHAINS),
         "unroll": str(roofline.UNROLL),
-        "fma_block": str(params["fma_block"]),
-        "fma_blocks_per_sm": str(params["fma_blocks_per_sm"]),
+        "fma_block_threads": str(params["fma_block"]),
+        "fma_grid_blocks_per_sm": str(params["fma_blocks_per_sm"]),
         "fma_resident_blocks": str(model.SM90_LIMITS["threads"] // params["fma_block"]),
         "sm_threads": f"{model.SM90_LIMITS['threads']:,}",
         "loop_ffma": str(loop.get("FFMA", 0)),
@@ -72,7 +72,7 @@ def values() -> dict:
         "fma_registers": str(fma.registers),
         "read_gib": f"{params['read_bytes'] / 2**30:g}",
         "loads_in_flight": str(roofline.LOADS),
-        "fma_tflops": f"{roofs['fma_tflops']:.1f}",
+        "fma_roof_tflops": f"{roofs['fma_tflops']:.1f}",
         "fma_share": f"{roofs['fma_tflops'] / sheet['fp32_tflops']:.0%}" if sheet else "-",
         "read_tbps": f"{roofs['read_gbps'] / 1e3:.2f}",
         "read_share": f"{roofs['read_gbps'] / 1e3 / sheet['hbm_tbps']:.0%}" if sheet else "-",
@@ -81,7 +81,7 @@ def values() -> dict:
         "sm_clock_after": str(by["fma_chains"].get("sm_clock_after_mhz") or "-"),
         "t4_read_gbps": f"{t4['gbps']:g}",
         "t4_rw_gbps": f"{seeds.READ_WRITE_T4_GBPS:g}",
-        "ridge": f"{roofs['ridge']:.1f}",
+        "ridge_measured": f"{roofs['ridge']:.1f}",
         "h100_ridge": f"{model.ridge(h100['tflops'] * 1e12, h100['gbps'] * 1e9):.0f}",
         "t4_ridge": f"{model.ridge(t4['tflops'] * 1e12, t4['gbps'] * 1e9):.0f}",
         "rtx_ridge": f"{model.ridge(rtx['tflops'] * 1e12, rtx['gbps'] * 1e9):.1f}",

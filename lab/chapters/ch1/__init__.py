@@ -47,7 +47,7 @@ def values() -> dict:
     """Every number the chapter's prose quotes, as strings."""
     size = measured()
     roofs = roofline.measured()
-    v = {"gpu": gpu(), "sm_count": str(roofs["sm_count"]),
+    v = {"the_gpu": gpu(), "the_sm_count": str(roofs["sm_count"]),
          "resident_per_sm": f"{model.SM90_LIMITS['threads']:,}",
          "resident": f"{model.SM90_LIMITS['threads'] * roofs['sm_count']:,}"}
     launch = launch_rows()
@@ -100,7 +100,7 @@ def values() -> dict:
     v["swap_t4"] = f"{seeds.SWAPPED_SLOWDOWN_T4:.2f}"
     v["t4_l2_mb"] = f"{seeds.L2_T4_BYTES / 2**20:.0f} MiB"
     v["footprint_1024"] = f"{3 * 4 * 1024 ** 2 / 1e6:.1f}"
-    v["l2"] = f"{l2_bytes() / 2**20:.0f} MiB"
+    v["l2_size"] = f"{l2_bytes() / 2**20:.0f} MiB"
 
     rows = sweep_rows()
     inside = [r for r in rows if r["fits"]]

@@ -70,8 +70,8 @@ def values() -> dict:
     """Every number the chapter's prose quotes, as strings."""
     roofs = roofline.measured()
     size = common.measured()
-    v = {"gpu": common.gpu(), "max_threads": f"{MAX_THREADS_PER_BLOCK:,}",
-         "threads_64": f"{64 * 64:,}", "sm_count": str(roofs["sm_count"])}
+    v = {"the_gpu": common.gpu(), "max_threads": f"{MAX_THREADS_PER_BLOCK:,}",
+         "threads_64": f"{64 * 64:,}", "the_sm_count": str(roofs["sm_count"])}
     mrows = {r["tile"]: r for r in model_rows()}
     v["ceiling_32"] = f"{mrows['32 × 32']['ceiling']:.0f}"
 
@@ -146,7 +146,7 @@ def values() -> dict:
     t32 = size[("tiled32", 4096)]["tflops"]
     shares = [r["of_lower"] for r in crows]
     v["issue_per_clock"] = str(ISSUE_PER_CLOCK)
-    v["fma_tflops"] = f"{roofs['fma_tflops']:.1f}"
+    v["fma_roof_tflops"] = f"{roofs['fma_tflops']:.1f}"
     v["smem_ceiling_16"] = f"{crows[1]['smem']:.0f}"
     v["issue_ceiling_16"] = f"{crows[1]['issue']:.0f}"
     v["ceiling_lo"] = f"{min(shares):.0f}%"

@@ -78,7 +78,7 @@ def values() -> dict:
     srows = {r["kernel"]: r for r in compiler_rows(signed=True)}
     s, before = sweep(), signed_sweep()
     ours = s["ours"]
-    v = {"gpu": gpu_name(), "smem_p1": f"{model.smem_intensity(1):g}",
+    v = {"the_gpu": gpu_name(), "smem_p1": f"{model.smem_intensity(1):g}",
          "smem_p8": f"{model.smem_intensity(8):g}"}
     v["regs_patch4"] = str(rows["patch4"]["registers"])
     v["regs_patch8"] = str(rows["patch8"]["registers"])
@@ -155,7 +155,7 @@ def values() -> dict:
     v["smem_need_p1"] = _f(need)
     v["smem_peak"] = _f(peak)
     v["smem_frac_p1"] = f"{need / peak:.0%}"
-    v["sm_count"] = str(prov["sm_count"])
+    v["the_sm_count"] = str(prov["sm_count"])
     v["max_clock"] = str(prov["max_sm_clock_mhz"])
     v["l2_model_001"] = f"{seeds.REGISTER_MODEL_001['flop_per_byte_l2']:g}"
     v["l2_ours_128"] = f"{model.tile_intensity(128):g}"
@@ -176,7 +176,7 @@ def values() -> dict:
     v["patch4_k_per_trip"] = str(rows[TWIN_OF]["ffma"] // (PATCH[TWIN_OF] ** 2))
     v["twin_warps"] = str(s["twin"]["warps_per_sm"]) if s["twin"] else "-"
     params = results.load("patch_sweep")["parameters"]
-    v["size"] = str(params["size"])
+    v["sweep_size"] = str(params["size"])
     v["check_shapes"] = " and ".join(
         f"{m}³" if m == n == k else f"{m} × {n} × {k}" for m, n, k in params["check_shapes"])
     v["sm90_regs"] = f"{model.SM90_LIMITS['registers']:,}"

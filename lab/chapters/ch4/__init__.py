@@ -70,7 +70,7 @@ def values() -> dict:
     b128, vec = comp["block128"], comp["vectorized"]
     tuned, edges = comp["warptile_tuned"], comp["warptile_tuned (edges)"]
     cub = cublas_mean()
-    v = {"gpu": gpu_name(), "cublas_4096": f"{cub:.1f}", "goal": f"{GOAL:.0%}",
+    v = {"the_gpu": gpu_name(), "cublas_4096": f"{cub:.1f}", "goal": f"{GOAL:.0%}",
          "target_tflops": f"{GOAL * cub:.1f}"}
     peer = [r for r in results.rows("sgemm_cuda", m=4096) if r["peer_kernel"] != 0]
     ref_best = max(peer, key=lambda r: r["tflops"])
@@ -145,7 +145,7 @@ def values() -> dict:
     tcfg = config("warptile_tuned")
     v["tuned_tile"] = f"{tcfg.BM} × {tcfg.BN}"
     v["tiles_1024"] = str(model.tile_grid(1024, 1024, tcfg.BM, tcfg.BN))
-    v["sm_count"] = str(results.load("fp32_ladder")["provenance"]["sm_count"])
+    v["the_sm_count"] = str(results.load("fp32_ladder")["provenance"]["sm_count"])
     delta = {r["kernel"]: f"{r['delta']:+.1f}%" for r in variant_rows()[1:]}
     v["delta_warptile_nopad"] = delta["warptile_nopad"]
     v["delta_warptile_1buf"] = delta["warptile_1buf"]

@@ -44,7 +44,7 @@ def m_cross() -> float:
 def values() -> dict:
     """The section's numbers, and the GPU's name and SM count the whole page quotes."""
     r = roofs()
-    return {"gpu": page.gpu_label(r["gpu_name"]), "sms": str(r["sm_count"]),
+    return {"the_gpu": page.gpu_label(r["gpu_name"]), "sms": str(r["sm_count"]),
             "m1_intensity": f"{model.ideal_intensity(1, *WEIGHTS, 2):.2f}",
             "fp16_ridge": f"{r['ridge']['FP16']:.0f}",
             "m_cross": f"{m_cross():.0f}",

@@ -172,7 +172,7 @@ def values() -> dict:
     short = [f"cuBLAS {kind.upper()} at {x['n']} ({x[f'{kind}_fastest_us']:.0f} µs a call: "
              f"{x[f'{kind}_spread']:.0f}%)" for x in sh for kind in ("fp16", "fp32")
              if x[f"{kind}_fastest_us"] < 100]
-    return {"gpu": page.gpu_label(results.load("shapes")["provenance"]["gpu"]),
+    return {"the_gpu": page.gpu_label(results.load("shapes")["provenance"]["gpu"]),
             "t4_4097_extra": f"{t4['extra_time_pct']}%",
             "fp16_4097_extra": f"{extra[4097]['cublas_fp16']:.0f}%",
             "tiled32_4097_extra": f"{extra[4097]['tiled32']:.1f}%",

@@ -62,7 +62,7 @@ def values() -> dict:
     tensor_a100 = model.rung_model("tensor", a100)
     rows = {r["ours"]: r for r in h200_rows()}
     roofs = measured_machine()
-    v = {"gpu": gpu_name(), "worst_gap": f"{100 * worst_seed_gap():.1f}%",
+    v = {"the_gpu": gpu_name(), "worst_gap": f"{100 * worst_seed_gap():.1f}%",
          "ridge_a100": f"{model.ridge(a100['tensor_tflops'] * 1e12, a100['hbm_gbps'] * 1e9):.0f}",
          "seed_ridge_a100": f"{seeds.TENSOR_RIDGE_A100_001}",
          "tensor_a100_tflops": f"{tensor_a100['tflops']:.1f}",
