@@ -1,7 +1,10 @@
 """Every glued name is written literally where its value is computed: ``page.glue`` refuses a
 composed one, naming it and the rule."""
 import importlib.util
+import json
+import re
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -53,3 +56,40 @@ def test_a_notebook_glues_through_its_chapter():
 def test_the_unchecked_chapters_are_named_and_mine_are_not():
     for name in ("lab.chapters.ch0", "lab.chapters.ch6_1", "lab.chapters.ch10", "lab.multi"):
         assert not any(name == c or name.startswith(c + ".") for c in page.UNCHECKED_GLUE_CALLERS)
+
+
+BOOK = Path(__file__).resolve().parents[1] / "book"
+CHAPTERS = Path(page.__file__).parent / "chapters"
+
+
+def _glued(notebook: Path) -> tuple[str | None, set[str]]:
+    """The chapter a notebook imports (``from lab.chapters import X``) and the names its prose
+    glues (``{glue:...}`name``` roles and ``{glue}`` directives)."""
+    nb = json.loads(notebook.read_text())
+    chapter, names = None, set()
+    for cell in nb["cells"]:
+        text = "".join(cell["source"])
+        if cell["cell_type"] == "code" and chapter is None:
+            if m := re.search(r"^from lab\.chapters import (\w+)", text, re.M):
+                chapter = m[1]
+        elif cell["cell_type"] == "markdown":
+            names |= set(re.findall(r"\{glue(?::\w+)?\}`([^`]+)`", text))
+            names |= set(re.findall(r"```\{glue(?::\w+)?\}\s+(\S+)", text))
+    return chapter, names
+
+
+@pytest.mark.parametrize("notebook", sorted(BOOK.glob("*.ipynb")), ids=lambda p: p.stem)
+def test_every_glued_name_is_written_once_in_its_chapter(notebook):
+    """grep on a name seen on the page lands in one module of the chapter: the one whose
+    string literal names the value where it is computed."""
+    chapter, names = _glued(notebook)
+    if chapter is None or not names:
+        pytest.skip("no chapter glues names on this page")
+    if f"lab.chapters.{chapter}" in page.UNCHECKED_GLUE_CALLERS:
+        pytest.skip(f"chapter {chapter} is listed in page.UNCHECKED_GLUE_CALLERS")
+    where = CHAPTERS / chapter
+    files = sorted(where.glob("*.py")) if where.is_dir() else [where.with_suffix(".py")]
+    found = {f.name: page._literals(f) for f in files}
+    wrong = {n: [f for f, lits in found.items() if n in lits] for n in sorted(names)}
+    wrong = {n: fs for n, fs in wrong.items() if len(fs) != 1}
+    assert not wrong, f"{notebook.name}: glued names not written in exactly one module: {wrong}"
