@@ -124,7 +124,7 @@ __all__ = ["wgmma_fence", "wgmma_commit", "wgmma_wait", "smem_desc", "mbar_init"
            "tma_load_2d_multicast", "cluster_ctarank", "cluster_nctarank", "cluster_sync",
            "mbar_arrive_cluster", "elect_one"]
 __all__ += [f"wgmma_m64n{n}k{k}_{kind}" for n in WGMMA_N for kind, k in WGMMA_K.items()]
-__all__ += ["st_shared_bf16x2"]
+__all__ += ["st_shared_bf16x2", "st_shared_f16x2"]
 
 if SIMULATOR:
     def _stub(name):
@@ -430,6 +430,11 @@ else:
         "st_shared_bf16x2",
         "{\n.reg .b32 t;\ncvt.rn.bf16x2.f32 t, $2, $1;\nst.shared.b32 [$0], t;\n}",
         "``cvt.rn.bf16x2.f32`` + ``st.shared.b32``: ``x`` and ``y`` rounded to BF16 (to nearest "
+        "even), stored as 4 bytes at a 4-byte aligned shared address, ``x`` first.")
+    st_shared_f16x2 = _st_shared_pair(
+        "st_shared_f16x2",
+        "{\n.reg .b32 t;\ncvt.rn.f16x2.f32 t, $2, $1;\nst.shared.b32 [$0], t;\n}",
+        "``cvt.rn.f16x2.f32`` + ``st.shared.b32``: ``x`` and ``y`` rounded to FP16 (to nearest "
         "even), stored as 4 bytes at a 4-byte aligned shared address, ``x`` first.")
 
     @intrinsic

@@ -52,6 +52,8 @@ CONFIGS = {
     "fp8_e4m3_bf16": replace(_BASE, out="bf16"),
     "fp8_e4m3_promote": _PROMOTING,
     "fp8_e4m3_block": replace(_PROMOTING, scales="block", out="bf16"),
+    # chapter 7's rung 8 for FP8: clusters of 2 blocks, Bᵀ rows multicast (half each)
+    "fp8_e4m3_cluster": replace(_BASE, out="bf16", cluster=2, regs=224, producer_regs=56),
 }
 TITLES = {
     "fp8_e4m3": "e4m3 wgmma (k32), Bᵀ, per-tensor scales, tensor-core accumulation, FP32 out",
@@ -59,6 +61,7 @@ TITLES = {
     "fp8_e4m3_bf16": "e4m3, per-tensor scales, BF16 out",
     "fp8_e4m3_promote": "e4m3, promotion to FP32 every 128 k, 128×128 tile",
     "fp8_e4m3_block": "e4m3, 1×128 / 128×128 block scales at each promotion, BF16 out",
+    "fp8_e4m3_cluster": "e4m3, clusters of 2 blocks sharing Bᵀ by TMA multicast, BF16 out",
 }
 
 

@@ -530,7 +530,13 @@ def signature(cfg: HopperConfig) -> str:
         return SIGNATURES["cpasync"][cfg.kind]
     if cfg.fp8:
         return SIGNATURES["fp8"].format(out="uint16" if cfg.out == "bf16" else "float32")
+    if cfg.producer and cfg.out != "f32":             # 16-bit C (BF16 as uint16 bits)
+        return SIGNATURES["ws"].replace("float32", OUT_ARRAY[cfg.out])
     return SIGNATURES["ws"] if cfg.producer else SIGNATURES["tma"]
+
+
+#: The array type of C for each output type (BF16 travels as uint16 bits).
+OUT_ARRAY = {"f32": "float32", "f16": "float16", "bf16": "uint16"}
 
 
 @cuda.jit
@@ -568,7 +574,7 @@ def tma_operands(A, B, cfg: HopperConfig):
         a = pad_operand(A, A.shape[0], kp, "A")
         b = pad_operand(B, B.shape[0], kp, "B")
         map_a = hopper.tensor_map_2d(a, cfg.bm, cfg.bk, dtype_name="uint8")
-        map_b = hopper.tensor_map_2d(b, cfg.bn, cfg.bk, dtype_name="uint8")
+        map_b = hopper.tensor_map_2d(b, cfg.bn // cfg.cluster, cfg.bk, dtype_name="uint8")
         return map_a, map_b, kp, (a, b)
     a, b = pad_inputs(A, B, 1, 8, 8) if (A.shape[1] % 8 or B.shape[1] % 8) else (A, B)
     name = "bfloat16" if cfg.kind == "bf16" else "float16"
@@ -628,8 +634,8 @@ def launcher(cfg: HopperConfig):
             if n % per:
                 out = cuda.device_array((m, n + (-n) % per), dtype=C.dtype)
             map_c = hopper.tensor_map_2d(out, 64, cfg.epi_cols,
-                                         dtype_name="bfloat16" if cfg.out == "bf16"
-                                         else "float32")
+                                         dtype_name={"bf16": "bfloat16", "f16": "float16"}
+                                         .get(cfg.out, "float32"))
         else:
             map_c = map_a                         # not read
         args = (map_a, map_b, map_c, out, np.int32(k))
@@ -675,6 +681,9 @@ RUNG_CONFIGS = {
     "wgmma_cluster": replace(_PERSISTENT, epilogue="tma", cluster=2, regs=224,
                              producer_regs=56),
 }
+#: Rung 9: rung 8 with C rounded to the input type in the epilogue (as torch.mm returns it):
+#: half the bytes through the staging boxes and the TMA store.
+RUNG_CONFIGS["wgmma_out16"] = replace(RUNG_CONFIGS["wgmma_cluster"], out="f16")
 
 #: Cheap variations of rungs 7 and 8, one change each (FP16): the sweep of the ``hopper``
 #: experiment. (5 or 6 stages of 128×256×64 do not fit: 48 KB a stage, 227 KB in all.)
@@ -702,6 +711,8 @@ TITLES = {
     "wgmma_tmastore": "persistent + epilogue through shared memory and TMA stores, "
                       "overlapping the next tile's main loop",
     "wgmma_cluster": "+ clusters of 2 blocks sharing B by TMA multicast",
+    "wgmma_out16": "+ 16-bit output (FP16/BF16 C, as torch.mm returns), rounded in the "
+                   "TMA-store epilogue",
 }
 
 
@@ -731,16 +742,92 @@ def _needs(cfg: HopperConfig) -> str:
     return text
 
 
+@cuda.jit
+def _widen16(src, dst):
+    """dst (float32) = src (FP16), exactly."""
+    j, i = cuda.grid(2)
+    if i < dst.shape[0] and j < dst.shape[1]:
+        dst[i, j] = float32(src[i, j])
+
+
+@cuda.jit
+def _widen_bf16_bits(src, dst):
+    """dst (the bits of float32) = src (BF16 bits) << 16: the same value, exactly."""
+    j, i = cuda.grid(2)
+    if i < dst.shape[0] and j < dst.shape[1]:
+        dst[i, j] = uint32(src[i, j]) << uint32(16)
+
+
+def launcher16(cfg: HopperConfig):
+    """The registry's ``launch(A, B, C)`` (C float32) for a 16-bit-output ``cfg``: the kernel
+    writes a 16-bit C, widened exactly into C after."""
+    launch = launcher(cfg)
+
+    def launch_ab(A, B, C) -> None:
+        m, n = C.shape
+        out = cuda.device_array((m, n), dtype=np.float16 if cfg.out == "f16" else np.uint16)
+        launch(A, B, out)
+        grid = ((-(-n // 32), -(-m // 8)), (32, 8))
+        if cfg.out == "f16":
+            _widen16[grid](out, C)
+        else:
+            _widen_bf16_bits[grid](out, C.view(np.uint32))
+        launch_ab.keep = out
+    launch_ab.config = cfg
+    return launch_ab
+
+
+def checker16(name: str, cfg: HopperConfig):
+    """``check(m, n, k, seed=None)`` for a 16-bit-output kernel: fresh inputs, its 16-bit C
+    poisoned with NaN, float64 reference, the elementwise bound with the output's rounding
+    (unit 2⁻¹¹ for FP16, 2⁻⁸ for BF16) added."""
+    def check(m: int, n: int, k: int, *, seed: int | None = None):
+        from lab import accuracy
+        from lab.kernels import KernelUnavailable, runnable
+
+        ok, why = runnable(name)
+        if not ok:
+            raise KernelUnavailable(why)
+        seed = accuracy.new_seed() if seed is None else seed
+        rng = np.random.default_rng(seed)
+        a32 = rng.uniform(-1, 1, (m, k)).astype(np.float32)
+        b32 = rng.uniform(-1, 1, (k, n)).astype(np.float32)
+        if cfg.kind == "f16":
+            a, b = a32.astype(np.float16), b32.astype(np.float16)
+            a64, b64 = a.astype(np.float64), b.astype(np.float64)
+            poison = np.full((m, n), np.nan, np.float16)
+        else:                                  # BF16 bits: the top half of float32 (exact)
+            a, b = ((x.view(np.uint32) >> 16).astype(np.uint16) for x in (a32, b32))
+            a64, b64 = ((x.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+                        for x in (a, b))
+            poison = np.full((m, n), 0x7FC0, np.uint16)
+        out = cuda.to_device(poison)
+        launcher(cfg)(cuda.to_device(a), cuda.to_device(b), out)
+        host = out.copy_to_host()
+        value = (host if cfg.kind == "f16"
+                 else (host.astype(np.uint32) << 16).view(np.float32)).astype(np.float64)
+        unit = 2.0 ** -11 if cfg.out == "f16" else 2.0 ** -8
+        factor = accuracy.bound_factor(k, tensor_cores=True, output_unit=unit)
+        bound = factor * (np.abs(a64) @ np.abs(b64)) + k * 2.0 ** -149 + 2.0 ** -24
+        return accuracy.judge(value, a64 @ b64, bound, kernel=name, shape=(m, n, k),
+                              dtype_name="float16" if cfg.kind == "f16" else "bfloat16",
+                              factor=factor, seed=seed)
+    return check
+
+
 def _spec(name: str, cfg: HopperConfig) -> KernelSpec:
     kernel = kernel_for(cfg)
     bf16 = cfg.kind == "bf16"
     suffix = "_bf16" if bf16 else "_fp16"
+    wide = cfg.out != "f32"
     return KernelSpec(name + suffix, f"Hopper: {TITLES[name]} ({'BF16' if bf16 else 'FP16'})",
-                      np.uint16 if bf16 else np.float16, launcher(cfg), simulator=False,
+                      np.uint16 if bf16 else np.float16,
+                      launcher16(cfg) if wide else launcher(cfg), simulator=False,
+                      check=checker16(name + suffix, cfg) if wide else None,
                       chapter=7, compile=((kernel, signature(cfg)),), edges=edges(cfg),
                       dtype_name="bfloat16" if bf16 else "", tile=(cfg.bm, cfg.bn, BK),
                       min_cc=(9, 0), max_cc=(9, 0), needs=_needs(cfg))
 
 
-SPECS = [_spec(name, replace(cfg, kind=kind)) for name, cfg in RUNG_CONFIGS.items()
-         for kind in ("f16", "bf16")]
+SPECS = [_spec(name, replace(cfg, kind=kind, out=kind if cfg.out != "f32" else "f32"))
+         for name, cfg in RUNG_CONFIGS.items() for kind in ("f16", "bf16")]

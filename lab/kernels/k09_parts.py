@@ -29,7 +29,8 @@ MAX_SHARED = 227 * 1024
 ELEM_BYTES = {"f16": 2, "bf16": 2, "e4m3": 1, "e5m2": 1}
 FP8_KINDS = ("e4m3", "e5m2")
 #: Output types of the TMA-store epilogue: bytes per value (BF16 travels as uint16 bits).
-OUT_BYTES = {"f32": 4, "bf16": 2}
+#: A 16-bit input kind may leave in its own type (``out`` = ``kind``), as ``torch.mm`` returns.
+OUT_BYTES = {"f32": 4, "bf16": 2, "f16": 2}
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,8 @@ class HopperConfig:
     elect: bool = False        # the producer's warp runs the loop, elect.sync picks the issuer
     producer_regs: int = 40    # setmaxnreg.dec for the producer (when regs is set)
     # FP8 only (kind e4m3 / e5m2; B arrives as Bᵀ, N×K):
-    out: str = "f32"           # output type: "f32" or "bf16" (BF16 through the TMA store)
+    out: str = "f32"           # output type: "f32", or "bf16" (FP8, BF16) / "f16" (FP16)
+                               # rounded in the TMA-store epilogue
     scales: str = ""           # "tensor": one scale per operand, applied in the epilogue;
                                # "block": 1×128 (A) and 128×128 (B) scales, at each promotion
     promote: int = 0           # k between promotions of the accumulators to FP32; 0 = never
@@ -127,6 +129,8 @@ class HopperConfig:
             parts.append(f"promotion every {self.promote} k" if self.promote
                          else "tensor-core accumulation")
             parts.append(f"{self.out.upper()} out")
+        elif self.out != "f32":
+            parts.append(f"{self.out.upper()} out")
         return ", ".join(parts) + f", {self.kind}"
 
     def validate(self) -> "HopperConfig":
@@ -162,7 +166,8 @@ class HopperConfig:
             problems.append("the TMA-store epilogue is for the specialized (non-ping-pong) kernel")
         if self.cluster not in (1, 2):
             problems.append("cluster must be 1 or 2")
-        if self.cluster > 1 and (not specialized or (self.bn // 64) % self.cluster):
+        if self.cluster > 1 and (not specialized or (not self.fp8
+                                                     and (self.bn // 64) % self.cluster)):
             problems.append("clusters need the specialized (non-ping-pong) kernel and B boxes "
                             "that split evenly among the blocks")
         if self.wait_depth not in (0, 1, 2) or self.wait_depth >= self.stages:
@@ -185,12 +190,20 @@ class HopperConfig:
         if self.out not in OUT_BYTES:
             problems.append(f"out must be one of {tuple(OUT_BYTES)}, not {self.out!r}")
         if not self.fp8:
-            if (self.out, self.scales, self.promote) != ("f32", "", 0):
-                problems.append("out, scales and promote are parameters of the FP8 kernels")
+            if (self.scales, self.promote) != ("", 0):
+                problems.append("scales and promote are parameters of the FP8 kernels")
+            if self.out not in ("f32", self.kind):
+                problems.append(f"a {self.kind} kernel leaves FP32 or {self.kind}, "
+                                f"not {self.out!r}")
+            if self.out != "f32" and self.epilogue != "tma":
+                problems.append("a 16-bit output needs the TMA-store epilogue")
             return problems
-        if not (specialized and self.epilogue == "tma" and self.cluster == 1):
-            problems.append("FP8 runs on the specialized kernel with the TMA-store epilogue, "
-                            "without clusters")
+        if self.out == "f16":
+            problems.append("FP8 kernels leave FP32 or BF16")
+        if not (specialized and self.epilogue == "tma"):
+            problems.append("FP8 runs on the specialized kernel with the TMA-store epilogue")
+        if self.cluster > 1 and (self.promote or (self.bn // self.cluster) % 8):
+            problems.append("FP8 clusters: tensor-core accumulation, B rows that split evenly")
         if self.scales not in ("tensor", "block"):
             problems.append(f"FP8 scales must be 'tensor' or 'block', not {self.scales!r}")
         if self.promote < 0 or self.promote % self.bk:
@@ -306,10 +319,12 @@ def stage_ops(cfg: HopperConfig):
 def stage_multicast(cfg: HopperConfig):
     """``load_stage`` for a cluster: each block loads its own A box and its share of the B
     boxes, multicast to every block of the cluster (they all use the same B columns)."""
-    A_BYTES, STAGE_BYTES = cfg.a_bytes, cfg.stage_bytes
+    A_BYTES, STAGE_BYTES, SBK = cfg.a_bytes, cfg.stage_bytes, cfg.bk
     B_BOX = BK * ROW
     SHARE = cfg.bn // 64 // cfg.cluster           # B boxes this block issues
     MASK = (1 << cfg.cluster) - 1
+    K_MAJOR_B = cfg.fp8                           # FP8: Bᵀ rows, split among the blocks
+    B_ROWS = cfg.bn // cfg.cluster                # (the launch's map of Bᵀ has boxes this tall)
 
     # region: multicast_stage
     @cuda.jit(device=True, inline="always")
@@ -319,11 +334,15 @@ def stage_multicast(cfg: HopperConfig):
         expect — the barrier's byte count then goes negative until it; the phase cannot
         complete before this arrival)."""
         hopper.mbar_expect_tx(full, STAGE_BYTES)
-        hopper.tma_load_2d(stage, map_a, kt * BK, row0, full)
-        for i in range(SHARE):
-            j = rank * SHARE + i
-            hopper.tma_load_2d_multicast(stage + uint32(A_BYTES + j * B_BOX), map_b,
-                                         col0 + 64 * j, kt * BK, full, MASK)
+        hopper.tma_load_2d(stage, map_a, kt * SBK, row0, full)
+        if K_MAJOR_B:
+            hopper.tma_load_2d_multicast(stage + uint32(A_BYTES + rank * B_ROWS * ROW), map_b,
+                                         kt * SBK, col0 + rank * B_ROWS, full, MASK)
+        else:
+            for i in range(SHARE):
+                j = rank * SHARE + i
+                hopper.tma_load_2d_multicast(stage + uint32(A_BYTES + j * B_BOX), map_b,
+                                             col0 + 64 * j, kt * BK, full, MASK)
     # endregion: multicast_stage
 
     return load_stage_multicast
@@ -334,6 +353,7 @@ def epilogue_tma(cfg: HopperConfig):
     QUARTERS = BN // COLS                         # boxes per 64-row slab
     OUT = OUT_BYTES[cfg.out]
     BF16_OUT = cfg.out == "bf16"
+    F16_OUT = cfg.out == "f16"
 
     # region: epilogue_tma
     @cuda.jit(device=True, inline="always")
@@ -364,6 +384,8 @@ def epilogue_tma(cfg: HopperConfig):
                         where = box + uint32(offset ^ ((r % 8) << 4))
                         if BF16_OUT:
                             hopper.st_shared_bf16x2(where, acc[i] * scale, acc[i + 1] * scale)
+                        elif F16_OUT:
+                            hopper.st_shared_f16x2(where, acc[i] * scale, acc[i + 1] * scale)
                         else:
                             hopper.st_shared_v2_f32(where, acc[i] * scale, acc[i + 1] * scale)
                 hopper.fence_proxy_async()

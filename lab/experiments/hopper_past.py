@@ -1,0 +1,513 @@
+"""Experiment ``hopper_past`` (chapter 7): the rungs past the best Hopper rung, against both
+yardsticks, FP16, BF16 and FP8, at 4096³ and 8192³.
+
+Yardsticks, each with the output type of the kernel it is put beside, timed in the same
+process: cuBLAS with FP32 output (``cublas_fp16`` / ``cublas_bf16``, CuPy) for our FP32-output
+kernels; ``torch.mm`` (cuBLAS, FP16/BF16 output, as a framework calls it) for our 16-bit-output
+kernels; cuBLASLt FP8 (``torch._scaled_mm``, fast accumulation, the same output type) for our
+FP8 kernels; and fast.cu's kernel 12 (:mod:`lab.twins.fastcu`, BF16 in and out), built with nvcc
+on the GPU's machine and launched on our buffers.
+
+Every variant is checked before it is timed: against float64 on fresh inputs, the output
+poisoned with NaN first, at :data:`ODD_SHAPES` (1×1×1, not multiples of any tile, non-square)
+and one round shape; fast.cu's kernel 12 on its own shape rules (:data:`FASTCU_CHECK`), on
+sampled rows. Timing is GPU-only: :func:`lab.timing.time_queued` queues 20 calls behind a busy
+kernel, so the host's launch cost (the Hopper launcher's tensor-map look-ups and marshalling)
+is hidden and the events measure the GPU's time per call. NVML samples the SM clock and board
+power during every row. Inputs are cache-hot (one buffer set per size and type).
+
+Children: the parent starts :data:`PROCESSES` child processes that compile side by side and take
+turns on the GPU (:mod:`lab.gpulock`); each times every row of its share in rotated order
+(``mode`` "explore": each child a share of :data:`EXPLORE`, one process per row; "final": every
+child all of :data:`FINAL` and the FP8 rows, and ``summary`` rows give the median over the
+processes of each process's ratio, with the lowest and highest).
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import replace
+
+import numpy as np
+
+CHAPTER = 7
+NEEDS = ("cupy",)
+H200_SECONDS = 300  # estimate: children compiling side by side, then about 2 min of GPU turns
+
+SIZES = (4096, 8192)
+KINDS = ("f16", "bf16")
+ODD_SHAPES = ((1, 1, 1), (17, 33, 5), (257, 129, 67), (1000, 1030, 999), (130, 260, 72),
+              (384, 520, 130), (512, 768, 320))
+FASTCU_CHECK = (4096, 4096, 4096)   # its timed shape (at 1024³ one process saw an illegal address)
+PROCESSES = 3
+EXPLORE_PROCESSES = 4
+CHILD_TIMEOUT_S = 330
+BATCH, BATCHES = 20, 10
+ROW_FIELDS = ("part", "kernel")
+DTYPE = {"f16": "float16", "bf16": "bfloat16"}
+
+
+def _k():
+    from lab.kernels import k09_hopper as K
+    return K
+
+
+def for_kind(cfg, kind: str):
+    """``cfg`` (written for FP16) for input type ``kind``; a 16-bit output follows the input."""
+    return replace(cfg, kind=kind, out=kind if cfg.out != "f32" else "f32")
+
+
+def explore_configs() -> dict:
+    """label -> FP16 configuration: rung 8 and one change each (the exploration's variants)."""
+    K = _k()
+    c = K.RUNG_CONFIGS["wgmma_cluster"]
+    t = K.RUNG_CONFIGS["wgmma_tmastore"]
+    o = replace(c, out="f16")
+    return {
+        "cluster": c,
+        "cluster group_m 4": replace(c, group_m=4),
+        "cluster group_m 16": replace(c, group_m=16),
+        "cluster 256x128": replace(c, bm=256, bn=128),
+        "tmastore 16-bit out": replace(t, out="f16"),
+        "cluster 16-bit out": o,
+        "cluster 16-bit out group_m 4": replace(o, group_m=4),
+        "cluster 16-bit out group_m 16": replace(o, group_m=16),
+        "cluster 16-bit out 256x128": replace(o, bm=256, bn=128),
+        "cluster 16-bit out wait depth 0": replace(o, wait_depth=0),
+    }
+
+
+#: Labels timed in both input types during the exploration (the rest FP16 only).
+EXPLORE_BOTH = ("cluster", "cluster 16-bit out")
+
+
+def fp8_configs() -> dict:
+    """label -> FP8 configuration (e4m3, per-tensor scales, tensor-core accumulation)."""
+    from lab.kernels import k09_fp8 as F
+
+    base = F.CONFIGS["fp8_e4m3"]
+    cl = replace(base, cluster=2, regs=224, producer_regs=56)
+    return {
+        "fp8 f32 out": base,
+        "fp8 bf16 out": replace(base, out="bf16"),
+        "fp8 cluster f32 out": cl,
+        "fp8 cluster bf16 out": replace(cl, out="bf16"),
+        "fp8 cluster 128x192 bf16 out": replace(cl, bn=192, out="bf16"),
+        "fp8 cluster group_m 16 bf16 out": replace(cl, group_m=16, out="bf16"),
+    }
+
+
+#: Launched once each under Nsight Compute in the final measurement (FP16, 4096³): rung 8,
+#: the new rungs, and cuBLAS.
+PROFILE_KERNELS = ("wgmma_cluster_fp16", "wgmma_out16_fp16", "cublas_fp16")
+#: Rows of the final measurement (labels of :func:`explore_configs`, both input types).
+FINAL = ("cluster", "cluster 16-bit out", "tmastore 16-bit out")
+FINAL_FP8 = ("fp8 f32 out", "fp8 bf16 out", "fp8 cluster f32 out", "fp8 cluster bf16 out")
+
+
+def _emit(row: dict) -> None:
+    print("ROW\t" + json.dumps(row, default=float), flush=True)
+
+
+# ----------------------------------------------------------------------------- checking
+
+def check(cfg, m: int, n: int, k: int, rng) -> dict:
+    """One check of a 16-bit-input configuration: fresh inputs, C poisoned with NaN (in its
+    output type), one launch, float64 reference, the elementwise bound of
+    :mod:`lab.accuracy` (with the output's rounding for a 16-bit C)."""
+    from numba import cuda
+
+    from lab import accuracy, bench, fp8
+
+    K = _k()
+    a, b = bench.random_inputs(m, n, k, np.float16 if cfg.kind == "f16" else np.uint16, rng)
+    if cfg.out == "f32":
+        poison = np.full((m, n), np.nan, np.float32)
+    elif cfg.out == "f16":
+        poison = np.full((m, n), np.nan, np.float16)
+    else:
+        poison = np.full((m, n), 0x7FC0, np.uint16)             # BF16 NaN
+    d_c = cuda.to_device(poison)
+    K.launcher(cfg)(cuda.to_device(a), cuda.to_device(b), d_c)
+    out = d_c.copy_to_host()
+    if cfg.out == "bf16":
+        value = fp8.bf16_bits_to_float32(out)
+        a64, b64 = bench.to_float64(a), bench.to_float64(b)
+        factor = accuracy.bound_factor(k, tensor_cores=True, output_unit=2.0 ** -8)
+        bound = factor * (np.abs(a64) @ np.abs(b64)) + k * 2.0 ** -149
+        verdict = accuracy.judge(value, a64 @ b64, bound, kernel=cfg.label, shape=(m, n, k),
+                                 dtype_name="bfloat16", factor=factor)
+    else:
+        verdict = accuracy.compare(out, a, b, kernel=cfg.label,
+                                   dtype_name=DTYPE[cfg.kind])
+    return {"part": "check", "shape": [m, n, k], "passed": bool(verdict.passed),
+            "bound_ratio": float(verdict.err_over_bound) if np.isfinite(verdict.err_over_bound)
+            else None, "line": verdict.line()}
+
+
+def check_fp8(cfg, m: int, n: int, k: int, rng) -> dict:
+    from numba import cuda
+
+    from lab.kernels import k09_fp8 as F
+
+    qa, qb, sa, sb = F.operands(m, n, k, cfg, rng)
+    poison = (np.full((m, n), 0x7FC0, np.uint16) if cfg.out == "bf16"
+              else np.full((m, n), np.nan, np.float32))
+    out = cuda.to_device(poison)
+    F.run(cfg, cuda.to_device(qa), cuda.to_device(qb), out, cuda.to_device(sa),
+          cuda.to_device(sb))
+    verdict = F.compare(out.copy_to_host(), qa, qb, sa, sb, cfg, kernel=cfg.label)
+    return {"part": "check", "shape": [m, n, k], "passed": bool(verdict.passed),
+            "bound_ratio": float(verdict.err_over_bound) if np.isfinite(verdict.err_over_bound)
+            else None, "line": verdict.line()}
+
+
+# ----------------------------------------------------------------------------- providers
+
+def _torch(x, kind: str):
+    import torch
+
+    t = torch.as_tensor(x, device="cuda")
+    return t.view(torch.bfloat16) if kind == "bf16" else t
+
+
+def providers_16(size: int, kind: str, labels, rng, fastcu_fn=None) -> dict:
+    """name -> (call, output type) for one size and input type, all on the same inputs."""
+    import torch
+    from numba import cuda
+
+    from lab import baselines, bench
+
+    K = _k()
+    cfgs = explore_configs()
+    a, b = bench.random_inputs(size, size, size, np.float16 if kind == "f16" else np.uint16,
+                               rng)
+    d_a, d_b = cuda.to_device(a), cuda.to_device(b)
+    c32 = cuda.device_array((size, size), np.float32)
+    c16 = cuda.device_array((size, size), np.float16 if kind == "f16" else np.uint16)
+    out: dict = {}
+    base = "fp16" if kind == "f16" else "bf16"
+    if base in baselines.available():
+        out[f"cublas_{base} (FP32 out)"] = (lambda: baselines.launch(base, d_a, d_b, c32), "f32")
+    ta, tb, tc = _torch(d_a, kind), _torch(d_b, kind), _torch(c16, kind)
+    out[f"torch.mm {kind} ({kind.upper()} out)"] = (lambda: torch.mm(ta, tb, out=tc), kind)
+    for label in labels:
+        cfg = for_kind(cfgs[label], kind)
+        launch = K.launcher(cfg)
+        dst = c32 if cfg.out == "f32" else c16
+        out[label] = ((lambda launch=launch, dst=dst: launch(d_a, d_b, dst)), cfg.out)
+    if fastcu_fn is not None and kind == "bf16":
+        from lab.twins import fastcu
+
+        bt = cuda.to_device(np.ascontiguousarray(b.T))
+        cc = cuda.device_array((size, size), np.uint16)
+        out["fast.cu kernel 12 (BF16 out)"] = (fastcu.launcher(fastcu_fn, d_a, bt, cc), "bf16")
+        out["__keep__"] = (bt, cc)
+    out["__keep__"] = (out.get("__keep__"), d_a, d_b, c32, c16, ta, tb, tc)
+    return out
+
+
+def providers_fp8(size: int, labels, rng) -> dict:
+    import torch
+    from numba import cuda
+
+    from lab import fp8
+
+    K = _k()
+    cfgs = fp8_configs()
+    a = rng.standard_normal((size, size))
+    bt = rng.standard_normal((size, size))
+    qa, sa = fp8.quantize(a, "e4m3")
+    qb, sb = fp8.quantize(bt, "e4m3")
+    d = [cuda.to_device(x) for x in (qa, qb, sa, sb)]
+    c32 = cuda.device_array((size, size), np.float32)
+    c16 = cuda.device_array((size, size), np.uint16)
+    ta = torch.as_tensor(d[0], device="cuda").view(torch.float8_e4m3fn)
+    tb = torch.as_tensor(d[1], device="cuda").view(torch.float8_e4m3fn).t()
+    tsa = torch.as_tensor(d[2], device="cuda").reshape(())
+    tsb = torch.as_tensor(d[3], device="cuda").reshape(())
+    out: dict = {}
+    for o, dt in (("f32", torch.float32), ("bf16", torch.bfloat16)):
+        out[f"cuBLASLt e4m3 fast accum ({o.upper()} out)"] = (
+            (lambda dt=dt: torch._scaled_mm(ta, tb, tsa, tsb, out_dtype=dt,
+                                            use_fast_accum=True)), o)
+    for label in labels:
+        cfg = cfgs[label]
+        launch = K.launcher(cfg)
+        dst = c16 if cfg.out == "bf16" else c32
+        out[label] = ((lambda launch=launch, dst=dst: launch(d[0], d[1], dst, d[2], d[3])),
+                      cfg.out)
+    out["__keep__"] = (d, c32, c16, ta, tb, tsa, tsb)
+    return out
+
+
+def check_fastcu(fn, rng) -> dict:
+    """Kernel 12 at :data:`FASTCU_CHECK`, C poisoned with NaN, 64 sampled rows of C against
+    float64 (its C is column-major: row n of its buffer is column n of C)."""
+    from numba import cuda
+
+    from lab import accuracy, bench, fp8
+    from lab.twins import fastcu
+
+    m, n, k = FASTCU_CHECK
+    a, b = bench.random_inputs(m, n, k, np.uint16, rng)
+    bt = np.ascontiguousarray(b.T)
+    d_c = cuda.to_device(np.full((n, m), 0x7FC0, np.uint16))
+    fastcu.launcher(fn, cuda.to_device(a), cuda.to_device(bt), d_c)()
+    cuda.synchronize()
+    value = fp8.bf16_bits_to_float32(d_c.copy_to_host()).T           # M×N
+    a64, b64 = bench.to_float64(a), bench.to_float64(b)
+    rows = rng.choice(m, size=64, replace=False)
+    factor = accuracy.bound_factor(k, tensor_cores=True, output_unit=2.0 ** -8)
+    bound = factor * (np.abs(a64[rows]) @ np.abs(b64)) + k * 2.0 ** -149
+    verdict = accuracy.judge(value[rows], a64[rows] @ b64, bound, kernel="fast.cu kernel 12",
+                             shape=(m, n, k), dtype_name="bfloat16", factor=factor)
+    nonfinite = int(np.count_nonzero(~np.isfinite(value)))
+    return {"part": "check", "kernel": "fast.cu kernel 12 (BF16 out)", "shape": [m, n, k],
+            "passed": bool(verdict.passed) and nonfinite == 0, "nonfinite": nonfinite,
+            "line": verdict.line() + " (64 sampled rows; whole output finite: "
+                    f"{nonfinite == 0})"}
+
+
+# ----------------------------------------------------------------------------- timing
+
+def time_row(call, size: int, sampler, label: str) -> dict:
+    from lab import bench, clocks
+
+    call()
+    if sampler is not None:
+        with sampler.phase(label):
+            t, covered = bench.time_queued(lambda i: call(), batch=BATCH, batches=BATCHES)
+    else:
+        t, covered = bench.time_queued(lambda i: call(), batch=BATCH, batches=BATCHES)
+    row = {**t.row(), "tflops": t.tflops(2.0 * size ** 3), "spin_covered": covered}
+    row.pop("rotated", None)
+    if sampler is not None:
+        try:
+            s = clocks.summary(sampler.samples, label)
+            row.update({k: v for k, v in s.items() if k.startswith(("sm_", "power", "temp"))})
+        except ValueError:
+            pass
+    return row
+
+
+def _yardstick(name: str, out: str) -> bool:
+    return name.startswith(("cublas", "torch.mm", "cuBLASLt"))
+
+
+def _ratios(group: list[dict]) -> None:
+    """Each row's ratio to the yardstick with its output type in its group (same process)."""
+    ref = {r["out"]: r["tflops"] for r in group if r["yardstick"] and
+           not r["kernel"].startswith("fast.cu")}
+    for r in group:
+        r["ratio"] = r["tflops"] / ref[r["out"]] if r["out"] in ref else None
+
+
+def child(lock_path: str, index: int, mode: str, fastcu_lib: str,
+          processes: int = PROCESSES) -> None:
+    """Compile, then take the GPU: check every configuration of this child, time the rows."""
+    from numba import cuda
+
+    from lab import clocks, gpulock
+
+    K = _k()
+    cfgs, f8 = explore_configs(), fp8_configs()
+    if mode == "explore":                # every item once, dealt out among the children
+        items = [(kind, lb) for kind in KINDS for lb in cfgs
+                 if kind == "f16" or lb in EXPLORE_BOTH] + [("e4m3", lb) for lb in f8]
+        share = items[index::processes]
+        labels = {kind: [lb for kd, lb in share if kd == kind] for kind in KINDS}
+        fp8_labels = [lb for kd, lb in share if kd == "e4m3"]
+    else:
+        labels = {kind: list(FINAL) for kind in KINDS}
+        fp8_labels = list(FINAL_FP8)
+    todo = [for_kind(cfgs[lb], kind) for kind in KINDS for lb in labels[kind]]
+    todo += [f8[lb] for lb in fp8_labels]
+    for cfg in todo:                     # compile before taking the GPU
+        try:
+            K.kernel_for(cfg).compile(K.signature(cfg))
+        except Exception as exc:  # noqa: BLE001 - the check below reports it
+            _emit({"part": "compile", "kernel": cfg.label, "error": repr(exc)[:300]})
+    fn = None
+    if fastcu_lib and (index == 0 or mode == "final"):
+        for _ in range(600):              # the parent builds it meanwhile, then marks it
+            if os.path.exists(fastcu_lib + ".done"):
+                break
+            time.sleep(0.5)
+        if os.path.exists(fastcu_lib) and os.path.exists(fastcu_lib + ".done"):
+            from lab.twins import fastcu
+            fn = fastcu.load(fastcu_lib)
+    rng = np.random.default_rng(1000 + index)
+    lock = gpulock.GpuLock(lock_path)
+    lock.acquire()
+    t0 = time.time()
+    sampler = None
+    try:
+        failed = set()
+        for cfg in todo:
+            for m, n, k in ODD_SHAPES:
+                try:
+                    row = (check_fp8 if cfg.fp8 else check)(cfg, m, n, k, rng)
+                except Exception as exc:  # noqa: BLE001
+                    row = {"part": "check", "shape": [m, n, k], "passed": False,
+                           "line": f"{type(exc).__name__}: {exc}"[:300]}
+                row.update(kernel=cfg.label, process=index,
+                           dtype="e4m3" if cfg.fp8 else DTYPE[cfg.kind])
+                _emit(row)
+                if not row["passed"]:
+                    failed.add(cfg)
+                    break
+        if fn is not None:
+            row = check_fastcu(fn, rng)
+            _emit({**row, "process": index})
+            if not row["passed"]:
+                fn = None
+        if clocks.reason() is None:
+            try:
+                sampler = clocks.Sampler().__enter__()
+            except Exception:  # noqa: BLE001 - rows then carry no clock
+                sampler = None
+        for size in SIZES:
+            groups = []
+            for kind in KINDS:
+                ok = [lb for lb in labels[kind] if for_kind(cfgs[lb], kind) not in failed]
+                if ok or (fn is not None and kind == "bf16"):
+                    groups.append((DTYPE[kind], providers_16(size, kind, ok, rng, fn)))
+            if fp8_labels:
+                ok = [lb for lb in fp8_labels if f8[lb] not in failed]
+                groups.append(("e4m3", providers_fp8(size, ok, rng)))
+            for dtype, provs in groups:
+                names = [nm for nm in provs if nm != "__keep__"]
+                shift = index % len(names)
+                names = names[shift:] + names[:shift]          # rotated per process
+                group = []
+                for position, name in enumerate(names):
+                    call, out = provs[name]
+                    row = {"part": "time", "kernel": name, "dtype": dtype, "m": size,
+                           "n": size, "k": size, "out": out, "process": index,
+                           "position": position, "yardstick": _yardstick(name, out)}
+                    try:
+                        row.update(time_row(call, size, sampler, f"{name} {dtype} {size}"))
+                    except Exception as exc:  # noqa: BLE001
+                        row.update(error=f"{type(exc).__name__}: {exc}"[:300], tflops=None)
+                    group.append(row)
+                _ratios([r for r in group if r.get("tflops")])
+                for row in group:
+                    _emit(row)
+                cuda.synchronize()
+    finally:
+        if sampler is not None:
+            sampler.__exit__(None, None, None)
+        lock.release()
+        _emit({"part": "turn", "kernel": "__turn__", "process": index, "start": t0,
+               "end": time.time()})
+
+
+# ----------------------------------------------------------------------------- the parent
+
+def summarize(rows: list[dict]) -> list[dict]:
+    by: dict = {}
+    for r in rows:
+        if r.get("part") == "time" and r.get("tflops"):
+            by.setdefault((r["kernel"], r["dtype"], r["m"]), []).append(r)
+    out = []
+    for (kernel, dtype, size), group in by.items():
+        tf = np.array([r["tflops"] for r in group])
+        ratios = [r["ratio"] for r in group if r.get("ratio") is not None]
+        out.append({"part": "summary", "kernel": kernel, "dtype": dtype, "m": size, "n": size,
+                    "k": size, "out": group[0]["out"], "processes": len(group),
+                    "tflops": float(np.median(tf)), "tflops_min": float(tf.min()),
+                    "tflops_max": float(tf.max()),
+                    "ratio": float(np.median(ratios)) if ratios else None,
+                    "ratio_min": float(min(ratios)) if ratios else None,
+                    "ratio_max": float(max(ratios)) if ratios else None,
+                    "sm_mhz": float(np.median([r["sm_mhz_median"] for r in group
+                                               if r.get("sm_mhz_median")] or [np.nan]))})
+    return out
+
+
+def run(progress, *, quick: bool = False) -> dict:
+    """``quick``: the exploration (every variant once, shared among the children); else the
+    final measurement (the chosen rows in every child)."""
+    from lab import bench
+    from lab.experiments.hopper_profile import _read_rows, _tail, wait_all
+    from lab.twins import fastcu
+
+    bench.require_gpu("hopper_past")
+    mode = "explore" if quick or os.environ.get("LAB_PAST_MODE") == "explore" else "final"
+    work = os.environ.get("LAB_PROFILE_LOGS") or tempfile.mkdtemp(prefix="hopper_past_")
+    os.makedirs(work, exist_ok=True)
+    lock = os.path.join(tempfile.mkdtemp(prefix="hopper_past_lock_"), "gpu.lock")
+    open(lock, "a").close()
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    lib, fastcu_error = "", fastcu.missing()
+    builder = None
+    if fastcu_error is None:
+        lib = os.path.join(work, "libfastcu_k12.so")
+        builder = subprocess.Popen(fastcu.build_command(fastcu.source_dir(), lib),
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    started = []
+    processes = EXPLORE_PROCESSES if mode == "explore" else PROCESSES
+    for index in range(processes):
+        log = open(os.path.join(work, f"child{index}.log"), "w")
+        started.append((f"child{index}", subprocess.Popen(
+            [sys.executable, "-m", "lab.experiments.hopper_past", "--child", lock, str(index),
+             mode, lib, str(processes)], stdout=log, stderr=subprocess.STDOUT, env=env)))
+    if builder is not None:
+        text = builder.communicate(timeout=600)[0]
+        if builder.returncode:
+            fastcu_error = "nvcc failed: " + text[-600:]
+        open(lib + ".done", "w").close()
+    from lab.experiments import hopper_profile as P
+    ncu = P.ncu_path() if mode == "final" else None
+    metrics = []
+    if ncu:
+        metrics = P.usable_metrics(P.known_metrics(ncu))
+        log = open(os.path.join(work, "profile.log"), "w")
+        started.append(("profile", subprocess.Popen(
+            P.ncu_command(ncu, metrics, lock, PROFILE_KERNELS), stdout=log,
+            stderr=subprocess.STDOUT, env=env)))
+    status = wait_all(started, progress, CHILD_TIMEOUT_S)
+    rows, errors = [], {}
+    for label in sorted(status):
+        path = os.path.join(work, f"{label}.log")
+        if label == "profile":
+            with open(path, errors="replace") as fh:
+                groups = P.split_by_marker(P.parse_raw_csv(fh.read()), list(PROFILE_KERNELS))
+            rows += [P.profile_row(name, groups.get(name, [])) for name in PROFILE_KERNELS]
+        rows += [r for r in _read_rows(path) if r.get("part") in ("check", "time", "turn",
+                                                                  "compile")]
+        if status[label] != "0":
+            errors[label] = f"exit {status[label]}: " + _tail(path)
+    rows += summarize(rows)
+    from lab.kernels import k09_hopper as K
+    return {"rows": rows, "row_fields": list(ROW_FIELDS),
+            "parameters": {"mode": mode, "sizes": list(SIZES), "processes": processes,
+                           "odd_shapes": [list(s) for s in ODD_SHAPES],
+                           "configs": {lb: c.label for lb, c in explore_configs().items()},
+                           "fp8_configs": {lb: c.label for lb, c in fp8_configs().items()},
+                           "final": list(FINAL), "final_fp8": list(FINAL_FP8),
+                           "profile_kernels": list(PROFILE_KERNELS), "ncu": ncu,
+                           "ncu_metrics": metrics,
+                           "timing": f"GPU time per call: {BATCH} calls queued behind a busy "
+                                     f"kernel, {BATCHES} batches, median/min/max; cache-hot",
+                           "fastcu": {"source": fastcu.SOURCE,
+                                      "build": " ".join(fastcu.build_command(
+                                          fastcu.source_dir() or fastcu.HARNESS.parent,
+                                          fastcu.HARNESS.parent / "lib.so")[1:-3]),
+                                      "error": fastcu_error},
+                           "child_status": status, "child_errors": errors,
+                           "best_rung_config": K.RUNG_CONFIGS["wgmma_cluster"].label},
+            "notes": "ratio: TFLOP/s over the yardstick with the same input and output type "
+                     "in the same process and size (FP32 out: cuBLAS via CuPy; FP16/BF16 out: "
+                     "torch.mm; FP8: cuBLASLt fast accumulation via torch._scaled_mm); fast.cu "
+                     "kernel 12 (BF16 out) against torch.mm BF16. part 'summary': medians over "
+                     "the processes."}
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["--child"]:
+    child(sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5], int(sys.argv[6]))
