@@ -57,7 +57,7 @@ def _offline_worker(test_file: str, flag: str) -> dict:
     env = dict(os.environ, LAB_DEVICE="compile")
     env.pop("NUMBA_ENABLE_CUDASIM", None)
     run = subprocess.run([sys.executable, str(path), flag], capture_output=True, text=True,
-                         env=env, cwd=str(path.parents[1]))
+                         env=env, cwd=str(Path(__file__).resolve().parents[1]))
     if run.returncode:
         pytest.fail(f"offline compile worker {path.name} {flag} failed:\n{run.stderr[-3000:]}")
     value = json.loads(run.stdout.strip().splitlines()[-1])

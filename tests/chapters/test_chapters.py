@@ -11,7 +11,7 @@ import pytest
 
 from lab import results
 
-CHAPTERS = Path(__file__).resolve().parents[1] / "lab" / "chapters"
+CHAPTERS = Path(__file__).resolve().parents[2] / "lab" / "chapters"
 #: The chapters held to it (6, 7 and the intro test theirs in their own files): their sources,
 #: and the functions that read one experiment's file.
 SOURCES = sorted([*CHAPTERS.glob("ch[0-5]/*.py"), *CHAPTERS.glob("ch8/*.py"),

@@ -10,7 +10,7 @@ from lab.kernels import KernelUnavailable, get_spec
 from lab.kernels import k10_epilogue as epi
 
 NAME = "warptile_tuned_epilogue"
-#: Beside the shapes past the tile edges, which tests/test_kernels.py checks through the same
+#: Beside the shapes past the tile edges, which tests/kernels/test_kernels.py checks through the same
 #: bench.check (a registered epilogue kernel is checked whole, by its spec's check).
 SHAPES = [(37, 29, 45)]
 

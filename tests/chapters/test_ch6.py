@@ -13,7 +13,7 @@ import pytest
 from lab import model, results
 from lab.chapters import ch6_1, ch6_2, ch6_3
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 #: Chapter package, its notebook, and the results files its page reads.
 PAGES = {"ch6_1": (ch6_1, "06_1_waves", {"roofline", "tensor_cores", "waves", "splitk", "shapes"}),
          "ch6_2": (ch6_2, "06_2_sizes", {"shapes", "cublas_kernels", "precision"}),

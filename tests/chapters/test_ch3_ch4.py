@@ -18,7 +18,7 @@ def test_registered_in_ladder_order():
 
 
 def test_round_check_shape_takes_the_fast_path():
-    """The round shape every chapter-4 kernel is checked on (tests/test_kernels.py) is a tile
+    """The round shape every chapter-4 kernel is checked on (tests/kernels/test_kernels.py) is a tile
     multiple, so the unchecked 16-byte kernel runs, over two block rows and two k-tiles."""
     from lab.kernels.k04_vectorized import tiles_fit
     for name in CH4:

@@ -1,6 +1,6 @@
 """Chapters 1–2: naive and tiled kernels — registry order, twins, compiler facts.
 
-(Their checks against float64 are in ``tests/test_kernels.py``, on shapes from each tile.)
+(Their checks against float64 are in ``tests/kernels/test_kernels.py``, on shapes from each tile.)
 """
 from __future__ import annotations
 
