@@ -164,7 +164,7 @@ CUBLAS_OP_T = 1          # cublasOperation_t (cublas_api.h)
 def gemm_arguments(layout: str, m: int, n: int, k: int) -> dict:
     """The column-major ``gemm`` arguments for row-major ``C = op(A)·op(B)`` stored as
     ``layout``: the first cuBLAS operand is B's storage, the second A's (pure arithmetic,
-    tested against a NumPy model of column-major ``gemm`` in ``tests/test_shapes.py``)."""
+    tested against a NumPy model of column-major ``gemm`` in ``tests/experiments/test_shapes.py``)."""
     a_t, b_t = layout[0] == "T", layout[1] == "T"
     return {"op_first": CUBLAS_OP_T if b_t else CUBLAS_OP_N,
             "op_second": CUBLAS_OP_T if a_t else CUBLAS_OP_N,
