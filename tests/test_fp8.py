@@ -148,7 +148,7 @@ def test_fp8_configurations_are_validated():
     assert base.bk == 128 and base.epi_cols == 32 and F.CONFIGS["fp8_e4m3_bf16"].epi_cols == 64
     assert base.stage_bytes == K.RUNG_CONFIGS["wgmma_tmastore"].stage_bytes   # 128-byte rows
     bad = {"epilogue": "direct", "scales": "none", "out": "f16", "promote": 100,
-           "cluster": 2}
+           "cluster": 3}
     for field, value in bad.items():
         with pytest.raises(ValueError):
             replace(base, **{field: value}).validate()
@@ -156,8 +156,11 @@ def test_fp8_configurations_are_validated():
         replace(base, scales="block").validate()              # needs promotion every 128 k
     with pytest.raises(ValueError, match="accumulator registers"):
         replace(base, promote=128).validate()                 # 128×256: 256 registers
-    with pytest.raises(ValueError, match="parameters of the FP8 kernels"):
+    with pytest.raises(ValueError, match="leaves FP32 or f16"):
         replace(K.RUNG_CONFIGS["wgmma_tmastore"], out="bf16").validate()
+    with pytest.raises(ValueError, match="FP8 clusters"):
+        replace(base, cluster=2, bn=128, stages=6, promote=128).validate()
+    replace(base, cluster=2).validate()                       # Bᵀ rows split between 2 blocks
     assert K.scale_shapes(base, 300, 200, 257) == ((1, 1), (1, 1))
     assert K.scale_shapes(F.CONFIGS["fp8_e4m3_block"], 300, 200, 257) == ((300, 3), (2, 3))
 
