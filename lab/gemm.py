@@ -52,6 +52,10 @@ FEW_TILES = 0.25
 LONG_K = 8
 #: ... and only a skinny product (M or N at most this): a small square stays unsplit.
 SKINNY = 256
+#: Split factors timed against each other (and the heuristic's) on the first few-tile call.
+SPLIT_CANDIDATES = (2, 4, 8, 16)
+#: Calls timed per candidate when tuning.
+TUNE_CALLS = 3
 #: The H200's SM count, assumed when a plan is asked for a capability without a GPU.
 SM_DEFAULT = 132
 DTYPES = ("float32", "float16", "bfloat16")
@@ -199,6 +203,8 @@ class Choice:
     widen: bool = False        # 16-bit inputs widened to FP32 for a SIMT kernel
     narrow: bool = False       # FP32 workspace narrowed to the 16-bit C
     native_out: bool = False   # the kernel writes the 16-bit C itself
+    candidates: tuple = ()     # other choices timed against this one on the first call
+    tuned: str = ""            # what the first call's timing found
 
     def __str__(self) -> str:
         how = [self.kernel + (f" (split-K, {self.splits} slices)" if self.splits > 1 else "")]
@@ -208,6 +214,10 @@ class Choice:
             how.append(f"float32 result narrowed to {self.out_dtype} after")
         if self.native_out:
             how.append(f"{self.out_dtype} written by the kernel's epilogue")
+        if self.candidates:
+            how.append(f"{len(self.candidates) + 1} candidates timed on the first call")
+        if self.tuned:
+            how.append(self.tuned)
         return (f"{self.m}x{self.n}x{self.k} {self.dtype} -> {self.out_dtype}: "
                 + "; ".join(how) + "\n  because " + "; ".join(self.why))
 
@@ -272,8 +282,19 @@ def choose(m: int, n: int, k: int, dtype: str, out_dtype: str, cc, sms: int) -> 
             why.append(f"{tiles} tiles of {bm}x{bn} would fill {tiles}/{sms} SMs and K = {k} "
                        f"is long: split K into {s} slices of 128x128 tiles (mma.sync, FP32 "
                        "partials reduced)")
-            return Choice("tc_fp16_splitk", m, n, k, dtype, out_dtype, tuple(cc),
-                          tuple(why), splits=s, narrow=out_dtype != "float32")
+            first = Choice("tc_fp16_splitk", m, n, k, dtype, out_dtype, tuple(cc),
+                           tuple(why), splits=s, narrow=out_dtype != "float32")
+            others = [replace(first, splits=f) for f in SPLIT_CANDIDATES
+                      if f != s and f * 2 * 64 <= k]
+            if hopper:
+                cfg, native = _hopper_config(dtype, out_dtype)
+                others.append(Choice("wgmma_tmastore_fp16", m, n, k, dtype, out_dtype,
+                                     tuple(cc), ("the wgmma kernel, unsplit",),
+                                     native_out=native and out_dtype != "float32",
+                                     narrow=not native and out_dtype != "float32"))
+            why.append("the split factor (and, on 9.0, the unsplit wgmma kernel) is picked by "
+                       "timing the candidates once, on the first call at this shape")
+            return replace(first, why=tuple(why), candidates=tuple(others))
         if hopper:
             cfg, native = _hopper_config(dtype, out_dtype)
             name = "wgmma_tmastore_" + ("fp16" if fp16 else "bf16")
@@ -306,6 +327,44 @@ def choose(m: int, n: int, k: int, dtype: str, out_dtype: str, cc, sms: int) -> 
                   narrow=out_dtype != "float32")
 
 
+_TUNED: dict = {}
+
+
+def _shape_key(choice: Choice) -> tuple:
+    return (choice.m, choice.n, choice.k, choice.dtype, choice.out_dtype, choice.cc)
+
+
+def tune(choice: Choice, a, b, c, handle: int = 0) -> Choice:
+    """The fastest of ``choice`` and its candidates at this shape (CUDA events around
+    :data:`TUNE_CALLS` calls each, after one warm-up call), remembered per shape; ``c`` is
+    overwritten (the caller runs the winner after)."""
+    key = _shape_key(choice)
+    if key in _TUNED:
+        return _TUNED[key]
+    if not choice.candidates or not device.GPU:
+        return choice
+    from numba import cuda
+
+    s = cuda.external_stream(handle) if handle else cuda.default_stream()
+    times = []
+    for cand in (replace(choice, candidates=()), *choice.candidates):
+        with routed.stream(handle):
+            run(cand, a, b, c)
+            start, stop = cuda.event(timing=True), cuda.event(timing=True)
+            start.record(s)
+            for _ in range(TUNE_CALLS):
+                run(cand, a, b, c)
+            stop.record(s)
+        stop.synchronize()
+        times.append((cuda.event_elapsed_time(start, stop) / TUNE_CALLS, cand))
+    ms, best = min(times, key=lambda t: t[0])
+    label = ", ".join(f"{t[1].kernel}{'/' + str(t[1].splits) if t[1].splits > 1 else ''} "
+                      f"{1e3 * t[0]:.1f} us" for t in times)
+    best = replace(best, why=choice.why, candidates=(), tuned=f"first call timed: {label}")
+    _TUNED[key] = best
+    return best
+
+
 def plan(A, B, out=None, *, out_dtype: str | None = None, cc=None, sms: int | None = None
          ) -> Choice:
     """Which kernel :func:`gemm` runs for these operands, and why (nothing is launched).
@@ -315,8 +374,9 @@ def plan(A, B, out=None, *, out_dtype: str | None = None, cc=None, sms: int | No
     m, n, k, odt = validate(a, b, o, _dtype_name(out_dtype))
     if cc is None:
         cc = _device_cc()
-    return choose(m, n, k, a.dtype, odt, cc, sms or (_sm_count() if device.GPU else
-                                                      SM_DEFAULT))
+    choice = choose(m, n, k, a.dtype, odt, cc, sms or (_sm_count() if device.GPU else
+                                                        SM_DEFAULT))
+    return _TUNED.get(_shape_key(choice), choice)
 
 
 def _dtype_name(dt) -> str | None:
@@ -465,7 +525,10 @@ def _stream_of(a: Operand, stream):
         return routed.stream_handle(stream)
     if a.family == "torch":
         import torch
-        return int(torch.cuda.current_stream(a.obj.device).cuda_stream)
+        try:                            # the raw handle, without building a Stream object
+            return int(torch._C._cuda_getCurrentRawStream(a.obj.device.index))
+        except (AttributeError, TypeError):
+            return int(torch.cuda.current_stream(a.obj.device).cuda_stream)
     if a.family == "cupy":
         import cupy
         return int(cupy.cuda.get_current_stream().ptr)
@@ -536,6 +599,7 @@ def gemm(A, B, out=None, *, out_dtype=None, stream=None):
     if device.SIMULATOR or not device.GPU:
         run(choice, na, nb, nc)
         return out
+    choice = tune(choice, na, nb, nc, handle)
     with routed.stream(handle):
         cp = routed.record(lambda: run(choice, na, nb, nc), (na, nb, nc))
     cp.result = a

@@ -47,6 +47,9 @@ _RECORDING: list = []          # the stack of :class:`_Recording` of :func:`memo
 #: True: route nothing — launch through Numba (``kernel[...]``) and marshal a cluster launch
 #: on every call, as before launch plans existed (the ``launch_cost`` experiment's old path).
 NUMBA_LAUNCH = False
+#: True: a plan without clusters launches through ``libcuda``'s ``cuLaunchKernel`` by ctypes
+#: (one C call); False: through ``cuda.bindings`` (the ``launch_cost`` experiment compares).
+DIRECT = True
 #: True: each new plan keeps its arguments (``.args``), to compare with Numba's marshalling.
 KEEP_ARGS = False
 STATS = {"plans_built": 0, "plan_hits": 0, "calls_built": 0, "call_hits": 0}
@@ -255,6 +258,12 @@ class LaunchPlan:
         self.function = cu.CUfunction(int(compiled._codelibrary.get_cufunc().handle))
         self._cu = cu
         self._configs: dict = {}
+        lib = _libcuda() if self.cluster == 1 and DIRECT else None
+        self._direct = None
+        if lib is not None:                  # one ctypes call: the cheapest way to the driver
+            import functools
+            self._direct = functools.partial(lib.cuLaunchKernel, int(self.function),
+                                             *self.grid, *self.block, self.shared)
 
     def _config(self, handle: int):
         cfg = self._configs.get(handle)
@@ -277,16 +286,40 @@ class LaunchPlan:
     def launch(self, stream=None) -> None:
         """One launch on ``stream`` (see :func:`stream_handle`)."""
         handle = stream_handle(stream)
-        if self.cluster == 1:
-            g, b = self.grid, self.block
-            res = self._cu.cuLaunchKernel(self.function, g[0], g[1], g[2], b[0], b[1], b[2],
-                                          self.shared, _cu_stream(handle), self.params, 0)
+        if self._direct is not None:
+            err = self._direct(handle, self.params, None)
         else:
-            res = self._cu.cuLaunchKernelEx(self._config(handle), self.function, self.params, 0)
-        err = res[0] if isinstance(res, tuple) else res
+            if self.cluster == 1:
+                g, b = self.grid, self.block
+                res = self._cu.cuLaunchKernel(self.function, g[0], g[1], g[2], b[0], b[1],
+                                              b[2], self.shared, _cu_stream(handle),
+                                              self.params, 0)
+            else:
+                res = self._cu.cuLaunchKernelEx(self._config(handle), self.function,
+                                                self.params, 0)
+            err = res[0] if isinstance(res, tuple) else res
         if int(err) != 0:
             raise RuntimeError(f"launching {self.name} (grid {self.grid}, block {self.block}, "
                                f"{self.shared} bytes, clusters of {self.cluster}) failed: {err}")
+
+
+_LIBCUDA: list = []
+
+
+def _libcuda():
+    """The driver library through ctypes, with ``cuLaunchKernel``'s argument types set (None
+    where it cannot be loaded: the launch then goes through ``cuda.bindings``)."""
+    if not _LIBCUDA:
+        lib = None
+        try:
+            lib = ctypes.CDLL("libcuda.so.1")
+            f = lib.cuLaunchKernel
+            f.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
+            f.restype = ctypes.c_int
+        except (OSError, AttributeError):
+            lib = None
+        _LIBCUDA.append(lib)
+    return _LIBCUDA[0]
 
 
 def _signature_of(args) -> tuple:

@@ -7,8 +7,10 @@ launch (``wgmma_cluster_fp16``) — and each path:
 
 * ``numba`` — the launcher as it was: every launch through ``kernel[grid, block, 0, shared]``
   (the cluster launch marshals its arguments on every call), tensor maps looked up per call;
-* ``plan`` — the launcher's Python each call, each launch through its cached plan
-  (:func:`lab.launch.launch`: a dictionary look-up, then ``cuLaunchKernel``);
+* ``bindings`` — the launcher's Python each call, each launch through its cached plan
+  (:func:`lab.launch.launch`: a dictionary look-up), the driver called by ``cuda.bindings``;
+* ``plan`` — the same, the driver's ``cuLaunchKernel`` called by ctypes (the default; a
+  cluster launch always goes through ``cuda.bindings``' ``cuLaunchKernelEx``);
 * ``memo`` — the registered launcher: a repeated call replays the plans it recorded
   (:func:`lab.launch.memo`), none of the launcher's Python runs;
 * ``graph`` — a CUDA graph of :data:`GRAPH_CALLS` calls replayed (``lab.launch.Graph``),
@@ -23,6 +25,8 @@ family's main kernel.
 """
 from __future__ import annotations
 
+import json
+import os
 import time
 
 import numpy as np
@@ -37,7 +41,7 @@ SMALL = 256
 HOST_CALLS = 200
 GRAPH_CALLS = 20
 FAMILIES = ("tc_fp16", "wgmma_tmastore_fp16", "wgmma_cluster_fp16")
-PATHS = ("numba", "plan", "memo", "graph")
+PATHS = ("numba", "bindings", "plan", "memo", "graph")
 
 
 def _host_us(call, calls: int = HOST_CALLS) -> float:
@@ -74,7 +78,7 @@ def _marshal_rows(spec, A, B, C) -> list[dict]:
             compiled._prepare_args(ty, v, 0, keep, values)
         theirs = [getattr(v, "value", v) for v in values]
         ours = routed.cell_values(p.cells)
-        rows.append({"part": "marshal", "kernel": spec.name, "config": p.name,
+        rows.append({"part": "marshal", "kernel": spec.name, "path": p.name, "m": 2048,
                      "values": len(ours), "ok": [int(x) for x in ours] ==
                      [int(x) for x in theirs]})
     return rows
@@ -102,7 +106,10 @@ def run(progress) -> dict:
         spec = get_spec(name)
         for path in PATHS:
             routed.NUMBA_LAUNCH = path == "numba"
-            if path in ("numba", "plan"):
+            if path in ("bindings", "plan"):
+                routed.DIRECT = path == "plan"
+                routed.clear()
+            if path in ("numba", "bindings", "plan"):
                 def call():
                     spec.launch.__wrapped__(a, b, c)
             else:
@@ -132,7 +139,8 @@ def run(progress) -> dict:
         try:
             rows += _marshal_rows(spec, a, b, c)
         except Exception as exc:  # noqa: BLE001
-            rows.append({"part": "marshal", "kernel": name, "error": str(exc)[:200]})
+            rows.append({"part": "marshal", "kernel": name, "path": "?", "m": 2048,
+                         "error": str(exc)[:200]})
     routed.KEEP_ARGS = False
     # lab.gemm and cuBLAS as a PyTorch user calls them (FP16 out), plain and from graphs
     for size in (SMALL, n):
@@ -158,6 +166,10 @@ def run(progress) -> dict:
                          "min_ms": t["min_ms"], "max_ms": t["max_ms"],
                          "repeats": t["repeats"]})
     del C16
+    raw = os.environ.get("LAB_RAW_ROWS")
+    if raw:                                   # kept even if saving the file fails
+        with open(raw + ".launch_cost", "w") as f:
+            json.dump(rows, f)
     return {"rows": rows, "row_fields": ["part", "kernel", "path", "m"],
             "parameters": {"size": SIZE, "small": SMALL, "host_calls": HOST_CALLS,
                            "graph_calls": GRAPH_CALLS, "families": list(FAMILIES),
