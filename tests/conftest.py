@@ -79,6 +79,31 @@ def offline_worker():
     return _offline_worker
 
 
+class FakeEvent:
+    """A CUDA event that records nothing (the simulator's events take no timing flag)."""
+
+    def __init__(self, timing=True):
+        pass
+
+    def record(self):
+        pass
+
+    def synchronize(self):
+        pass
+
+
+@pytest.fixture
+def fake_events(monkeypatch):
+    """``fake_events(ms)``: Numba's CUDA events replaced by ones that record nothing, with
+    ``ms`` between any two, for dry runs of an experiment's timing under the simulator."""
+    from numba import cuda
+
+    def install(ms: float) -> None:
+        monkeypatch.setattr(cuda, "event", FakeEvent)
+        monkeypatch.setattr(cuda, "event_elapsed_time", lambda a, b: ms, raising=False)
+    return install
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng()

@@ -116,21 +116,9 @@ def test_roofs_match_the_datasheets():
 
 
 @pytest.mark.skipif(device.GPU, reason="the dry run fakes events and NVML")
-def test_clocks_experiment_dry_run(monkeypatch):
-    from numba import cuda
-
+def test_clocks_experiment_dry_run(monkeypatch, fake_events):
     from lab import results
     from lab.experiments import clocks as exp
-
-    class FakeEvent:
-        def __init__(self, timing=True):
-            pass
-
-        def record(self):
-            pass
-
-        def synchronize(self):
-            pass
 
     monkeypatch.setattr(exp, "PROVIDERS", ("naive", "tiled8"))
     monkeypatch.setattr(exp, "UNITS", {"naive": "fp32", "tiled8": "fp32"})
@@ -143,8 +131,7 @@ def test_clocks_experiment_dry_run(monkeypatch):
     monkeypatch.setattr(clocks, "reason", lambda: None)
     real = clocks.Sampler
     monkeypatch.setattr(clocks, "Sampler", lambda: real(0.002, nvml=FakeNVML(drop_after=8)))
-    monkeypatch.setattr(cuda, "event", FakeEvent)
-    monkeypatch.setattr(cuda, "event_elapsed_time", lambda a, b: 2.0, raising=False)
+    fake_events(2.0)
     prov = {**device.provenance(), "sm_count": 132, "compute_capability": "9.0"}
     monkeypatch.setattr(device, "provenance", lambda: prov)
     out = exp.run(lambda it, **kw: it)

@@ -8,6 +8,7 @@ import pytest
 import lab  # noqa: F401  (decides the simulator before numba is imported)
 from lab import device, model, seeds
 from lab.chapters import ch8
+from lab.counting import count_accesses
 from lab.kernels import k02_tiled
 from numba import cuda  # a module global: the simulator swaps it inside kernels
 
@@ -99,7 +100,7 @@ def test_counter_sees_a_changed_kernel():
             C[i, j] = acc
 
     A, B = ch8.animation_inputs()
-    C, events = ch8.count_accesses(lambda a, b, c: twice[(1, 1), (16, 16)](a, b, c), A, B)
+    C, events = count_accesses(lambda a, b, c: twice[(1, 1), (16, 16)](a, b, c), A, B)
     kinds = Counter((e[0], e[1], e[2]) for e in events)
     assert kinds[("global", "load", "A")] == 2 * 16 ** 3
     assert kinds[("global", "load", "B")] == 16 ** 3
@@ -122,7 +123,7 @@ def test_counting_restores_the_simulator():
 
     before = (sim_kernel.FakeWithinKernelCUDAArray, kernelapi.FakeCUDAShared.array,
               sim_kernel.BlockThread.syncthreads)
-    ch8.count_accesses(k02_tiled.make_tiled_study(8, 4), *ch8.animation_inputs())
+    count_accesses(k02_tiled.make_tiled_study(8, 4), *ch8.animation_inputs())
     assert before == (sim_kernel.FakeWithinKernelCUDAArray, kernelapi.FakeCUDAShared.array,
                       sim_kernel.BlockThread.syncthreads)
     assert lab.matmul(*ch8.animation_inputs(), kernel="tiled8").shape == (16, 16)

@@ -100,7 +100,7 @@ def test_path_of():
 # ----------------------------------------------------------------------------- dry run
 
 @pytest.mark.skipif(device.GPU, reason="the dry run replaces cuBLAS; on a GPU run the real one")
-def test_dry_run(monkeypatch):
+def test_dry_run(monkeypatch, fake_events):
     """run() end to end at tiny sizes: cuBLAS -> NumPy model, timing -> one call,
     tc_fp16 -> tiled16, warptile_tuned -> tiled8, tiled32 -> naive."""
     def fake_launch(kind, A, B, C):
@@ -137,19 +137,8 @@ def test_dry_run(monkeypatch):
         def launch(self, ms):
             pass
 
-    class FakeEvent:                   # the simulator's events take no timing flag
-        def __init__(self, timing=True):
-            pass
-
-        def record(self):
-            pass
-
-        def synchronize(self):
-            pass
-
     monkeypatch.setattr(bench, "Spinner", FakeSpinner)
-    monkeypatch.setattr(shapes.cuda, "event", FakeEvent)
-    monkeypatch.setattr(shapes.cuda, "event_elapsed_time", lambda a, b: 5.0, raising=False)
+    fake_events(5.0)
     monkeypatch.setattr(shapes, "QUEUED_SIZES", (16,))
     monkeypatch.setattr(timing, "QUEUE_BATCHES", 1)
     monkeypatch.setattr(timing, "QUEUE_BATCH", 1)

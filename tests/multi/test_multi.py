@@ -346,12 +346,13 @@ def _fake_run() -> dict:
 def test_the_chapter_reads_a_run(monkeypatch, tmp_path):
     from lab import page
     from lab.chapters import ch10
+    from lab.chapters.ch10 import s0_rows
 
     data = results.validate(_fake_run())
     results.save("multi_gpu", data["rows"], parameters={}, command="x",
                  provenance=data["provenance"], row_fields=["part"], root=tmp_path)
     assert (tmp_path / "h200-x2" / "multi_gpu.json").exists()
-    monkeypatch.setattr(ch10, "_load", lambda: data)
+    monkeypatch.setattr(s0_rows, "load", lambda: data)
     monkeypatch.setattr(results, "source_line", lambda *a, **k: "Source: fake")
     assert "TFLOP/s per GPU" in repr(ch10.measured_table("float16"))
     assert "comm / whole" in repr(ch10.share_table())

@@ -14,7 +14,8 @@ import numpy as np
 
 from lab import compiler, model, page, results
 from lab.multi import schemes
-from lab.chapters.ch10.s0_rows import EXPERIMENT, _load, _rows
+from lab.chapters.ch10 import s0_rows
+from lab.chapters.ch10.s0_rows import EXPERIMENT
 from lab.chapters.ch10.s1_splits import split_figure
 from lab.chapters.ch10.s2_prediction import WORLD, N_REF, LABELS, bytes_rows, FORMULAS, bytes_table
 from lab.chapters.ch10.s3_schemes import source
@@ -35,7 +36,7 @@ __all__ = ["source", "figure", "EXPERIMENT", "split_figure", "WORLD", "N_REF", "
 
 def link() -> dict:
     """The model's link: latency and bus bandwidth of each collective, fitted to the run."""
-    return model.fit_link(_rows("bandwidth"))
+    return model.fit_link(s0_rows.part_rows("bandwidth"))
 
 
 def _fmt_ms(x: float) -> str:
@@ -58,14 +59,14 @@ def measured_values() -> dict:
             "gat16_4096_waves", "lap16_4096_blocks", "lap16_4096_slots",
             "lap16_4096_rule_chunks", "one16_small_ms", "ch5_tc_fp16_small_tflops",
             "ch5_tc_fp16_small_ms")
-    data = _load()
+    data = s0_rows.load()
     v = {k: "not measured" for k in keys}
-    col = _rows("scheme", data, scheme="column", dtype="float16", n=N_REF)
+    col = s0_rows.part_rows("scheme", data, scheme="column", dtype="float16", n=N_REF)
     if col:
         v["col16_speedup"] = f"{col[0]['speedup']:.2f}"
         v["col16_goal"] = "met" if col[0]["speedup"] >= 1.8 else "not met"
-    small = min(r["n"] for r in _rows("scheme", data))
-    c4 = _rows("scheme", data, scheme="column", dtype="float16", n=small)[0]
+    small = min(r["n"] for r in s0_rows.part_rows("scheme", data))
+    c4 = s0_rows.part_rows("scheme", data, scheme="column", dtype="float16", n=small)[0]
     v["col_fp16_4096_whole"] = _fmt_ms(c4["median_ms"])
     v["col_fp16_4096_compute"] = _fmt_ms(c4["compute_ms"])
     v["col_fp16_4096_noise"] = f"{c4['median_ms'] / c4['compute_ms'] - 1:.0%}"
@@ -74,7 +75,7 @@ def measured_values() -> dict:
     for op, key in (("all_gather", "ag_bus"), ("all_reduce", "ar_bus"),
                     ("reduce_scatter", "rs_bus"), ("broadcast", "bc_bus")):
         v[key] = f"{lk[op]['bus_gbps']:.0f}"
-    bw = _rows("bandwidth", data)
+    bw = s0_rows.part_rows("bandwidth", data)
     ag = [r for r in bw if r["what"] == "all_gather"]
     x = np.array([model.collective_factor("all_gather", r["world"]) * r["bytes"] for r in ag])
     y = np.array([r["median_ms"] * 1e-3 for r in ag])
@@ -115,9 +116,9 @@ def measured_values() -> dict:
         return ", ".join(got) or "none"
     v["lap16_wins"], v["lap16_loses"] = sizes("float16", True), sizes("float16", False)
     v["lap32_loses"] = sizes("float32", False)
-    lap = _rows("scheme", data, scheme="column_overlap", dtype="float16", n=small)[0]
-    gat = _rows("scheme", data, scheme="column_gather", dtype="float16", n=small)[0]
-    sm = _rows("scheme", data, scheme="summa", dtype="float16", n=small)[0]
+    lap = s0_rows.part_rows("scheme", data, scheme="column_overlap", dtype="float16", n=small)[0]
+    gat = s0_rows.part_rows("scheme", data, scheme="column_gather", dtype="float16", n=small)[0]
+    sm = s0_rows.part_rows("scheme", data, scheme="summa", dtype="float16", n=small)[0]
     v["lap16_4096_compute"] = _fmt_ms(lap["compute_ms"])
     v["gat16_4096_compute"] = _fmt_ms(gat["compute_ms"])
     v["lap16_4096_ratio"] = f"{lap['compute_ms'] / gat['compute_ms']:.2f}"
@@ -138,7 +139,7 @@ def measured_values() -> dict:
                                                              blocks_per_sm=resident))
     v["lap16_4096_extra"] = _fmt_ms(lap["compute_ms"] - gat["compute_ms"])
     v["gat16_4096_comm"] = _fmt_ms(gat["comm_ms"])
-    ones = sorted(_rows("one_gpu", data, dtype="float16"), key=lambda r: r["n"])
+    ones = sorted(s0_rows.part_rows("one_gpu", data, dtype="float16"), key=lambda r: r["n"])
     v["one16_small_tflops"] = f"{ones[0]['tflops']:.0f}"
     v["one16_small_ms"] = _fmt_ms(ones[0]["median_ms"])
     short = next(r for r in results.rows("tensor_cores", part="ladder", kernel="tc_fp16")

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from lab import page, plots, results
 from lab.multi import schemes
-from lab.chapters.ch10.s0_rows import EXPERIMENT, _load, _rows
+from lab.chapters.ch10 import s0_rows
+from lab.chapters.ch10.s0_rows import EXPERIMENT
 from lab.chapters.ch10.s2_prediction import LABELS
 
 
@@ -11,9 +12,9 @@ KERNEL_OF = {"float16": "tc_fp16", "float32": "warptile_tuned"}
 
 
 def measured_rows(dtype: str = "float16") -> list[dict]:
-    data = _load()
+    data = s0_rows.load()
     out = []
-    for r in _rows("one_gpu", data, dtype=dtype) + _rows("scheme", data, dtype=dtype):
+    for r in s0_rows.part_rows("one_gpu", data, dtype=dtype) + s0_rows.part_rows("scheme", data, dtype=dtype):
         out.append({"n": r["n"], "scheme": LABELS[r["scheme"]], "ms": r["median_ms"],
                     "spread": f"{r['min_ms']:.3g}–{r['max_ms']:.3g}",
                     "per_gpu": r["tflops_per_gpu"], "speedup": r.get("speedup", 1.0),
@@ -33,7 +34,7 @@ def measured_table(dtype: str = "float16"):
 
 def share_table(dtype: str = "float16"):
     """Per scheme and size: arithmetic alone, communication alone, the whole, and the share."""
-    rows = _rows("scheme", dtype=dtype)
+    rows = s0_rows.part_rows("scheme", dtype=dtype)
     out = [{"n": r["n"], "scheme": LABELS[r["scheme"]], "compute": r["compute_ms"],
             "comm": r["comm_ms"], "whole": r["median_ms"], "exposed": r["exposed_comm_ms"],
             "share": r["comm_share"]} for r in rows if r["scheme"] != "column"]
@@ -49,10 +50,10 @@ def rate_figure():
     """TFLOP/s per GPU against n: one line per scheme, the one-GPU line, FP16 and FP32."""
     import matplotlib.pyplot as plt
 
-    data = _load()
+    data = s0_rows.load()
     fig, axes = plt.subplots(1, 2, figsize=(9.0, 4.0), dpi=110)
     for ax, dtype in zip(axes, ("float16", "float32")):
-        rows = _rows("one_gpu", data, dtype=dtype) + _rows("scheme", data, dtype=dtype)
+        rows = s0_rows.part_rows("one_gpu", data, dtype=dtype) + s0_rows.part_rows("scheme", data, dtype=dtype)
         for s in ("one_gpu", *schemes.SCHEMES):
             pts = sorted((r["n"], r["tflops_per_gpu"]) for r in rows if r["scheme"] == s)
             if pts:
@@ -69,7 +70,7 @@ def rate_figure():
 
 
 def bandwidth_table():
-    rows = _rows("bandwidth")
+    rows = s0_rows.part_rows("bandwidth")
     out = [{"what": r["what"], "mib": r["bytes"] / 2**20, "ms": r["median_ms"],
             "alg": r["algbw_gbps"], "bus": r["busbw_gbps"]} for r in rows]
     largest = {}

@@ -5,7 +5,8 @@ import numpy as np
 
 from lab import model, page, results
 from lab.multi import schemes
-from lab.chapters.ch10.s0_rows import EXPERIMENT, _load, _rows
+from lab.chapters.ch10 import s0_rows
+from lab.chapters.ch10.s0_rows import EXPERIMENT
 from lab.chapters.ch10.s2_prediction import LABELS, N_REF, WORLD
 
 
@@ -22,8 +23,8 @@ class _Text:
 def startup(dtype: str, data=None) -> dict:
     """The per-call start-up and the work rate of ``dtype``'s kernel, from the run's one-GPU
     rows alone (:func:`lab.model.fit_startup`)."""
-    data = data or _load()
-    return model.fit_startup([(r["n"], r["median_ms"]) for r in _rows("one_gpu", data,
+    data = data or s0_rows.load()
+    return model.fit_startup([(r["n"], r["median_ms"]) for r in s0_rows.part_rows("one_gpu", data,
                                                                         dtype=dtype)])
 
 
@@ -31,15 +32,15 @@ def predict(row: dict, data=None) -> dict:
     """The model's times for a measured scheme row, from that run's one-GPU time at the same
     size and type (less the start-up, which is added back once), its fitted link and its
     measured add bandwidth."""
-    data = data or _load()
-    one = _rows("one_gpu", data, dtype=row["dtype"], n=row["n"])[0]
-    add = _rows("add", data, m=row["m"], n=-(-row["n"] // WORLD))
+    data = data or s0_rows.load()
+    one = s0_rows.part_rows("one_gpu", data, dtype=row["dtype"], n=row["n"])[0]
+    add = s0_rows.part_rows("add", data, m=row["m"], n=-(-row["n"] // WORLD))
     add_gbps = add[0]["bytes"] / (add[0]["median_ms"] * 1e-3) / 1e9 if add else 3000.0
     e = 2 if row["dtype"] == "float16" else 4
     h = startup(row["dtype"], data)["startup_s"]
     out = model.scheme_seconds(row["scheme"], row["m"], row["n"], row["k"], WORLD,
                                rate_tflops=model.work_rate(row["n"], one["median_ms"], h),
-                               link=model.fit_link(_rows("bandwidth", data)), e=e,
+                               link=model.fit_link(s0_rows.part_rows("bandwidth", data)), e=e,
                                chunks=row.get("chunks", schemes.CHUNKS),
                                panels_per_rank=row.get("panels_per_rank",
                                                        schemes.PANELS_PER_RANK),
@@ -55,9 +56,9 @@ GOAL = 0.15
 def model_rows() -> list[dict]:
     """Per measured scheme row: whole, arithmetic alone and communication alone, measured and
     modelled, and the miss of the whole."""
-    data = _load()
+    data = s0_rows.load()
     out = []
-    for r in _rows("scheme", data):
+    for r in s0_rows.part_rows("scheme", data):
         p = predict(r, data)
         miss = p["total"] * 1e3 / r["median_ms"] - 1
         out.append({"dtype": r["dtype"], "n": r["n"], "scheme": LABELS[r["scheme"]],
@@ -83,9 +84,9 @@ def model_table():
 def _overlap_pairs(data) -> list[tuple[str, int, dict, dict]]:
     out = []
     for dtype in ("float16", "float32"):
-        for n in sorted({r["n"] for r in _rows("scheme", data, dtype=dtype)}):
-            lap = _rows("scheme", data, scheme="column_overlap", dtype=dtype, n=n)
-            gat = _rows("scheme", data, scheme="column_gather", dtype=dtype, n=n)
+        for n in sorted({r["n"] for r in s0_rows.part_rows("scheme", data, dtype=dtype)}):
+            lap = s0_rows.part_rows("scheme", data, scheme="column_overlap", dtype=dtype, n=n)
+            gat = s0_rows.part_rows("scheme", data, scheme="column_gather", dtype=dtype, n=n)
             if lap and gat:
                 out.append((dtype, n, lap[0], gat[0]))
     return out
@@ -95,9 +96,9 @@ def verdicts() -> _Text:
     """The chapter's three tests, from the run: column-parallel FP16 at 16384 against one GPU
     (goal ≥ 1.8×), overlapped against unoverlapped gather, the model against every two-GPU row
     (goal: within 15%)."""
-    data = _load()
+    data = s0_rows.load()
     lines = []
-    col = _rows("scheme", data, scheme="column", dtype="float16", n=N_REF)
+    col = s0_rows.part_rows("scheme", data, scheme="column", dtype="float16", n=N_REF)
     if col:
         x = col[0]["speedup"]
         lines.append(f"column-parallel FP16 at n={N_REF}: {x:.2f}× one GPU (goal ≥ 1.8×: "

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from lab import model
-from lab.chapters.ch10.s0_rows import _load, _rows
+from lab.chapters.ch10 import s0_rows
 from lab.chapters.ch10.s6_model import startup
 
 
@@ -18,11 +18,11 @@ def scaling_figure(dtype: str = "float16"):
     two-GPU link inside a host; :data:`lab.model.INTER_HOST_GBPS` between hosts)."""
     import matplotlib.pyplot as plt
 
-    data = _load()
-    fitted = model.fit_link(_rows("bandwidth", data))
+    data = s0_rows.load()
+    fitted = model.fit_link(s0_rows.part_rows("bandwidth", data))
     h = startup(dtype, data)["startup_s"]
     ones = {r["n"]: model.work_rate(r["n"], r["median_ms"], h)
-            for r in _rows("one_gpu", data, dtype=dtype)}
+            for r in s0_rows.part_rows("one_gpu", data, dtype=dtype)}
     sizes = [2**i for i in range(12, 18)]
     e = 2 if dtype == "float16" else 4
     fig, axes = plt.subplots(1, len(MODEL_GPUS), figsize=(10.0, 3.8), dpi=110, sharey=True)

@@ -70,20 +70,15 @@ def values() -> dict:
          "hbm_measured": f"{roofs['hbm_gbps'] / 1e3:.2f}",
          "fp32_measured": f"{roofs['fp32_tflops']:.1f}",
          "smem_tbps": f"{model.shared_bandwidth(roofs) / 1e12:.1f}"}
-    naive, shared = rows[OUR_KERNEL["naive"]], rows[OUR_KERNEL["shared"]]
-    register, tensor = rows[OUR_KERNEL["register"]], rows[OUR_KERNEL["tensor"]]
-    v["ratio_naive"] = f"{naive['ratio']:.2f}"
-    v["measured_naive"] = tables.fmt(naive["measured_ms"])
-    v["model_naive"] = tables.fmt(naive["roofs_ms"])
-    v["ratio_shared"] = f"{shared['ratio']:.2f}"
-    v["measured_shared"] = tables.fmt(shared["measured_ms"])
-    v["model_shared"] = tables.fmt(shared["roofs_ms"])
-    v["ratio_register"] = f"{register['ratio']:.2f}"
-    v["measured_register"] = tables.fmt(register["measured_ms"])
-    v["model_register"] = tables.fmt(register["roofs_ms"])
-    v["ratio_tensor"] = f"{tensor['ratio']:.2f}"
-    v["measured_tensor"] = tables.fmt(tensor["measured_ms"])
-    v["model_tensor"] = tables.fmt(tensor["roofs_ms"])
+    def printed(kind: str) -> tuple[str, str, str]:
+        """The measured/model ratio, the measured time and the model's time of one kind."""
+        r = rows[OUR_KERNEL[kind]]
+        return f"{r['ratio']:.2f}", tables.fmt(r["measured_ms"]), tables.fmt(r["roofs_ms"])
+
+    v["ratio_naive"], v["measured_naive"], v["model_naive"] = printed("naive")
+    v["ratio_shared"], v["measured_shared"], v["model_shared"] = printed("shared")
+    v["ratio_register"], v["measured_register"], v["model_register"] = printed("register")
+    v["ratio_tensor"], v["measured_tensor"], v["model_tensor"] = printed("tensor")
     h200 = model.rung_model("naive", roofs)
     naive_ms = rows["naive"]["measured_ms"]
     v["naive_served_tbps"] = f"{h200['global_bytes'] / (naive_ms * 1e-3) / 1e12:.0f}"
