@@ -47,7 +47,7 @@ def test_tile_sweep_numbers():
     out = sol2.ex02_6()
     assert out["ex02_6_best"] == 32
     assert out["ex02_6_tflops_8"] < out["ex02_6_tflops_16"] < out["ex02_6_tflops_32"]
-    assert [out[f"model_{t}"] for t in (8, 16, 32)] == [2.0, 4.0, 8.0]
+    assert [out[f"ex02_6_model_{t}"] for t in (8, 16, 32)] == [2.0, 4.0, 8.0]
     assert out["ex02_6_gain_8_32"] < out["ex02_6_model_gain_8_32"]
 
 
