@@ -30,17 +30,17 @@ from lab.chapters.ch1.s8_analysis import (metrics_rows, metrics_table, bandwidth
                                           bandwidth_table)
 from lab.chapters.ch1.s9_dram import ncu_table, _ncu_values
 from lab.chapters.ch1.s10_this_gpu import measure_here
-
 from lab.chapters.ch1.s3_kernel import source
 from lab.chapters.common import example_inputs, verdict
 
-__all__ = ["figure", "source", "example_inputs", "verdict", "launch_rows", "launch_table", "LANES", "SECTOR_BYTES", "ROW", "MAPPINGS",
-           "warp_coordinates", "touched", "sectors", "access_rows", "access_table", "warp_figure",
-           "CHECK_SHAPES", "check_table", "SASS_NUMBA", "SASS_TWINS", "PAIRS", "loop_row",
-           "twin_reports", "sass_rows", "sass_table", "mix_table", "ratio_table", "seed_rows",
-           "seed_table", "load_sectors", "swap_rows", "swap_table", "sweep_rows", "l2_bytes",
-           "sweep_table", "sweep_figure", "metrics_rows", "metrics_table", "bandwidth_rows",
-           "bandwidth_table", "ncu_table", "measure_here", "values", "glue"]
+__all__ = ["figure", "source", "example_inputs", "verdict", "launch_rows", "launch_table", "LANES",
+           "SECTOR_BYTES", "ROW", "MAPPINGS", "warp_coordinates", "touched", "sectors",
+           "access_rows", "access_table", "warp_figure", "CHECK_SHAPES", "check_table",
+           "SASS_NUMBA", "SASS_TWINS", "PAIRS", "loop_row", "twin_reports", "sass_rows",
+           "sass_table", "mix_table", "ratio_table", "seed_rows", "seed_table", "load_sectors",
+           "swap_rows", "swap_table", "sweep_rows", "l2_bytes", "sweep_table", "sweep_figure",
+           "metrics_rows", "metrics_table", "bandwidth_rows", "bandwidth_table", "ncu_table",
+           "measure_here", "values", "glue"]
 
 
 def values() -> dict:

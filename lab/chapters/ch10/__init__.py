@@ -27,11 +27,12 @@ from lab.chapters.ch10.s6_model import (startup, predict, GOAL, model_rows, mode
 from lab.chapters.ch10.s7_beyond import MODEL_GPUS, GRIDS, scaling_figure
 
 
-__all__ = ["source", "figure", "EXPERIMENT", "split_figure", "WORLD", "N_REF", "LABELS", "bytes_rows", "FORMULAS",
-           "bytes_table", "SIM_SHAPE", "simulated_rows", "simulated_table", "KERNEL_OF",
-           "measured_rows", "measured_table", "share_table", "rate_figure", "bandwidth_table",
-           "startup", "predict", "GOAL", "model_rows", "model_table", "verdicts", "MODEL_GPUS",
-           "GRIDS", "scaling_figure", "link", "measured_values", "values", "glue"]
+__all__ = ["source", "figure", "EXPERIMENT", "split_figure", "WORLD", "N_REF", "LABELS",
+           "bytes_rows", "FORMULAS", "bytes_table", "SIM_SHAPE", "simulated_rows",
+           "simulated_table", "KERNEL_OF", "measured_rows", "measured_table", "share_table",
+           "rate_figure", "bandwidth_table", "startup", "predict", "GOAL", "model_rows",
+           "model_table", "verdicts", "MODEL_GPUS", "GRIDS", "scaling_figure", "link",
+           "measured_values", "values", "glue"]
 
 
 def link() -> dict:

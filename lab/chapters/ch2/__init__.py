@@ -28,20 +28,20 @@ from lab.chapters.ch2.s8_banks import (BANKS, BANK_BYTES, WARP, BANK_TILE, BANK_
                                        conflict_degree, warp_accesses, bank_degrees, bank_runs,
                                        bank_rows, bank_table, bank_values)
 from lab.chapters.ch2.s9_this_gpu import measure_here
-
 from lab.chapters.ch2.s3_kernel import source
 from lab.chapters.ch2.s8_banks import glue_banks
 from lab.chapters.common import example_inputs, verdict
 
-__all__ = ["figure", "source", "glue_banks", "example_inputs", "verdict", "tile_walk_figure", "TILES", "model_rows", "model_table", "PADDING_SHAPES",
-           "padding_rows", "padding_table", "KERNELS", "check_shapes", "check_table", "SASS_TWINS",
-           "sass_rows", "sass_table", "PAIRS", "FIGURE_KERNELS", "intensity", "tile_rows",
-           "tile_table", "size_rows", "size_table", "size_figure", "roofline_figure",
-           "ratio_table", "sanitizer_rows", "sanitizer_table", "ISSUE_PER_CLOCK",
-           "SHARED_LOADS_PER_CLOCK", "ncu_table", "ceiling_rows", "ceiling_table", "BANKS",
-           "BANK_BYTES", "WARP", "BANK_TILE", "BANK_SHAPE", "BANK_KINDS", "conflict_degree",
-           "warp_accesses", "bank_degrees", "bank_runs", "bank_rows", "bank_table", "bank_values",
-           "measure_here", "MAX_THREADS_PER_BLOCK", "sanitizer_verdict", "values", "glue"]
+__all__ = ["figure", "source", "glue_banks", "example_inputs", "verdict", "tile_walk_figure",
+           "TILES", "model_rows", "model_table", "PADDING_SHAPES", "padding_rows", "padding_table",
+           "KERNELS", "check_shapes", "check_table", "SASS_TWINS", "sass_rows", "sass_table",
+           "PAIRS", "FIGURE_KERNELS", "intensity", "tile_rows", "tile_table", "size_rows",
+           "size_table", "size_figure", "roofline_figure", "ratio_table", "sanitizer_rows",
+           "sanitizer_table", "ISSUE_PER_CLOCK", "SHARED_LOADS_PER_CLOCK", "ncu_table",
+           "ceiling_rows", "ceiling_table", "BANKS", "BANK_BYTES", "WARP", "BANK_TILE",
+           "BANK_SHAPE", "BANK_KINDS", "conflict_degree", "warp_accesses", "bank_degrees",
+           "bank_runs", "bank_rows", "bank_table", "bank_values", "measure_here",
+           "MAX_THREADS_PER_BLOCK", "sanitizer_verdict", "values", "glue"]
 
 
 #: The most threads one block may have (every compute capability since 2.0).

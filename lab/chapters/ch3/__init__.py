@@ -26,17 +26,17 @@ from lab.chapters.ch3.s5_measured import (TWIN, TWIN_OF, PREDICTIONS, sweep, sig
 from lab.chapters.ch3.s6_twin import EARLIER_TWINS, twin_compile_table, twin_rows, twin_table
 from lab.chapters.ch3.s7_t4 import gpu_name, t4_rows, t4_table
 from lab.chapters.ch3.s8_intensity import intensity_rows, intensity_table
-
 from lab.chapters.common import example_inputs, verdict
 
-__all__ = ["figure", "example_inputs", "verdict", "model_rows", "model_table", "patch_figure", "FOLDED", "source", "PATCH", "CHECKS",
-           "check_rows", "check_table", "KERNELS", "SIGNED", "BLOCK_THREADS", "compiler_rows",
-           "bill_table", "loop_table", "signed_table", "loop_mix_table", "TWIN", "TWIN_OF",
-           "PREDICTIONS", "sweep", "signed_sweep", "measured_table", "signed_measured_table",
-           "fp32_roof", "step_rows", "step_table", "ceiling_rows", "ceiling_table", "sweep_figure",
-           "EARLIER_TWINS", "twin_compile_table", "twin_rows", "twin_table", "gpu_name", "t4_rows",
-           "t4_table", "intensity_rows", "intensity_table", "BANKS", "BANK_BYTES",
-           "compile_targets", "prefetch", "same_build", "shared_peak_tbps", "values", "glue"]
+__all__ = ["figure", "example_inputs", "verdict", "model_rows", "model_table", "patch_figure",
+           "FOLDED", "source", "PATCH", "CHECKS", "check_rows", "check_table", "KERNELS", "SIGNED",
+           "BLOCK_THREADS", "compiler_rows", "bill_table", "loop_table", "signed_table",
+           "loop_mix_table", "TWIN", "TWIN_OF", "PREDICTIONS", "sweep", "signed_sweep",
+           "measured_table", "signed_measured_table", "fp32_roof", "step_rows", "step_table",
+           "ceiling_rows", "ceiling_table", "sweep_figure", "EARLIER_TWINS", "twin_compile_table",
+           "twin_rows", "twin_table", "gpu_name", "t4_rows", "t4_table", "intensity_rows",
+           "intensity_table", "BANKS", "BANK_BYTES", "compile_targets", "prefetch", "same_build",
+           "shared_peak_tbps", "values", "glue"]
 
 
 #: Shared-memory banks per SM and bytes per bank per clock (sm_90).

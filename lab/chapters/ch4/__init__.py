@@ -27,17 +27,16 @@ from lab.chapters.ch4.s7_tuning import tune_rows, tune_table
 from lab.chapters.ch4.s8_races import sanitizer_table
 from lab.chapters.ch4.s9_reference import REFERENCE_PAIRS, reference_rows, reference_table
 from lab.chapters.ch4.s10_gap import gap_rows, gap_values, gap_table
-
 from lab.chapters.common import example_inputs, verdict
 
-__all__ = ["figure", "example_inputs", "verdict", "config", "thread_pieces", "warp_footprint", "warp_tile_figure", "source", "CHECKS",
-           "check_table", "COMPILED", "compiler_rows", "compiler_table", "PREDICTIONS", "CURVES",
-           "ladder", "at_size", "cublas_mean", "ladder_table", "prediction_rows",
-           "prediction_table", "size_figure", "size_table", "VARIANTS", "variant_rows",
-           "variant_table", "edge_rows", "edge_table", "tune_rows", "tune_table",
-           "sanitizer_table", "REFERENCE_PAIRS", "reference_rows", "reference_table", "gap_rows",
-           "gap_values", "gap_table", "RUNGS", "GOAL", "PREDICTED_TOTAL", "prefetch", "gpu_name",
-           "values", "glue"]
+__all__ = ["figure", "example_inputs", "verdict", "config", "thread_pieces", "warp_footprint",
+           "warp_tile_figure", "source", "CHECKS", "check_table", "COMPILED", "compiler_rows",
+           "compiler_table", "PREDICTIONS", "CURVES", "ladder", "at_size", "cublas_mean",
+           "ladder_table", "prediction_rows", "prediction_table", "size_figure", "size_table",
+           "VARIANTS", "variant_rows", "variant_table", "edge_rows", "edge_table", "tune_rows",
+           "tune_table", "sanitizer_table", "REFERENCE_PAIRS", "reference_rows", "reference_table",
+           "gap_rows", "gap_values", "gap_table", "RUNGS", "GOAL", "PREDICTED_TOTAL", "prefetch",
+           "gpu_name", "values", "glue"]
 
 
 #: The rungs of this chapter in ladder order, after chapter 3's ``block128``.

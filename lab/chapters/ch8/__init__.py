@@ -23,10 +23,10 @@ from lab.chapters.ch8.s5_counters import (animation_inputs, naive_step_loads, ti
 
 from lab.chapters.ch8.s1_model import source
 
-__all__ = ["figure", "source", "seed_rows", "seed_intensity_table", "seed_time_table", "MEASURED", "OUR_KERNEL",
-           "gpu_name", "measured_machine", "measured_row", "h200_rows", "h200_table", "SIZE",
-           "BLOCK", "SLICE", "step_figure", "animation", "animation_inputs", "naive_step_loads",
-           "tiled_step_loads", "counted_runs", "counter_rows", "counter_table",
+__all__ = ["figure", "source", "seed_rows", "seed_intensity_table", "seed_time_table", "MEASURED",
+           "OUR_KERNEL", "gpu_name", "measured_machine", "measured_row", "h200_rows", "h200_table",
+           "SIZE", "BLOCK", "SLICE", "step_figure", "animation", "animation_inputs",
+           "naive_step_loads", "tiled_step_loads", "counted_runs", "counter_rows", "counter_table",
            "same_algorithm_rows", "same_algorithm_table", "worst_seed_gap", "dram_evidence",
            "values", "glue"]
 
