@@ -290,3 +290,32 @@ def test_kernel_logic_under_emulated_intrinsics(name, monkeypatch, rng):
         launch(cuda.to_device(a), cuda.to_device(b), c)
         verdict = bench.compare(c.copy_to_host(), a, b, dtype_name=spec.dtype_name, kernel=name)
         assert verdict.passed, verdict.line()
+
+
+# ----------------------------------------------------------------------------- WMMA's fragments
+
+def test_wmma_probe_reads_as_the_chapter_says():
+    """What chapter 5 states about the H200's WMMA fragments, from the committed probe: every
+    A, B and C value sits where an m16n8k16 fragment puts it (C of m8n32k16 transposed), and
+    m16n16k16's A and B repeat their first eight values."""
+    from lab.chapters.ch5 import s1_wmma
+
+    rows = {(r["shape"], r["operand"][0]): r for r in s1_wmma.probe_rows()}
+    assert len(rows) == 9 and all(r["matched"] == r["per_lane"] for r in rows.values())
+    assert rows[("m8n32k16", "C")]["as"] == "C of Cᵀ"
+    assert rows[("m16n16k16", "C")]["as"] == rows[("m32n8k16", "C")]["as"] == "C"
+    maps = s1_wmma.probe_maps()
+    for operand in "AB":
+        held = maps[("m16n16k16", operand)]
+        np.testing.assert_array_equal(held[:, 8:], held[:, :8])
+    values = s1_wmma.values()
+    assert values["wmma_c_turned"] == "m8n32k16" and values["wmma_a_copies"] == "2"
+
+
+def test_probe_matcher_tells_a_wrong_map():
+    """The matcher is not vacuous: a fragment with two lanes' values swapped matches less."""
+    from lab.chapters.ch5 import s1_wmma
+
+    held = s1_wmma.probe_maps()[("m16n16k16", "C")].copy()
+    held[[0, 1]] = held[[1, 0]]
+    assert s1_wmma.probe_row("m16n16k16", "C", held)["matched"] < 8

@@ -80,15 +80,17 @@ def test_model_answers():
 
 def test_swizzle_and_ldmatrix_answers():
     w = sol5.ex05_2()
-    assert (w["ldmatrix_plain"], w["ldmatrix_swz"], w["cpasync_plain"]) == (8, 1, 1)
+    assert (w["ex05_2_ldmatrix_plain"], w["ex05_2_ldmatrix_swz"],
+            w["ex05_2_cpasync_plain"]) == (8, 1, 1)
     f = sol5.ex05_4()
-    assert f["k_major_trans"] and f["n_major_plain"]
-    assert not f["k_major_plain"] and not f["n_major_trans"]
+    assert f["ex05_4_k_major_trans"] and f["ex05_4_n_major_plain"]
+    assert not f["ex05_4_k_major_plain"] and not f["ex05_4_n_major_trans"]
 
 
 def test_precision_answer():
     p = sol5.ex05_3()
-    assert p["fp16_inputs_finite"] and p["fp16_out16_inf"] > 0.5 and p["bf16_finite"]
+    assert (p["ex05_3_fp16_inputs_finite"] and p["ex05_3_fp16_out16_inf"] > 0.5
+            and p["ex05_3_bf16_finite"])
 
 
 def test_ch3_twin_table_has_every_measured_twin():

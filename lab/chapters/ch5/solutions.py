@@ -20,12 +20,13 @@ def ex05_1() -> dict:
     smem = (bm + bn) * bk * 2 * stages
     threads = (bm // 64) * (bn // 64) * 32
     regs = base["regs"]
-    return {"threads": threads, "regs": regs, "smem_kb": smem / 1024,
-            "blocks": model.blocks_per_sm(threads, regs, smem),
-            "blocks_base": base["blocks_per_sm"], "intensity": model.tile_intensity(bm, bn, 2),
-            "intensity_base": model.tile_intensity(128, 128, 2),
-            "tflops_base": base["tflops"], "tflops_128x256": wide["tflops"],
-            "blocks_128x256": wide["blocks_per_sm"]}
+    return {"ex05_1_threads": threads, "ex05_1_regs": regs, "ex05_1_smem_kb": smem / 1024,
+            "ex05_1_blocks": model.blocks_per_sm(threads, regs, smem),
+            "ex05_1_blocks_base": base["blocks_per_sm"],
+            "ex05_1_intensity": model.tile_intensity(bm, bn, 2),
+            "ex05_1_intensity_base": model.tile_intensity(128, 128, 2),
+            "ex05_1_tflops_base": base["tflops"], "ex05_1_tflops_128x256": wide["tflops"],
+            "ex05_1_blocks_128x256": wide["blocks_per_sm"]}
 
 
 def ex05_2(row_bytes: int = 128) -> dict:
@@ -40,16 +41,17 @@ def ex05_2(row_bytes: int = 128) -> dict:
         return r * row_bytes + 16 * ((c ^ (r % 8)) if swizzle else c)
 
     chunks = row_bytes // 16
-    out = {}
-    for swizzle in (False, True):
-        key = "swz" if swizzle else "plain"
-        # ldmatrix: 8 lanes give 8 consecutive rows at the same chunk of k
-        out[f"ldmatrix_{key}"] = max(
-            fragments.wavefronts([addr(r, c, swizzle) for r in range(8)]) for c in range(chunks))
-        # cp.async: 8 consecutive threads write the 8 chunks of one row (16 bytes each)
-        out[f"cpasync_{key}"] = max(
-            fragments.wavefronts([addr(r, c, swizzle) for c in range(chunks)]) for r in range(8))
-    return out
+
+    def ldmatrix(swizzle):      # 8 lanes give 8 consecutive rows at the same chunk of k
+        return max(fragments.wavefronts([addr(r, c, swizzle) for r in range(8)])
+                   for c in range(chunks))
+
+    def cpasync(swizzle):       # 8 consecutive threads write the 8 chunks of one row
+        return max(fragments.wavefronts([addr(r, c, swizzle) for c in range(chunks)])
+                   for r in range(8))
+
+    return {"ex05_2_ldmatrix_plain": ldmatrix(False), "ex05_2_ldmatrix_swz": ldmatrix(True),
+            "ex05_2_cpasync_plain": cpasync(False), "ex05_2_cpasync_swz": cpasync(True)}
 
 
 def ex05_3(scale: float = 1e4, n: int = 256, seed: int = 5) -> dict:
@@ -58,25 +60,26 @@ def ex05_3(scale: float = 1e4, n: int = 256, seed: int = 5) -> dict:
     A = rng.uniform(-1, 1, (n, n)) * scale
     B = rng.uniform(-1, 1, (n, n)) * scale
     ref = A @ B
-    out = {"scale": scale, "fp16_max": float(np.finfo(np.float16).max),
-           "max_entry": float(np.abs(ref).max())}
+    out = {"ex05_3_scale": scale, "ex05_3_fp16_max": float(np.finfo(np.float16).max),
+           "ex05_3_max_entry": float(np.abs(ref).max())}
     a16, b16 = A.astype(np.float16), B.astype(np.float16)
-    out["fp16_inputs_finite"] = bool(np.isfinite(a16).all() and np.isfinite(b16).all())
+    out["ex05_3_fp16_inputs_finite"] = bool(np.isfinite(a16).all() and np.isfinite(b16).all())
     c32 = a16.astype(np.float32) @ b16.astype(np.float32)
-    out["fp16_out32_err"] = float(np.linalg.norm(c32 - ref) / np.linalg.norm(ref))
+    out["ex05_3_fp16_out32_err"] = float(np.linalg.norm(c32 - ref) / np.linalg.norm(ref))
     with np.errstate(over="ignore"):
         c16 = c32.astype(np.float16)
-    out["fp16_out16_inf"] = float(np.isinf(c16).mean())
+    out["ex05_3_fp16_out16_inf"] = float(np.isinf(c16).mean())
     # bfloat16: float32 with the low 16 bits of the mantissa rounded away
     def bf16(x):
         bits = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
         bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
         return bits.astype(np.uint32).view(np.float32)
     cb = bf16(A) @ bf16(B)
-    out["bf16_err"] = float(np.linalg.norm(cb - ref) / np.linalg.norm(ref))
-    out["bf16_finite"] = bool(np.isfinite(cb).all())
+    out["ex05_3_bf16_err"] = float(np.linalg.norm(cb - ref) / np.linalg.norm(ref))
+    out["ex05_3_bf16_finite"] = bool(np.isfinite(cb).all())
     with np.errstate(over="ignore"):
-        out["fp16_big_inputs_inf"] = bool(np.isinf(np.float16(10 * np.finfo(np.float16).max)))
+        big = np.float16(10 * np.finfo(np.float16).max)
+    out["ex05_3_fp16_big_inputs_inf"] = bool(np.isinf(big))
     return out
 
 
@@ -91,10 +94,13 @@ def ex05_4(seed: int = 7) -> dict:
     starts_k = [8 * (8 * (l // 8) + l % 8) for l in range(16)]
     n_major = np.ascontiguousarray(B.T).ravel()           # row n holds 16 values of k
     starts_n = [16 * (l % 8) + 8 * (l // 8) for l in range(16)]
-    return {"k_major_trans": bool((fragments.ldmatrix(k_major, starts_k, 2, True) == want).all()),
-            "k_major_plain": bool((fragments.ldmatrix(k_major, starts_k, 2, False) == want).all()),
-            "n_major_plain": bool((fragments.ldmatrix(n_major, starts_n, 2, False) == want).all()),
-            "n_major_trans": bool((fragments.ldmatrix(n_major, starts_n, 2, True) == want).all())}
+    def loads(memory, starts, trans):
+        return bool((fragments.ldmatrix(memory, starts, 2, trans) == want).all())
+
+    return {"ex05_4_k_major_trans": loads(k_major, starts_k, True),
+            "ex05_4_k_major_plain": loads(k_major, starts_k, False),
+            "ex05_4_n_major_plain": loads(n_major, starts_n, False),
+            "ex05_4_n_major_trans": loads(n_major, starts_n, True)}
 
 
 # ----------------------------------------------------------------------------- the page
