@@ -1,4 +1,4 @@
-"""Tensor cores through WMMA — one warp per tile of C, opaque fragments straight from global memory.
+"""Tensor cores through WMMA — a warp per tile of C, opaque fragments straight from global memory.
 
 What changed from the FP32 ladder: the arithmetic, as in :mod:`lab.kernels.k07_tensor_core`,
 but through the portable interface CUDA C's ``nvcuda::wmma`` compiles to: PTX's
@@ -13,10 +13,13 @@ Nothing is staged or shared: a warp reads m·16 + 16·n halves per step for 2·m
 of ``mma.sync``: memory-bound.
 
 Edges: the launch pads A and B with zeros to multiples of the tile
-(:func:`lab.kernels.k07_tensor_core.pad_inputs`), which also makes every load's first element
-32-byte aligned, as ``wmma.load`` requires. A tile that lies whole inside C, with FP32
-accumulators and N a multiple of 8 (so that its first element is 32-byte aligned too), is
-stored straight to C; any other tile goes through the warp's own slice of shared memory and its
+(:func:`lab.kernels.k07_tensor_core.pad_inputs`), which also makes the first element of every A
+tile, and of every B tile but one kind, 32-byte aligned, as ``wmma.load`` requires. The exception:
+m32n8k16's B tiles at odd multiples of 8 columns start 16 bytes past such a boundary (a row-major
+B cannot avoid it). ptxas compiles these loads to 4-byte ``LD`` instructions, so nothing wider
+depends on it, and the checks on the H200 pass; but the ISA does not promise it. A tile that
+lies whole inside C, with FP32 accumulators and N a multiple of 8 (so that its first element is
+32-byte aligned too), is stored straight to C; any other tile goes through the warp's own slice of shared memory and its
 lanes copy the elements inside C, converting FP16 accumulators to FP32.
 """
 from __future__ import annotations
