@@ -283,6 +283,7 @@ class LaunchPlan:
             cfg = self._configs[handle] = cfg
         return cfg
 
+    # region: plan_launch
     def launch(self, stream=None) -> None:
         """One launch on ``stream`` (see :func:`stream_handle`)."""
         handle = stream_handle(stream)
@@ -301,6 +302,7 @@ class LaunchPlan:
         if int(err) != 0:
             raise RuntimeError(f"launching {self.name} (grid {self.grid}, block {self.block}, "
                                f"{self.shared} bytes, clusters of {self.cluster}) failed: {err}")
+    # endregion: plan_launch
 
 
 _LIBCUDA: list = []
@@ -393,6 +395,7 @@ class _Recording:
                       and (isinstance(a, tuple) or array_interface(a) is not None)]
 
 
+# region: call_plan
 class CallPlan:
     """The launches one launcher call made, replayable: :meth:`launch` re-issues them."""
 
@@ -408,6 +411,9 @@ class CallPlan:
     @property
     def kernels(self) -> list[str]:
         return [p.name for p in self.plans]
+
+
+# endregion: call_plan
 
 
 def record(call, inputs=()) -> CallPlan:

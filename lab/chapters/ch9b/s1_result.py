@@ -1,0 +1,67 @@
+"""Section 1, the result: ``lab.gemm`` against cuBLAS (``torch.mm``, FP16 in and out) as a
+Python loop calls them, at the issue's targets, from the ``sweep`` results."""
+from __future__ import annotations
+
+from lab import page, results
+
+#: The targets: (label, rows of the sweep it covers, the ratio it asks for).
+DECODE_M = 128
+
+
+def rows(method: str = "as_called", out_dtype: str = "float16") -> list[dict]:
+    """Our rows of the sweep (``lab.gemm``) for one timing method and output type."""
+    return [r for r in results.rows("sweep") if r.get("impl") == "lab.gemm"
+            and r.get("method") == method and r.get("out_dtype") == out_dtype]
+
+
+def _square(n: int, method: str = "as_called") -> dict:
+    return next(r for r in rows(method) if r["group"] == "square" and r["m"] == n)
+
+
+def targets() -> list[dict]:
+    """Each target with the ratio measured (the lowest over the shapes it covers)."""
+    sweep = rows()
+    big = [r for r in sweep if r["group"] == "square" and r["m"] >= 2048]
+    out = [{"target": "squares 2048³ and larger", "asks": 0.90, "shapes": len(big),
+            "lowest ratio": min(r["ratio_to_cublas"] for r in big),
+            "at": "{m}³".format(**min(big, key=lambda r: r["ratio_to_cublas"]))},
+           {"target": "1024³", "asks": 0.80, "shapes": 1,
+            "lowest ratio": _square(1024)["ratio_to_cublas"], "at": "1024³"}]
+    for n, k in sorted({(r["n"], r["k"]) for r in sweep if r["group"] == "llm"}):
+        dec = [r for r in sweep if r["group"] == "llm" and (r["n"], r["k"]) == (n, k)
+               and r["m"] <= DECODE_M]
+        worst = min(dec, key=lambda r: r["ratio_to_cublas"])
+        out.append({"target": f"decode M ≤ {DECODE_M}, N = {n}, K = {k}", "asks": 0.80,
+                    "shapes": len(dec), "lowest ratio": worst["ratio_to_cublas"],
+                    "at": f"M = {worst['m']}"})
+    for r in sweep:
+        if r["group"] == "odd":
+            out.append({"target": f"odd {r['m']}×{r['n']}×{r['k']}", "asks": 1.0,
+                        "shapes": 1, "lowest ratio": r["ratio_to_cublas"], "at": r["kernel"]})
+    for t in out:
+        t["met"] = "yes" if t["lowest ratio"] >= t["asks"] else "no"
+    return out
+
+
+def targets_table():
+    """The targets, met or not (FP16 in and out, as called, against torch.mm)."""
+    return page.table(targets(), ["target", "asks", "lowest ratio", "at", "shapes", "met"],
+                      {"asks": "asks ≥", "lowest ratio": "× cuBLAS (lowest)"}, digits=3,
+                      source=results.source_line("sweep"))
+
+
+def values() -> dict:
+    """The numbers the result paragraph quotes."""
+    t = targets()
+    met = sum(x["met"] == "yes" for x in t)
+    decode = [x for x in t if x["target"].startswith("decode")]
+    odd = [x for x in t if x["target"].startswith("odd")]
+    return {"result_targets_met": str(met), "result_targets": str(len(t)),
+            "result_big_lowest": f"{t[0]['lowest ratio']:.2f}",
+            "result_big_lowest_at": t[0]["at"],
+            "result_1024": f"{t[1]['lowest ratio']:.2f}",
+            "result_decode_lowest": f"{min(x['lowest ratio'] for x in decode):.2f}",
+            "result_decode_highest": f"{max(x['lowest ratio'] for x in decode):.2f}",
+            "result_odd_best": f"{max(x['lowest ratio'] for x in odd):.2f}",
+            "result_odd_best_at": max(odd, key=lambda x: x["lowest ratio"])["target"][4:],
+            "result_shapes": str(len(rows()))}

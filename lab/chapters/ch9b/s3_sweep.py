@@ -1,0 +1,82 @@
+"""Section 3, the whole sweep: ``lab.gemm`` over cuBLAS at every shape, as called and GPU-only."""
+from __future__ import annotations
+
+from lab import page, plots, results
+
+GROUPS = (("square", "squares"), ("llm", "LLM shapes"), ("odd", "skinny and odd"))
+
+
+def _label(r: dict) -> str:
+    if r["group"] == "square":
+        return f"{r['m']}³"
+    if r["group"] == "llm":
+        return f"{r['m']}·{r['n'] // 1024}k·{r['k'] // 1024}k"
+    return f"{r['m']}×{r['n']}×{r['k']}"
+
+
+def sweep_figure():
+    """Ratio to cuBLAS (its time / ours; above 1: ours faster) at every shape of the sweep,
+    FP16 in and out, as called (events around each call of a loop) and GPU-only (graphs)."""
+    import matplotlib.pyplot as plt
+
+    ours = [r for r in results.rows("sweep") if r.get("impl") == "lab.gemm"
+            and r.get("out_dtype") == "float16" and "ratio_to_cublas" in r]
+    called = [r for r in ours if r["method"] == "as_called"]
+    gpu = {(r["m"], r["n"], r["k"]): r["ratio_to_cublas"] for r in ours
+           if r["method"] == "gpu_only"}
+    fig, axes = plt.subplots(1, 3, figsize=(11.0, 4.0), dpi=110, sharey=True,
+                             gridspec_kw={"width_ratios": [7, 42, 9]})
+    for ax, (group, title) in zip(axes, GROUPS):
+        rs = [r for r in called if r["group"] == group]
+        xs = range(len(rs))
+        ax.plot(xs, [r["ratio_to_cublas"] for r in rs], color="C0", label="as called",
+                **plots.OURS)
+        ax.plot(xs, [gpu[(r["m"], r["n"], r["k"])] for r in rs], color="C1",
+                label="GPU only (graphs)", **plots.LIBRARY)
+        ax.axhline(1.0, color="0.3", linestyle=":", linewidth=1.2)
+        ax.set_title(title, fontsize=10)
+        step = 1 if len(rs) < 12 else 2
+        ax.set_xticks(list(xs)[::step], [_label(r) for r in rs][::step], fontsize=6.5,
+                      rotation=70, ha="right")
+        ax.grid(True, alpha=0.25)
+    axes[0].set_ylabel("× cuBLAS (torch.mm, FP16 out)")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper right", fontsize=8, frameon=False)
+    fig.suptitle("lab.gemm over the sweep on the H200", fontsize=11)
+    fig.tight_layout(rect=(0, 0, 1, 0.95))
+    return fig
+
+
+def sweep_rows() -> list[dict]:
+    """Every shape: the kernel picked, our TFLOP/s and cuBLAS's, both ratios."""
+    rs = [r for r in results.rows("sweep") if r.get("out_dtype") == "float16"
+          and "median_ms" in r]
+    by = {(r["impl"], r["method"], r["m"], r["n"], r["k"]): r for r in rs}
+    out = []
+    for r in rs:
+        if r["impl"] != "lab.gemm" or r["method"] != "as_called":
+            continue
+        key = (r["m"], r["n"], r["k"])
+        out.append({"shape": _label(r), "kernel": r["kernel"] + (f" /{r['splits']}"
+                                                                 if r["splits"] > 1 else ""),
+                    "tflops": r["tflops"], "cublas": by[("cublas", "as_called", *key)]["tflops"],
+                    "called": r["ratio_to_cublas"],
+                    "gpu": by[("lab.gemm", "gpu_only", *key)]["ratio_to_cublas"]})
+    return out
+
+
+def sweep_table():
+    return page.table(sweep_rows(), ["shape", "kernel", "tflops", "cublas", "called", "gpu"],
+                      {"tflops": "TFLOP/s as called", "cublas": "cuBLAS TFLOP/s",
+                       "called": "× cuBLAS as called", "gpu": "× cuBLAS GPU only"},
+                      digits=3, source=results.source_line("sweep"),
+                      show=lambda r: r["shape"] in ("1024³", "2048³", "4097×4097×4097",
+                                                    "1·4k·4k", "128·4k·4k"))
+
+
+def values() -> dict:
+    rs = sweep_rows()
+    return {"sweep_shapes": str(len(rs)),
+            "sweep_at_least_090": str(sum(r["called"] >= 0.9 for r in rs)),
+            "sweep_best": f"{max(r['called'] for r in rs):.2f}",
+            "sweep_best_at": max(rs, key=lambda r: r["called"])["shape"]}
