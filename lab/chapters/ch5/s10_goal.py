@@ -54,6 +54,7 @@ def compile_values(reports: dict) -> dict:
     """The compile facts the prose quotes."""
     rows = {r["kernel"]: r for r in compile_rows(reports)}
     fp16, naive, wmma = rows["tc_fp16"], rows["tc_naive_fp16"], rows["wmma_m16n16k16_f32"]
+    wmma_rep = reports["wmma_m16n16k16_f32"]
     rep = reports["tc_fp16"]
     ops = sorted(set(re.findall(r"\b(?:HMMA|LDSM|LDGSTS)\.[\w.]+", rep.sass)))
     target = next(ln for ln in rep.sass.splitlines() if ln.strip().startswith(".target"))
@@ -62,6 +63,8 @@ def compile_values(reports: dict) -> dict:
             "naive_loop_loads": str(naive["loads"]), "naive_loop_hmma": str(naive["hmma"]),
             "wmma_loop_loads": str(wmma["loads"]), "wmma_loop_hmma": str(wmma["hmma"]),
             "wmma_loop_movm": str(reports["wmma_m16n16k16_f32"].loop_mix.get("MOVM", 0)),
+            "wmma_hmma_per_mma": str(wmma_rep.mix.get("HMMA", 0)
+                                     // wmma_rep.ptx.count("wmma.mma.sync")),
             "wmma_hmma_op": next(iter(sorted(set(re.findall(
                 r"\bHMMA\.[\w.]+", reports["wmma_m16n16k16_f32"].sass)))), "-"),
             "fp16_opcodes": ", ".join(ops), "ptx_target": target.split()[-1],

@@ -89,7 +89,7 @@ ROLES = {"A": (("A", False), ("B", True)), "B": (("B", False), ("A", True)),
 
 def probe_row(shape: str, operand: str, held: np.ndarray) -> dict:
     """What one operand's fragment holds, against the documented map: values per lane, how
-    many lanes hold each element, and how many of a lane's values sit where ``mma.sync`` puts
+    many copies of each element the warp holds, and how many of a lane's values sit where ``mma.sync`` puts
     them (the same element at the same value position, for all 32 lanes, in some block) — the
     operand read straight or transposed, whichever matches more."""
     m, n, k = SHAPES[shape]
@@ -117,12 +117,12 @@ def probe_rows() -> list[dict]:
 
 
 def probe_text() -> str:
-    """The probe's findings, one line per shape and operand: values a lane holds, lanes
-    holding each element, and which ``mma.sync`` fragment they match, value for value."""
-    lines = ["shape      operand    values/lane  lanes/element  matches mma.sync's"]
+    """The probe's findings, one line per shape and operand: values a lane holds, copies of
+    each element in the warp, and which ``mma.sync`` fragment they match, value for value."""
+    lines = ["shape      operand    values/lane  copies/element  matches mma.sync's"]
     for r in probe_rows():
         lines.append(f"{r['shape']:<10} {r['operand']:<10} {r['per_lane']:>11}  "
-                     f"{r['copies']:>13}  {r['as']} fragment, {r['matched']} of "
+                     f"{r['copies']:>14}  {r['as']} fragment, {r['matched']} of "
                      f"{r['per_lane']} values")
     return "\n".join(lines) + "\n" + results.source_line("wmma")
 
