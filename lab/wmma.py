@@ -1,4 +1,4 @@
-"""WMMA from Numba: ``wmma.load`` / ``wmma.mma`` / ``wmma.store`` as inline PTX, and their stand-ins.
+"""WMMA from Numba: ``wmma.load`` / ``wmma.mma`` / ``wmma.store`` as inline PTX, and stand-ins.
 
 CUDA C reaches the tensor cores most portably through ``nvcuda::wmma``: a warp declares
 *fragments*, fills them with ``load_matrix_sync``, multiplies with ``mma_sync`` and writes back
