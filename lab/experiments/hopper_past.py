@@ -42,10 +42,13 @@ SIZES = (4096, 8192)
 KINDS = ("f16", "bf16")
 ODD_SHAPES = ((1, 1, 1), (17, 33, 5), (257, 129, 67), (1000, 1030, 999), (130, 260, 72),
               (384, 520, 130), (512, 768, 320))
-FASTCU_CHECK = (4096, 4096, 4096)   # its timed shape (at 1024³ one process saw an illegal address)
+#: Kernel 12's check: an M that no timed size has. Its launcher keeps the tensor maps of the
+#: last M it saw, so a check on other buffers at a timed M would leave the timing with maps
+#: of freed memory (an illegal address). 2048: 64 units of work, one per cluster of its grid.
+FASTCU_CHECK = (2048, 2048, 2048)
 PROCESSES = 3
 EXPLORE_PROCESSES = 4
-CHILD_TIMEOUT_S = 330
+CHILD_TIMEOUT_S = 200
 BATCH, BATCHES = 20, 10
 ROW_FIELDS = ("part", "kernel")
 DTYPE = {"f16": "float16", "bf16": "bfloat16"}
@@ -67,6 +70,7 @@ def explore_configs() -> dict:
     c = K.RUNG_CONFIGS["wgmma_cluster"]
     t = K.RUNG_CONFIGS["wgmma_tmastore"]
     o = replace(c, out="f16")
+    p = K.RUNG_CONFIGS["wgmma_pingpong"]
     return {
         "cluster": c,
         "cluster group_m 4": replace(c, group_m=4),
@@ -78,6 +82,8 @@ def explore_configs() -> dict:
         "cluster 16-bit out group_m 16": replace(o, group_m=16),
         "cluster 16-bit out 256x128": replace(o, bm=256, bn=128),
         "cluster 16-bit out wait depth 0": replace(o, wait_depth=0),
+        "pingpong TMA store": replace(p, epilogue="tma"),
+        "pingpong TMA store 16-bit out": replace(p, epilogue="tma", out="f16"),
     }
 
 
@@ -231,7 +237,10 @@ def providers_fp8(size: int, labels, rng) -> dict:
     tsa = torch.as_tensor(d[2], device="cuda").reshape(())
     tsb = torch.as_tensor(d[3], device="cuda").reshape(())
     out: dict = {}
+    outs = {cfgs[lb].out for lb in labels}
     for o, dt in (("f32", torch.float32), ("bf16", torch.bfloat16)):
+        if o not in outs:
+            continue
         out[f"cuBLASLt e4m3 fast accum ({o.upper()} out)"] = (
             (lambda dt=dt: torch._scaled_mm(ta, tb, tsa, tsb, out_dtype=dt,
                                             use_fast_accum=True)), o)

@@ -270,7 +270,7 @@ def build_ws(cfg: HopperConfig):
     # region: pingpong
     @cuda.jit(device=True, inline="always")
     def pingpong_consumer(acc, shared, full0, empty0, order0, C, cw, thread, leader, first,
-                          step, tiles, tiles_m, tiles_n, k_tiles):
+                          step, tiles, tiles_m, tiles_n, k_tiles, boxes, c_map):
         """Consumer ``cw`` takes the block's tiles number cw, cw + 2, cw + 4, … (the producer
         loads every tile's k-slices in turn into one ring). Before its mainloop it waits on
         its *order* barrier until the other warpgroup has seen the last full stage of the tile
@@ -298,7 +298,11 @@ def build_ws(cfg: HopperConfig):
             hopper.wgmma_wait(0)
             if leader:
                 hopper.mbar_arrive(empty0 + uint32(8 * ((it - 1) % STAGES)))
-            store_tile(C, acc, block_m * BM, block_n * BN, thread)
+            if EPI_TMA:                                  # rung 10: through the copy engine
+                store_tile_tma(acc, boxes, c_map, block_m * BM, block_n * BN, thread, 1 + cw,
+                               float32(1))
+            else:
+                store_tile(C, acc, block_m * BM, block_n * BN, thread)
     # endregion: pingpong
 
     # region: promotion
@@ -459,7 +463,11 @@ def build_ws(cfg: HopperConfig):
                 scale = sa[0, 0] * sb[0, 0]           # per-tensor scales, in the epilogue
             if PINGPONG:
                 pingpong_consumer(acc, shared, full0, empty0, order0, C, cw, thread, leader,
-                                  first, step, tiles, tiles_m, tiles_n, k_tiles)
+                                  first, step, tiles, tiles_m, tiles_n, k_tiles,
+                                  shared + uint32(EPI0 + cw * 2 * EPI_BOX),
+                                  hopper.global_address(map_c))
+                if EPI_TMA and thread == 0:
+                    hopper.bulk_wait(0)               # stores done before the block exits
                 return
             boxes = shared + uint32(EPI0 + cw * 2 * EPI_BOX)
             it = int32(0)

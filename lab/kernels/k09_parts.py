@@ -162,8 +162,8 @@ class HopperConfig:
         specialized = self.producer and not self.pingpong
         if self.epilogue not in ("direct", "tma"):
             problems.append(f"epilogue must be 'direct' or 'tma', not {self.epilogue!r}")
-        if self.epilogue == "tma" and not specialized:
-            problems.append("the TMA-store epilogue is for the specialized (non-ping-pong) kernel")
+        if self.epilogue == "tma" and not self.producer:
+            problems.append("the TMA-store epilogue is for the specialized kernels")
         if self.cluster not in (1, 2):
             problems.append("cluster must be 1 or 2")
         if self.cluster > 1 and (not specialized or (not self.fp8

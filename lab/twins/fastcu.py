@@ -10,8 +10,9 @@ The kernel's own rules, which :func:`launcher` enforces before any launch: BF16 
 A (M×K) row-major, B given as Bᵀ (N×K) row-major, C written column-major (an N×M row-major
 buffer); M a multiple of 256 (its 2-block clusters of 128-row tiles), N of 256, K of 64; a
 grid of 128 blocks (its constant ``NUM_SM``) that walk a Hilbert-curve tile order computed on
-the host; its tensor maps are encoded once per M and reused while M stays the same, so one
-launcher holds one set of buffers.
+the host; its tensor maps are encoded once per M and reused while M stays the same (the
+pointers are not compared), so at one M every launch must use the same buffers: buffers of
+another call at the same M leave it reading freed memory.
 """
 from __future__ import annotations
 

@@ -1,0 +1,121 @@
+"""The rungs past rung 8 (16-bit output, FP8 clusters, ping-pong with the TMA-store epilogue),
+the ``hopper_past`` experiment's bookkeeping and the fast.cu harness's rules — no GPU needed."""
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from lab.experiments import hopper_past as H
+from lab.kernels import REGISTRY
+from lab.kernels import k09_fp8 as F
+from lab.kernels import k09_hopper as K
+from lab.twins import fastcu
+
+
+def test_rung9_is_registered_with_its_output_type():
+    for kind, out in (("fp16", "f16"), ("bf16", "bf16")):
+        spec = REGISTRY[f"wgmma_out16_{kind}"]
+        assert spec.launch.config.out == out and spec.check is not None
+        assert not spec.simulator and spec.max_cc == (9, 0)
+    cfg = REGISTRY["wgmma_out16_fp16"].launch.config
+    assert K.signature(cfg).count("float16[:, ::1]") == 1
+    assert "uint16[:, ::1]" in K.signature(REGISTRY["wgmma_out16_bf16"].launch.config)
+    assert cfg.epi_cols == 64 and "F16 out" in cfg.label
+
+
+def test_16bit_output_rules():
+    cluster = K.RUNG_CONFIGS["wgmma_cluster"]
+    replace(cluster, out="f16").validate()
+    replace(cluster, kind="bf16", out="bf16").validate()
+    with pytest.raises(ValueError, match="leaves FP32 or f16"):
+        replace(cluster, out="bf16").validate()
+    with pytest.raises(ValueError, match="TMA-store epilogue"):
+        replace(K.RUNG_CONFIGS["wgmma_persistent"], out="f16").validate()
+    with pytest.raises(ValueError, match="FP8 kernels leave"):
+        replace(F.CONFIGS["fp8_e4m3"], out="f16").validate()
+
+
+def test_fp8_cluster_splits_bt_rows():
+    cfg = F.CONFIGS["fp8_e4m3_cluster"]
+    assert cfg.cluster == 2 and cfg.out == "bf16" and cfg.bn // cfg.cluster == 128
+    replace(cfg, bn=192).validate()                         # 96 rows each
+    with pytest.raises(ValueError, match="FP8 clusters"):
+        replace(cfg, bn=128, stages=6, promote=128).validate()
+
+
+def test_pingpong_takes_the_tma_store_epilogue():
+    cfg = replace(K.RUNG_CONFIGS["wgmma_pingpong"], epilogue="tma").validate()
+    assert cfg.mt == 2 and cfg.shared_bytes + 1024 <= 227 * 1024
+    with pytest.raises(ValueError, match="specialized kernels"):
+        replace(K.RUNG_CONFIGS["wgmma_tma"], epilogue="tma").validate()
+
+
+def test_experiment_configs_are_valid_in_both_types():
+    for label, cfg in H.explore_configs().items():
+        for kind in H.KINDS:
+            c = H.for_kind(cfg, kind).validate()
+            assert c.out in ("f32", kind), label
+    for cfg in H.fp8_configs().values():
+        cfg.validate()
+    assert set(H.FINAL) <= set(H.explore_configs())
+    assert set(H.FINAL_FP8) <= set(H.fp8_configs())
+    assert all(n in REGISTRY or n.startswith("cublas_") for n in H.PROFILE_KERNELS)
+
+
+def test_ratios_pair_each_row_with_its_own_output_type():
+    group = [{"kernel": "cublas_fp16 (FP32 out)", "out": "f32", "tflops": 700.0,
+              "yardstick": True},
+             {"kernel": "torch.mm f16 (F16 out)", "out": "f16", "tflops": 800.0,
+              "yardstick": True},
+             {"kernel": "cluster", "out": "f32", "tflops": 693.0, "yardstick": False},
+             {"kernel": "cluster 16-bit out", "out": "f16", "tflops": 792.0,
+              "yardstick": False},
+             {"kernel": "fast.cu kernel 12 (BF16 out)", "out": "bf16", "tflops": 1.0,
+              "yardstick": False}]
+    H._ratios(group)
+    assert [r["ratio"] for r in group[:4]] == pytest.approx([1.0, 1.0, 0.99, 0.99])
+    assert group[4]["ratio"] is None          # no BF16-out yardstick in this group
+
+
+def test_summary_is_the_median_over_processes():
+    rows = [{"part": "time", "kernel": "cluster", "dtype": "float16", "m": 4096, "out": "f32",
+             "tflops": t, "ratio": r, "sm_mhz_median": 1980.0}
+            for t, r in ((700.0, 0.97), (710.0, 0.98), (690.0, 0.96))]
+    (s,) = H.summarize(rows)
+    assert s["processes"] == 3 and s["tflops"] == 700.0 and s["ratio"] == 0.97
+    assert (s["ratio_min"], s["ratio_max"]) == (0.96, 0.98)
+
+
+def test_fastcu_refuses_shapes_before_any_launch():
+    assert fastcu.shape_problem(4096, 4096, 4096) is None
+    for shape in ((4000, 4096, 4096), (4096, 4100, 4096), (4096, 4096, 100), (1, 1, 1)):
+        assert "multiples" in fastcu.shape_problem(*shape)
+
+    class Arr:
+        def __init__(self, shape, itemsize=2):
+            self.shape, self.dtype = shape, np.dtype(f"u{itemsize}")
+            self.__cuda_array_interface__ = {"data": (0, False)}
+
+    def never(*args):
+        raise AssertionError("launched")
+    with pytest.raises(ValueError, match="multiples"):
+        fastcu.launcher(never, Arr((100, 64)), Arr((256, 64)), Arr((256, 100)))
+    with pytest.raises(ValueError, match="must be"):
+        fastcu.launcher(never, Arr((256, 64)), Arr((256, 64)), Arr((256, 512)))
+    with pytest.raises(ValueError, match="BF16 bits"):
+        fastcu.launcher(never, Arr((256, 64), 4), Arr((256, 64)), Arr((256, 256)))
+    cmd = fastcu.build_command(fastcu.HARNESS.parent, fastcu.HARNESS.parent / "x.so")
+    assert "arch=compute_90a,code=sm_90a" in cmd and "-DNDEBUG" in cmd
+
+
+def test_committed_run_meets_its_own_checks():
+    from lab import results
+
+    data = results.load("hopper_past")
+    checks = [r for r in data["rows"] if r["part"] == "check"]
+    assert checks and all(r["passed"] for r in checks)
+    shapes = {tuple(r["shape"]) for r in checks}
+    assert {(1, 1, 1), (257, 129, 67), (1000, 1030, 999)} <= shapes
+    summary = [r for r in data["rows"] if r["part"] == "summary"]
+    assert {r["m"] for r in summary} == set(H.SIZES)
+    assert any(r["kernel"].startswith("fast.cu") for r in summary)
