@@ -33,8 +33,9 @@ import numpy as np
 
 CHAPTER = 9
 NEEDS = ("torch",)
-NEEDS_KERNELS = ("wgmma_tmastore_fp16", "wgmma_cluster_fp16", "tc_fp16")
-H200_SECONDS = 90
+#: None: the families this GPU cannot run are left out (lab.gemm and cuBLAS rows remain).
+NEEDS_KERNELS = ()
+H200_SECONDS = 25  # measured: 20 s on the H200 (compiles, checks, timing)
 
 SIZE = 2048
 SMALL = 256
@@ -102,7 +103,9 @@ def run(progress) -> dict:
     ref = (A.double() @ B.double())
     rows = []
     routed.KEEP_ARGS = True
-    for name in progress(FAMILIES):
+    from lab.kernels import runnable
+
+    for name in progress([f for f in FAMILIES if runnable(f)[0]]):
         spec = get_spec(name)
         for path in PATHS:
             routed.NUMBA_LAUNCH = path == "numba"
