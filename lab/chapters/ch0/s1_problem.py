@@ -45,3 +45,19 @@ def intensity_figure():
                label=f"ridge of the {page.gpu_label(roofs['gpu'])}, FP32 (measured)")
     ax.set_ylim(0.1, 1e4)
     return plots.finish(fig, ax)
+
+
+#: The decode-time shape of the problem table's footnote: one token through a 4096² FP16 layer.
+DECODE = (1, 4096, 4096)
+
+
+def values() -> dict:
+    """The numbers this section's prose quotes, as strings."""
+    roofs = roofline.measured()
+    v = {}
+    v["the_gpu"] = page.gpu_label(roofs["gpu"])
+    v["ideal_4096_bf16"] = f"{model.ideal_intensity(4096, 4096, 4096, 2):,.0f}"
+    v["ideal_4096_fp32"] = f"{model.ideal_intensity(4096, 4096, 4096, 4):,.0f}"
+    v["decode_intensity"] = f"{model.ideal_intensity(*DECODE, 2):.2f}"
+    v["naive_intensity"] = f"{model.naive_intensity(4):.2f}"
+    return v

@@ -49,3 +49,21 @@ def roofline_figure():
                label=f"{name} ridge ({roofs['ridge']:.1f} FLOP/B)")
     ax.set_ylim(0.01, 200)
     return plots.finish_below(fig, ax)
+
+
+def values() -> dict:
+    """The numbers this section's prose quotes, as strings."""
+    roofs = roofline.measured()
+    machines = {m["machine"]: m for m in seeds.MACHINES}
+    h100 = machines["H100 SXM (FP32)"]
+    t4 = machines["Tesla T4 (measured, FP32)"]
+    rtx = machines["RTX 3090 (FP32)"]
+    v = {}
+    v["ridge_measured"] = f"{roofs['ridge']:.1f}"
+    v["h100_ridge"] = f"{model.ridge(h100['tflops'] * 1e12, h100['gbps'] * 1e9):.0f}"
+    v["t4_ridge"] = f"{model.ridge(t4['tflops'] * 1e12, t4['gbps'] * 1e9):.0f}"
+    v["rtx_ridge"] = f"{model.ridge(rtx['tflops'] * 1e12, rtx['gbps'] * 1e9):.1f}"
+    v["naive_short"] = f"{roofs['ridge'] / model.naive_intensity(4):.0f}"
+    h200 = roofline.DATASHEETS["NVIDIA H200"]
+    v["h200_bandwidth_vs_h100"] = f"{h200['hbm_tbps'] * 1e3 / h100['gbps']:.1f}"
+    return v
