@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from lab import compiler, page, twins
 from lab.chapters import common
+from lab.chapters.common import ratio_rows
 
 
 #: Numba kernels and their nvcc-built twins for the SASS comparison.
@@ -68,3 +69,28 @@ def mix_table():
 def ratio_table(pairs=PAIRS):
     """Numba against CUDA C, kernel by kernel (:func:`lab.chapters.common.ratio_table`)."""
     return common.ratio_table(pairs)
+
+
+def values() -> dict:
+    """The numbers this section's prose quotes, as strings."""
+    v = {}
+    sass = {r["kernel"]: r for r in sass_rows()}
+    lit_mix = compiler.report("naive_literal")[0].loop_mix
+    literal, typed, twin = (sass.get(name, {}) for name in ("naive_literal", "naive", "s003_naive"))
+    v["loop_literal"] = str(literal.get("loop", "-"))
+    v["ffma_literal"] = str(literal.get("ffma", "-"))
+    v["ldg_literal"] = str(literal.get("ldg", "-"))
+    v["loop_typed"] = str(typed.get("loop", "-"))
+    v["ffma_typed"] = str(typed.get("ffma", "-"))
+    v["ldg_typed"] = str(typed.get("ldg", "-"))
+    v["loop_twin"] = str(twin.get("loop", "-"))
+    v["ffma_twin"] = str(twin.get("ffma", "-"))
+    v["ldg_twin"] = str(twin.get("ldg", "-"))
+    v["sel_literal"] = str(sum(c for op, c in lit_mix.items() if op.endswith("SEL")))
+    ratio = {(r["numba"], r["twin"], r["n"]): r["ratio"] for r in ratio_rows(PAIRS)}
+    v["ratio_naive_1024"] = f"{ratio[('naive', 's003_naive', 1024)]:.2f}"
+    v["ratio_naive_4096"] = f"{ratio[('naive', 's003_naive', 4096)]:.2f}"
+    v["slowdown_literal"] = f"{1 / ratio[('naive_literal', 's003_naive', 1024)]:.1f}"
+    worst = min(r for (k, _, _), r in ratio.items() if k != "naive_literal" and r)
+    v["ratio_worst"] = f"{worst:.2f}"
+    return v

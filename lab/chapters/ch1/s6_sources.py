@@ -34,3 +34,21 @@ def seed_table():
     return page.table(seed_rows(), ["gpu", "source", "n", "ms", "tflops", "roof"],
                       {"gpu": "GPU", "ms": "time (ms)", "tflops": "TFLOP/s",
                        "roof": "% FP32 roof"}, source=results.source_line("naive_tiled"))
+
+
+def values() -> dict:
+    """The numbers this section's prose quotes, as strings."""
+    size = measured()
+    roofs = roofline.measured()
+    v = {}
+    h1024, h4096 = size[("naive", 1024)], size[("naive", 4096)]
+    t4 = seeds.NAIVE_T4[0]
+    rtx = {s["n"]: s for s in seeds.NAIVE_TILED_3090}[1024]
+    v["naive_ms_1024"] = f"{h1024['median_ms']:.3f}"
+    v["naive_tflops_1024"] = f"{h1024['tflops']:.2f}"
+    v["naive_tflops_4096"] = f"{h4096['tflops']:.2f}"
+    v["naive_roof_share"] = f"{h4096['tflops'] / roofs['fma_tflops']:.0%}"
+    v["naive_vs_t4"] = f"{t4['ms'] / h1024['median_ms']:.0f}"
+    v["naive_vs_3090"] = f"{rtx['naive_ms'] / h1024['median_ms']:.0f}"
+    v["t4_roof_share"] = f"{t4['tflops'] / seeds.MACHINES[0]['tflops']:.0%}"
+    return v

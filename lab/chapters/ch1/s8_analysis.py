@@ -4,7 +4,7 @@ recomputed for our runs.
 from __future__ import annotations
 
 from lab import model, page, results, roofline, seeds
-from lab.chapters.common import gpu, measured
+from lab.chapters.common import gpu, measured, model_reads
 
 
 def metrics_rows() -> list[dict]:
@@ -64,3 +64,24 @@ def bandwidth_table():
                       {"gpu": "GPU", "reads": "reads (GB)", "ms": "time (ms)",
                        "gbps": "GB/s", "roof": "% read roof"},
                       source=results.source_line("naive_tiled"))
+
+
+def values() -> dict:
+    """The numbers this section's prose quotes, as strings."""
+    roofs = roofline.measured()
+    v = {}
+    rtx = {s["n"]: s for s in seeds.NAIVE_TILED_3090}[1024]
+    bw = bandwidth_rows()
+    stated = seeds.BANDWIDTH_003[0]
+    v["eff_bw_naive"] = f"{bw[0]['gbps'] / 1e3:.1f}"
+    v["eff_bw_share"] = f"{bw[0]['roof']:.0f}%"
+    v["read_tbps"] = f"{roofs['read_gbps'] / 1e3:.2f}"
+    v["eff_bw_3090"] = f"{bw[3]['gbps']:,.0f}"
+    v["eff_bw_3090_share"] = f"{bw[3]['roof']:.0f}%"
+    v["seed_naive_ms_at_700"] = f"{stated['global_reads_gb'] / stated['effective_gbps'] * 1e3:.0f}"
+    v["seed_bw_stated"] = f"{stated['effective_gbps']}"
+    v["seed_reads"] = f"{stated['global_reads_gb']:g}"
+    v["seed_naive_ms"] = f"{rtx['naive_ms']:g}"
+    v["peak_3090"] = f"{seeds.PEAK_GBPS_3090}"
+    v["model_reads_gb"] = f"{model_reads('naive', 1024) / 1e9:.1f}"
+    return v

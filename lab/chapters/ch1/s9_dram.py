@@ -27,7 +27,9 @@ def ncu_table(kernels=("naive", "naive_swapped", "naive_literal")):
                       source=results.source_line("ncu_dram"))
 
 
-def _ncu_values() -> dict:
+def values() -> dict:
+    """The numbers this section's prose quotes, as strings: what Nsight Compute counted, or why
+    it could not."""
     rows = ncu_rows()
     if not ncu_ok():
         return {"ncu_status": "Nsight Compute could not read this GPU's counters, so only the "
