@@ -217,11 +217,16 @@ def test_rung_sass(offline, rung):
 
 
 def _epilogue_and_cluster_sass(cfg, f, what):
-    boxes = cfg.mt * cfg.bn // k09_parts.EPI_COLS             # TMA-store boxes per warpgroup and tile
+    boxes = cfg.mt * cfg.bn // cfg.epi_cols                   # TMA-store boxes per warpgroup and tile
     if cfg.epilogue == "tma":
         assert f["mix"].get("UTMASTG") == boxes, f"{what}: UTMASTG {f['mix']}"
         assert "STG" not in f["mix"], f"{what}: C should leave only through TMA stores"
-        assert f["mix"].get("STS.64") == boxes * 8, f"{what}: 8-byte staging stores"
+        # two stores per 8 columns and thread: 8-byte (two float32) or 4-byte (two 16-bit)
+        store = "STS.64" if cfg.out == "f32" else "STS"
+        assert f["mix"].get(store) == boxes * 2 * (cfg.epi_cols // 8), \
+            f"{what}: staging stores {f['mix']}"
+        if cfg.out != "f32":
+            assert f["mix"].get("F2FP") == boxes * 2 * (cfg.epi_cols // 8), f"{what}: F2FP"
     else:
         assert "UTMASTG" not in f["mix"]
     if cfg.cluster > 1:
@@ -716,7 +721,8 @@ def test_watchdog_counts_only_time_on_the_gpu():
 
 def test_sweep_and_rungs_named_in_the_experiment():
     from lab.experiments import hopper as E
-    assert set(K.RUNG_CONFIGS) <= set(E.RUNGS)
+    # rung 9 (16-bit C) is measured beside torch.mm by hopper_past, not beside FP32-out cuBLAS
+    assert set(K.RUNG_CONFIGS) - {"wgmma_out16"} <= set(E.RUNGS)
     assert all(name.rsplit("_", 1)[0] in K.RUNG_CONFIGS for name in E.PREFLIGHT)
     assert all(lab.get_spec(name) for name in E.PREFLIGHT)
 

@@ -460,6 +460,37 @@ def measured_values(data: dict) -> dict:
     return v
 
 
+def _past_rows() -> list[dict]:
+    """The FP8 rows of ``hopper_past`` (chapter 7's measurement past rung 8): medians over its
+    processes, GPU-only timing, each against cuBLASLt fast accumulation with its output type."""
+    return [r for r in results.load("hopper_past")["rows"]
+            if r["part"] == "summary" and r["dtype"] == "e4m3"]
+
+
+def cluster_table():
+    """FP8 with and without clusters of two blocks (Bᵀ multicast) beside cuBLASLt."""
+    rows = [{"kernel": r["kernel"], "size": f"{r['m']}³", "C": r["out"],
+             "TFLOP/s": r["tflops"], "ratio": r["ratio"],
+             "ratio min–max": f"{r['ratio_min']:.3f}–{r['ratio_max']:.3f}",
+             "processes": r["processes"]} for r in _past_rows()]
+    return page.table(rows, digits=3, source=results.source_line("hopper_past"))
+
+
+def cluster_values() -> dict:
+    """The numbers of the clusters paragraph."""
+    by = {(r["kernel"], r["m"]): r for r in _past_rows()}
+    big, small = SIZES[-1], SIZES[0]
+    return {
+        "cl_ratio_big": f"{by[('fp8 cluster bf16 out', big)]['ratio']:.3f}",
+        "cl_tflops_big": f"{by[('fp8 cluster bf16 out', big)]['tflops']:,.0f}",
+        "cl_ratio_big_f32": f"{by[('fp8 cluster f32 out', big)]['ratio']:.3f}",
+        "cl_ratio_small": f"{by[('fp8 cluster bf16 out', small)]['ratio']:.3f}",
+        "nocl_ratio_big": f"{by[('fp8 bf16 out', big)]['ratio']:.3f}",
+        "nocl_ratio_small": f"{by[('fp8 bf16 out', small)]['ratio']:.3f}",
+        "cl_processes": str(min(r["processes"] for r in _past_rows())),
+    }
+
+
 def glue():
     """Glue :func:`values` for the prose and show them as one checked block."""
     return page.glue(values())
@@ -485,6 +516,7 @@ def values() -> dict:
     v["bf16_span"] = f"2^{np.log2(float(bf.max) / float(bf.smallest_subnormal)):.0f}"
     v["outlier_binades"] = f"{np.log2(OUTLIER_SCALE):.1f}"
     v["pred_k_max"] = f"{pred[-1]['k']}"
+    v.update(cluster_values())
     return v
 
 

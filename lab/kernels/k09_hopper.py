@@ -759,7 +759,7 @@ def _widen16(src, dst):
 
 
 @cuda.jit
-def _widen_bf16_bits(src, dst):
+def _widen_bf16(src, dst):
     """dst (the bits of float32) = src (BF16 bits) << 16: the same value, exactly."""
     j, i = cuda.grid(2)
     if i < dst.shape[0] and j < dst.shape[1]:
@@ -779,7 +779,7 @@ def launcher16(cfg: HopperConfig):
         if cfg.out == "f16":
             _widen16[grid](out, C)
         else:
-            _widen_bf16_bits[grid](out, C.view(np.uint32))
+            _widen_bf16[grid](out, C.view(np.uint32))
         launch_ab.keep = out
     launch_ab.config = cfg
     return launch_ab

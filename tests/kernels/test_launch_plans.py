@@ -47,7 +47,7 @@ GPU_ONLY = [name for name, spec in lab.REGISTRY.items() if not spec.simulator]
 SM_COUNTS = (3, 132)
 #: Kernels launched around a product, not the product itself.
 HELPERS = {"pad_kernel", "zero_kernel", "reduce_kernel", "_copy_columns", "_transpose",
-           "_widen_bf16"}
+           "_widen_bf16", "_widen16"}
 
 
 def ceil(x: int, t: int) -> int:
@@ -258,13 +258,20 @@ def _check_hopper(name: str, p: Plan, m: int, n: int, k: int, sm_count: int) -> 
     map_c, out = ln.args[2], ln.args[3]
     if cfg.epilogue == "tma":
         mc = p.maps[int(map_c[0])]
-        assert mc.array is out and mc.box == (64, k09_parts.EPI_COLS)
-        assert out.shape[0] == m and out.shape[1] % 4 == 0 and n <= out.shape[1] < n + 4
+        per = 16 // k09_parts.OUT_BYTES[cfg.out]
+        assert mc.array is out and mc.box == (64, cfg.epi_cols)
+        assert out.shape[0] == m and out.shape[1] % per == 0 and n <= out.shape[1] < n + per
         copies = p.helpers("_copy_columns")
-        if out is p.operands[2]:
+        c = p.operands[2]
+        if cfg.out != "f32":                   # a 16-bit C, widened into the float32 C after
+            widen = p.helpers("_widen16" if cfg.out == "f16" else "_widen_bf16")
+            assert len(widen) == 1 and p.launches.index(widen[0]) > p.launches.index(ln)
+            assert widen[0].grid[0] * 32 >= n and widen[0].grid[1] * 8 >= m, "widening misses C"
+            c = widen[0].args[0]
+        if out is c:
             assert not copies
         else:
-            assert len(copies) == 1 and copies[0].args == (out, p.operands[2])
+            assert len(copies) == 1 and copies[0].args == (out, c)
             gx, gy = copies[0].grid[:2]
             bx, by = copies[0].block[:2]
             assert gx * bx >= n and gy * by >= m, "the copy back misses part of C"
@@ -312,7 +319,8 @@ def _check_fp8(name: str, p: Plan, m: int, n: int, k: int, sm_count: int) -> Non
     map_a, map_b, map_c = (p.maps[int(x[0])] for x in ln.args[:3])
     out, kp, sa, sb = ln.args[3:]
     assert kp == round_up(k, 16)
-    assert (map_a.box, map_b.box) == ((cfg.bm, 128), (cfg.bn, 128)), "tensor-map boxes"
+    assert (map_a.box, map_b.box) == ((cfg.bm, 128), (cfg.bn // cfg.cluster, 128)), \
+        "tensor-map boxes (a cluster's blocks load Bᵀ's rows half each)"
     assert map_a.dtype_name == map_b.dtype_name == "uint8"
     _padded(map_a.array, (m, kp), "A as TMA reads it")
     _padded(map_b.array, (n, kp), "Bᵀ as TMA reads it")
