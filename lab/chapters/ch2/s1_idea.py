@@ -1,5 +1,7 @@
 """Chapter 2, section 1: the idea, fetch a tile once and use it T times, drawn step by step."""
 from __future__ import annotations
+from lab.chapters import common
+from lab import roofline, seeds
 
 
 def tile_walk_figure(steps: int = 6, block_row: int = 2, block_col: int = 4, step: int = 2):
@@ -43,3 +45,15 @@ def tile_walk_figure(steps: int = 6, block_row: int = 2, block_col: int = 4, ste
                bbox_to_anchor=(0.5, -0.02))
     fig.tight_layout(rect=(0, 0.12, 1, 1))
     return fig
+
+
+def values() -> dict:
+    """The numbers this section's prose quotes, as strings."""
+    roofs = roofline.measured()
+    size = common.measured()
+    v = {}
+    v["the_gpu"] = common.gpu()
+    t32 = size[("tiled32", 4096)]["tflops"]
+    v["tiled32_vs_roof"] = f"{t32 / roofs['fma_tflops']:.0%}"
+    v["seed004_edge"] = f"{seeds.TILED_EDGE_T4[0]['extra_time_pct']:g}%"
+    return v

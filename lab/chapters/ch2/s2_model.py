@@ -38,3 +38,12 @@ def model_table():
                        "loads": "loads at 1024³ (G)", "intensity": "FLOP/B",
                        "ceiling": "DRAM cap (TFLOP/s)"},
                       source=results.source_line("roofline"))
+
+
+def values() -> dict:
+    """The numbers this section's prose quotes, as strings."""
+    v = {}
+    v["threads_64"] = f"{64 * 64:,}"
+    mrows = {r["tile"]: r for r in model_rows()}
+    v["ceiling_32"] = f"{mrows['32 × 32']['ceiling']:.0f}"
+    return v

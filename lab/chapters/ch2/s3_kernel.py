@@ -36,3 +36,14 @@ def padding_table():
 def source(region: str):
     """A named region of :mod:`lab.kernels.k02_tiled`, highlighted."""
     return page.source(k02_tiled, region)
+
+
+#: The most threads one block may have (every compute capability since 2.0).
+MAX_THREADS_PER_BLOCK = 1024
+
+
+def values() -> dict:
+    """The numbers this section's prose quotes, as strings."""
+    v = {}
+    v["max_threads"] = f"{MAX_THREADS_PER_BLOCK:,}"
+    return v

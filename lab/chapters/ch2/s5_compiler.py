@@ -40,3 +40,24 @@ def sass_table():
                                           "share"],
                       {"loop": "loop instructions", "ffma": "FFMA", "lds": "LDS", "bar": "BAR",
                        "share": "FFMA share"})
+
+
+def values() -> dict:
+    """The numbers this section's prose quotes, as strings."""
+    v = {}
+    sass = {r["kernel"]: r for r in sass_rows()}
+    mix16 = compiler.report("tiled16")[0].loop_mix
+    v["lds_per_ffma_16"] = f"{sass['tiled16']['lds_per_ffma']:.2f}"
+    v["lds128_16"] = str(mix16.get("LDS.128", 0))
+    v["lds32_16"] = str(mix16.get("LDS", 0))
+    v["ffma_16"] = str(mix16.get("FFMA", 0))
+    v["loop_16"] = str(sass["tiled16"]["loop"])
+    if "s003_tiled16" in sass:
+        v["loop_twin_16"] = str(sass["s003_tiled16"]["loop"])
+        v["ffma_s004_16"] = str(sass["s004_tiled16"]["ffma"])
+        v["steps_s004_16"] = str(sass["s004_tiled16"]["ffma"] // 16)
+        v["bar_s004_16"] = str(sass["s004_tiled16"]["bar"])
+    else:
+        for key in ("loop_twin_16", "ffma_s004_16", "steps_s004_16", "bar_s004_16"):
+            v[key] = "(nvcc not installed)"
+    return v

@@ -7,6 +7,7 @@ from lab import page, results, roofline
 from lab.chapters import common
 from lab.chapters.ch2.s4_check import KERNELS
 from lab.chapters.ch2.s5_compiler import sass_rows
+from lab.chapters.ch2.s2_model import model_rows
 
 
 #: Per SM and clock on compute capability 9.0: warp instructions issued (four schedulers, one
@@ -93,3 +94,25 @@ def _ncu_values() -> dict:
     note += (f"DRAM reads are {spread} passes over A and B for every kernel at this size, so "
              "DRAM is not what separates them.")
     return {"ncu_tiled_sentence": sentence, "ncu_tiles_note": note}
+
+
+def values() -> dict:
+    """The numbers this section's prose quotes, as strings."""
+    roofs = roofline.measured()
+    size = common.measured()
+    v = {}
+    mrows = {r["tile"]: r for r in model_rows()}
+    v.update(_ncu_values())
+    crows = ceiling_rows()
+    t32 = size[("tiled32", 4096)]["tflops"]
+    shares = [r["of_lower"] for r in crows]
+    v["issue_per_clock"] = str(ISSUE_PER_CLOCK)
+    v["fma_roof_tflops"] = f"{roofs['fma_tflops']:.1f}"
+    v["smem_ceiling_16"] = f"{crows[1]['smem']:.0f}"
+    v["issue_ceiling_16"] = f"{crows[1]['issue']:.0f}"
+    v["ceiling_lo"] = f"{min(shares):.0f}%"
+    v["ceiling_hi"] = f"{max(shares):.0f}%"
+    v["tiled32_tflops"] = f"{t32:.1f}"
+    v["tiled32_share_of_dram_ceiling"] = f"{t32 / mrows['32 × 32']['ceiling']:.0%}"
+    v["cublas_vs_tiled32"] = f"{size[('cublas_fp32', 4096)]['tflops'] / t32:.1f}"
+    return v
