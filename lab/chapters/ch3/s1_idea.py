@@ -1,7 +1,7 @@
 """Chapter 3, section 1: the idea, reuse inside the thread: the patch drawn and the per-thread model."""
 from __future__ import annotations
 
-from lab import page
+from lab import model, page
 from lab.kernels import k03_registers
 
 
@@ -66,3 +66,16 @@ def patch_figure(p: int = 4, thread=(5, 9), k: int = 6):
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     fig.tight_layout()
     return fig
+
+
+def _f(x: float, digits: int = 1) -> str:
+    """A float with ``digits`` decimals, for glued values."""
+    return f"{x:.{digits}f}"
+
+
+def values() -> dict:
+    """The numbers this section's prose quotes, as strings."""
+    v = {}
+    v["smem_p1"] = f"{model.smem_intensity(1):g}"
+    v["smem_p8"] = f"{model.smem_intensity(8):g}"
+    return v

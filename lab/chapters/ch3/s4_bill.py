@@ -3,9 +3,10 @@ loop), and the signed-index detour.
 """
 from __future__ import annotations
 
-from lab import model, page
+from lab import model, page, seeds
 from lab.chapters.common import loop_counts, report
 from lab.kernels import k03_registers
+from lab.chapters.ch3.s1_idea import _f
 
 
 #: The chapter's kernels: the sweep (16 × 16 threads, BK 16) and the 128 × 128 block tile.
@@ -79,3 +80,31 @@ def loop_mix_table(name: str = "patch1"):
     rows.append({"op": "total", "s": sum(signed.values()), "u": sum(unsigned.values())})
     return page.table(rows, ["op", "s", "u"], {"op": "instruction", "s": f"{name} int32",
                                                 "u": f"{name} uint32"})
+
+
+def values() -> dict:
+    """The numbers this section's prose quotes, as strings."""
+    rows = {r["kernel"]: r for r in compiler_rows()}
+    srows = {r["kernel"]: r for r in compiler_rows(signed=True)}
+    v = {}
+    v["regs_patch4"] = str(rows["patch4"]["registers"])
+    v["regs_patch8"] = str(rows["patch8"]["registers"])
+    v["warps_patch4"] = str(rows["patch4"]["warps"])
+    v["warps_patch8"] = str(rows["patch8"]["warps"])
+    v["blocks_patch8"] = str(rows["patch8"]["blocks"])
+    v["loop_patch1"] = str(rows["patch1"]["loop"])
+    v["loop_patch8"] = str(rows["patch8"]["loop"])
+    v["ffma_patch1"] = str(rows["patch1"]["ffma"])
+    v["ffma_patch8"] = str(rows["patch8"]["ffma"])
+    v["share_patch8"] = _f(rows["patch8"]["share"], 2)
+    v["regs_int32_patch8"] = str(srows["patch8"]["registers"])
+    v["warps_int32_patch8"] = str(srows["patch8"]["warps"])
+    v["loop_int32_patch1"] = str(srows["patch1"]["loop"])
+    v["ffma_int32_patch1"] = str(srows["patch1"]["ffma"])
+    v["share_int32_patch8"] = _f(srows["patch8"]["share"], 2)
+    v["max_spills"] = str(max(r["spills"] + r["stack"] for r in rows.values()))
+    v["t4_regs_p8"] = next(t["regs_estimate"] for t in seeds.PATCH_SWEEP_T4 if t["patch"] == 8)
+    v["other_patch1_pct"] = f"{1 - rows['patch1']['share']:.0%}"
+    v["sm90_regs"] = f"{model.SM90_LIMITS['registers']:,}"
+    v["sm90_warps"] = str(model.SM90_LIMITS["threads"] // 32)
+    return v

@@ -3,7 +3,10 @@ from __future__ import annotations
 
 from lab import page, results, twins
 from lab.chapters.common import loop_counts, report
-from lab.chapters.ch3.s5_measured import TWIN, TWIN_OF, sweep
+from lab.chapters.ch3.s5_measured import TWIN, TWIN_OF, sweep, signed_sweep
+from lab.chapters.ch3.s3_check import PATCH
+from lab.chapters.ch3.s1_idea import _f
+from lab.chapters.ch3.s4_bill import compiler_rows
 
 
 #: The pairs of chapters 1-2 (Numba kernel, CUDA C twin) timed in ``naive_tiled``: every twin
@@ -49,3 +52,33 @@ def twin_table():
                        "twin_ms": "twin (ms)", "ratio": "twin ÷ Numba"},
                       source=results.source_line("naive_tiled") + " "
                       + results.source_line("patch_sweep"))
+
+
+def values() -> dict:
+    """The numbers this section's prose quotes, as strings."""
+    rows = {r["kernel"]: r for r in compiler_rows()}
+    s, before = sweep(), signed_sweep()
+    ours = s["ours"]
+    v = {}
+    p4, p8 = ours["patch4"], ours["patch8"]
+    twin = report(f"twin:{TWIN}")
+    v["regs_twin"] = str(twin.registers)
+    v["share_twin"] = _f(loop_counts(twin)["share"], 2)
+    v["lds_twin"] = loop_counts(twin)["lds"]
+    v["lds_patch4"] = loop_counts(report(TWIN_OF))["lds"]
+    if s["twin"]:
+        ratio = s["twin"]["median_ms"] / p4["median_ms"]
+        v["twin_ratio"] = f"{ratio:.2f}"
+        v["twin_tflops"] = _f(s["twin"]["tflops"])
+        v["twin_verdict"] = ("at least as fast as" if ratio >= 1
+                             else f"at {ratio:.0%} of the speed of")
+    else:
+        v["twin_ratio"] = v["twin_tflops"] = "(not measured)"
+        v["twin_verdict"] = "not yet measured against"
+    earlier = [r["ratio"] for r in twin_rows() if r["ours"] != TWIN_OF]
+    v["earlier_lo"] = f"{min(earlier):.2f}" if earlier else "-"
+    v["earlier_hi"] = f"{max(earlier):.2f}" if earlier else "-"
+    v["twin_k_per_trip"] = str(loop_counts(twin)["ffma"] // (PATCH[TWIN_OF] ** 2))
+    v["patch4_k_per_trip"] = str(rows[TWIN_OF]["ffma"] // (PATCH[TWIN_OF] ** 2))
+    v["twin_warps"] = str(s["twin"]["warps_per_sm"]) if s["twin"] else "-"
+    return v

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from lab import page, results, seeds
 from lab.chapters.common import report
-from lab.chapters.ch3.s5_measured import sweep
+from lab.chapters.ch3.s5_measured import sweep, fp32_roof, signed_sweep
+from lab.chapters.ch3.s1_idea import _f
 
 
 def gpu_name() -> str:
@@ -36,3 +37,27 @@ def t4_table():
                        "gain": f"{name} gain"},
                       source="T4 columns: the T4 study (Tesla T4, 1024³; registers estimated from "
                              "the kernel's variables). " + results.source_line("patch_sweep"))
+
+
+def values() -> dict:
+    """The numbers this section's prose quotes, as strings."""
+    s, before = sweep(), signed_sweep()
+    ours = s["ours"]
+    v = {}
+    v["the_gpu"] = gpu_name()
+    t4 = {t["patch"]: t["tflops"] for t in seeds.PATCH_SWEEP_T4}
+    v["t4_gain_p2_p4"] = f"{100 * (t4[4] / t4[2] - 1):.0f}%"
+    v["t4_roof"] = f"{next(m['tflops'] for m in seeds.MACHINES if m['machine'].startswith('Tesla T4')):g}"
+    p4, p8 = ours["patch4"], ours["patch8"]
+    rk = seeds.REGISTER_KERNEL_T4
+    v["t4_rk_tflops"] = f"{rk['tflops']:g}"
+    v["t4_rk_roof"] = f"{rk['pct_of_roof']:g}%"
+    v["t4_rk_naive"] = f"{rk['x_naive']:.1f}"
+    v["t4_rk_cublas_x"] = f"{rk['cublas_fp32_tflops'] / rk['tflops']:.2f}"
+    v["tflops_patch4"] = _f(p4["tflops"])
+    v["p4_roof"] = f"{p4['tflops'] / fp32_roof():.0%}"
+    naive = next((r for r in results.rows("naive_tiled", part="size")
+                  if r["kernel"] == "naive" and r["n"] == p4["n"]), None)
+    v["p4_naive"] = f"{naive['median_ms'] / p4['median_ms']:.1f}" if naive else "-"
+    v["p4_cublas_x"] = f"{s['cublas']['tflops'] / p4['tflops']:.2f}" if s["cublas"] else "-"
+    return v

@@ -1,11 +1,12 @@
 """Chapter 3, section 8: the step-by-step model's intensity formula, beside the measurement."""
 from __future__ import annotations
 
-from lab import model, page, results
+from lab import model, page, results, seeds
 from lab.kernels import k03_registers
 from lab.chapters.ch3.s3_check import PATCH
 from lab.chapters.ch3.s4_bill import KERNELS
-from lab.chapters.ch3.s5_measured import sweep
+from lab.chapters.ch3.s5_measured import sweep, BANKS, BANK_BYTES, shared_peak_tbps, signed_sweep
+from lab.chapters.ch3.s1_idea import _f
 
 
 def intensity_rows() -> list[dict]:
@@ -27,3 +28,22 @@ def intensity_table():
                       {"l2": "L2 FLOP/B (model)", "smem": "shared FLOP/B (model)",
                        "tflops": "TFLOP/s", "need": "shared TB/s needed"},
                       source=results.source_line("patch_sweep"))
+
+
+def values() -> dict:
+    """The numbers this section's prose quotes, as strings."""
+    s, before = sweep(), signed_sweep()
+    ours = s["ours"]
+    v = {}
+    peak = shared_peak_tbps()
+    need = ours["patch1"]["tflops"] / model.smem_intensity(1)
+    prov = results.load("patch_sweep")["provenance"]
+    v["smem_need_p1"] = _f(need)
+    v["smem_peak"] = _f(peak)
+    v["smem_frac_p1"] = f"{need / peak:.0%}"
+    v["the_sm_count"] = str(prov["sm_count"])
+    v["max_clock"] = str(prov["max_sm_clock_mhz"])
+    v["l2_model_001"] = f"{seeds.REGISTER_MODEL_001['flop_per_byte_l2']:g}"
+    v["l2_ours_128"] = f"{model.tile_intensity(128):g}"
+    v["banks"], v["bank_bytes"] = str(BANKS), str(BANK_BYTES)
+    return v
