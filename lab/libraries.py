@@ -27,8 +27,6 @@ from lab import device
 #: libs wheels (plus ``nvidia-cutlass-dsl-libs-core``), MB each.
 CUTLASS_DSL_WHEELS_MB = {"nvidia-cutlass-dsl": 0.01, "nvidia-cutlass-dsl-libs-base": 3.1,
                          "nvidia-cutlass-dsl-libs-cu13": 92.0}
-#: What can travel to a GPU machine without internet beside the working tree.
-CARRY_LIMIT_MB = 25
 
 
 def torch_reason() -> str | None:
@@ -64,10 +62,10 @@ def cutlass_reason() -> str:
     """Why the chapter has no CUTLASS DSL row on this machine (a sentence)."""
     total = sum(CUTLASS_DSL_WHEELS_MB.values())
     if importlib.util.find_spec("cutlass") is None:
-        return (f"the CUTLASS Python DSL (nvidia-cutlass-dsl) is not installed; its wheels "
-                f"weigh about {total:.0f} MB (the CUDA 13 libs wheel alone "
-                f"{CUTLASS_DSL_WHEELS_MB['nvidia-cutlass-dsl-libs-cu13']:.0f} MB), more than "
-                f"the {CARRY_LIMIT_MB} MB a GPU machine without internet can be sent")
+        return (f"the CUTLASS Python DSL (nvidia-cutlass-dsl, about {total:.0f} MB of wheels, "
+                f"the CUDA 13 libs wheel alone "
+                f"{CUTLASS_DSL_WHEELS_MB['nvidia-cutlass-dsl-libs-cu13']:.0f} MB) was not "
+                f"installed on the measuring machine")
     return ("the CUTLASS Python DSL is installed, but the course has no CuTe DSL GEMM of its "
             "own yet")
 

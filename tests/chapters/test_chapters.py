@@ -15,7 +15,7 @@ CHAPTERS = Path(__file__).resolve().parents[2] / "lab" / "chapters"
 #: The chapters held to it (6, 7 and the intro test theirs in their own files): their sources,
 #: and the functions that read one experiment's file.
 SOURCES = sorted([*CHAPTERS.glob("ch[0-5]/*.py"), *CHAPTERS.glob("ch8/*.py"),
-                  *CHAPTERS.glob("ch10/*.py"), CHAPTERS / "ch9.py", CHAPTERS / "common.py"])
+                  *CHAPTERS.glob("ch10/*.py"), *CHAPTERS.glob("ch9/*.py"), CHAPTERS / "common.py"])
 READERS = {"load", "rows", "source_line", "results_file", "path_for"}
 
 
@@ -55,5 +55,5 @@ def test_the_scan_finds_the_reads():
     assert {"naive_tiled", "ncu_dram"} <= common
     assert "patch_sweep_int32" in experiments_named(CHAPTERS / "ch3" / "s5_measured.py")
     assert "sanitizer" in experiments_named(CHAPTERS / "ch4" / "s8_races.py")
-    assert {"libraries", "clocks"} <= experiments_named(CHAPTERS / "ch9.py")
+    assert {"libraries", "clocks"} <= experiments_named(CHAPTERS / "ch9" / "s6_clocks.py")
     assert "multi_gpu" in experiments_named(CHAPTERS / "ch10" / "s0_rows.py")
