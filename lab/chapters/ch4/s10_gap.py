@@ -52,3 +52,8 @@ def gap_table():
                              "scoreboard and dispatch: warps stalled per issued instruction "
                              "waiting on a shared-memory load (short scoreboard) or on dispatch. "
                              + results.source_line("fp32_profile"))
+
+
+def values() -> dict:
+    """The numbers this section's prose quotes, as strings (:func:`gap_values`)."""
+    return gap_values()

@@ -3,7 +3,7 @@ the warp tile, drawn.
 """
 from __future__ import annotations
 
-from lab import page
+from lab import page, results
 from lab.kernels import get_spec, k04_vectorized, k05_pipelined, k06_warptile
 from lab.kernels.k04_vectorized import Config
 
@@ -109,3 +109,23 @@ def source(module: str, region: str):
     modules = {"k04": k04_vectorized, "k05": k05_pipelined, "k06": k06_warptile,
                "vector": vector}
     return page.source(modules[module], region)
+
+
+def values() -> dict:
+    """The numbers this section's prose quotes, as strings."""
+    v = {}
+    peer = [r for r in results.rows("sgemm_cuda", m=4096) if r["peer_kernel"] != 0]
+    ref_best = max(peer, key=lambda r: r["tflops"])
+    ref_pct = ref_best["pct_cublas"]
+    v["ref_best_pct"] = f"{ref_pct:.1f}%"
+    v["ref_best_rung"] = ref_best["rung"]
+    v["ref_best_tflops"] = f"{ref_best['tflops']:.1f}"
+    pipe, warp = warp_footprint(config("pipelined")), warp_footprint(config("warptile"))
+    v["values_pipelined"], v["values_warptile"] = str(pipe["values"]), str(warp["values"])
+    v["rows_pipelined"], v["cols_pipelined"] = str(len(pipe["rows"])), str(len(pipe["cols"]))
+    v["rows_warptile"], v["cols_warptile"] = str(len(warp["rows"])), str(len(warp["cols"]))
+    v["warp_fma"] = str(warp["fma"])
+    wcfg = config("warptile")
+    v["warp_tile"] = f"{wcfg.WM} × {wcfg.WN}"
+    v["warp_lanes"] = f"{wcfg.LM} × {wcfg.LN}"
+    return v

@@ -3,7 +3,9 @@ them, 1024³ to 8192³.
 """
 from __future__ import annotations
 
-from lab import page, results
+from lab import model, page, results
+from lab.chapters.ch4.s3_compiler import compiler_rows
+from lab.chapters.ch4.s1_kernel import config
 
 
 #: Predictions written before the first GPU run: (rung, previous rung or None, low, high,
@@ -105,3 +107,71 @@ def size_table():
                       {"cublas": "cuBLAS TFLOP/s"},
                       title="% of cuBLAS FP32 at n³",
                       source=results.source_line("fp32_ladder"))
+
+
+#: The goal: this share of cuBLAS FP32 at 4096³.
+GOAL = 0.80
+
+
+#: The whole ladder's predicted share of cuBLAS at ``warptile``.
+PREDICTED_TOTAL = (75, 90)
+
+
+def gpu_name() -> str:
+    """The measured GPU's short name, from the ladder file's provenance."""
+    return page.gpu_label(results.load("fp32_ladder")["provenance"]["gpu"])
+
+
+def values() -> dict:
+    """The numbers this section's prose quotes, as strings."""
+    at = at_size()
+    comp = {r["kernel"]: r for r in compiler_rows()}
+    b128, vec = comp["block128"], comp["vectorized"]
+    tuned, edges = comp["warptile_tuned"], comp["warptile_tuned (edges)"]
+    cub = cublas_mean()
+    v = {}
+    v["the_gpu"] = gpu_name()
+    v["cublas_4096"] = f"{cub:.1f}"
+    v["goal"] = f"{GOAL:.0%}"
+    v["target_tflops"] = f"{GOAL * cub:.1f}"
+    v["lds_per_k_b128"] = f"{b128['lds_count'] / (b128['ffma'] / 64):g}"
+    v["lds_per_k_vec"] = f"{vec['lds_count'] / (vec['ffma'] / 64):g}"
+    v["tuned_warps"], v["tuned_blocks"] = str(tuned["warps"]), str(tuned["blocks"])
+    v["tuned_threads"] = str(config("warptile_tuned").threads)
+    pred = {name: f"{lo}–{hi}" + ("%" if unit == "% of cuBLAS" else "")
+            for name, prev, lo, hi, unit in PREDICTIONS}
+    v["pred_block128"] = pred["block128"]
+    v["pred_vectorized"] = pred["vectorized"]
+    v["pred_vectorized_spread"] = pred["vectorized_spread"]
+    v["pred_pipelined"] = pred["pipelined"]
+    v["pred_warptile"] = pred["warptile"]
+    v["pred_warptile_tuned"] = pred["warptile_tuned"]
+    v["pred_total"] = f"{PREDICTED_TOTAL[0]}–{PREDICTED_TOTAL[1]}%"
+    got = {row["rung"]: row for row in prediction_rows()}
+    v["pct_block128"] = f"{got['block128']['pct']:.1f}%"
+    v["verdict_block128"] = got["block128"]["verdict"]
+    v["pct_vectorized"] = f"{got['vectorized']['pct']:.1f}%"
+    v["verdict_vectorized"] = got["vectorized"]["verdict"]
+    v["gain_vectorized_spread"] = f"{got['vectorized_spread']['gain']:+.1f}%"
+    v["verdict_vectorized_spread"] = got["vectorized_spread"]["verdict"]
+    v["gain_pipelined"] = f"{got['pipelined']['gain']:+.1f}%"
+    v["verdict_pipelined"] = got["pipelined"]["verdict"]
+    v["gain_warptile"] = f"{got['warptile']['gain']:+.1f}%"
+    v["verdict_warptile"] = got["warptile"]["verdict"]
+    v["gain_warptile_tuned"] = f"{got['warptile_tuned']['gain']:+.1f}%"
+    v["x_vectorized"] = f"{at['vectorized']['tflops'] / at['block128']['tflops']:.1f}"
+    best = max(at.values(), key=lambda r: r["tflops"])
+    v["best_kernel"], v["best_tflops"] = best["kernel"], f"{best['tflops']:.1f}"
+    v["best_pct"] = f"{best['pct_cublas']:.1f}%"
+    v["best_verdict"] = "reaches" if best["pct_cublas"] >= 100 * GOAL else "falls short of"
+    v["ref_ours_best_pct"] = v["best_pct"]
+    tuned = {n: at_size(n).get("warptile_tuned") for n in (1024, 2048, 4096, 8192)}
+    v["tuned_pct_1024"] = f"{tuned[1024]['pct_cublas']:.0f}%" if tuned[1024] else "-"
+    v["tuned_pct_2048"] = f"{tuned[2048]['pct_cublas']:.0f}%" if tuned[2048] else "-"
+    v["tuned_pct_4096"] = f"{tuned[4096]['pct_cublas']:.0f}%" if tuned[4096] else "-"
+    v["tuned_pct_8192"] = f"{tuned[8192]['pct_cublas']:.0f}%" if tuned[8192] else "-"
+    tcfg = config("warptile_tuned")
+    v["tuned_tile"] = f"{tcfg.BM} × {tcfg.BN}"
+    v["tiles_1024"] = str(model.tile_grid(1024, 1024, tcfg.BM, tcfg.BN))
+    v["the_sm_count"] = str(results.load("fp32_ladder")["provenance"]["sm_count"])
+    return v

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from lab import page, results
 from lab.chapters.ch4.s4_ladder import at_size
+from lab.chapters.ch4.s3_compiler import compiler_rows
+from lab.chapters.ch4.s1_kernel import config
 
 
 #: The one-change variants of ``warptile`` and what each changes.
@@ -27,3 +29,20 @@ def variant_table():
                       {"median_ms": "median (ms)", "tflops": "TFLOP/s",
                        "pct_cublas": "% cuBLAS", "delta": "time vs warptile (%)"},
                       source=results.source_line("fp32_ladder"))
+
+
+def values() -> dict:
+    """The numbers this section's prose quotes, as strings."""
+    comp = {r["kernel"]: r for r in compiler_rows()}
+    tuned, edges = comp["warptile_tuned"], comp["warptile_tuned (edges)"]
+    v = {}
+    v["tuned_other"] = f"{1 - tuned['share']:.0%}"
+    wcfg = config("warptile")
+    delta = {r["kernel"]: f"{r['delta']:+.1f}%" for r in variant_rows()[1:]}
+    v["delta_warptile_nopad"] = delta["warptile_nopad"]
+    v["delta_warptile_1buf"] = delta["warptile_1buf"]
+    v["delta_warptile_lb2"] = delta["warptile_lb2"]
+    la = wcfg.BM * wcfg.BK // 4 // wcfg.threads
+    v["a_stores"] = str(4 * la)
+    v["ffma_per_tile"] = str(wcfg.TM * wcfg.TN * wcfg.BK)
+    return v

@@ -23,3 +23,14 @@ def edge_table():
                       {"cublas_ms": "cuBLAS (ms)", "ours_ms": "warptile_tuned (ms)",
                        "tflops": "TFLOP/s", "pct": "% cuBLAS"},
                       source=results.source_line("fp32_ladder"))
+
+
+def values() -> dict:
+    """The numbers this section's prose quotes, as strings."""
+    v = {}
+    edge = [r["pct"] for r in edge_rows() if r["pct"] is not None]
+    v["edge_lo"], v["edge_hi"] = f"{min(edge):.0f}%", f"{max(edge):.0f}%"
+    edges_n = results.load("fp32_ladder")["parameters"].get("edge_sizes") or []
+    v["edge_sizes"] = (", ".join(str(n) for n in edges_n[:-1]) + f" and {edges_n[-1]}"
+                       if len(edges_n) > 1 else ", ".join(str(n) for n in edges_n))
+    return v

@@ -17,3 +17,13 @@ def sanitizer_table():
                       {"shape": "M×N×K", "memcheck": "memcheck errors",
                        "racecheck": "racecheck hazards"},
                       source=results.source_line("sanitizer"))
+
+
+def values() -> dict:
+    """The numbers this section's prose quotes, as strings."""
+    v = {}
+    san = [r for r in results.rows("sanitizer")
+           if r["kernel"] in ("pipelined", "warptile", "warptile_tuned")]
+    v["sanitizer_runs"] = str(len(san))
+    v["sanitizer_errors"] = str(sum(r["errors"] or 0 for r in san))
+    return v

@@ -40,3 +40,15 @@ def reference_table():
                       digits=3,
                       source=results.source_line("sgemm_cuda") + " "
                              + results.source_line("fp32_ladder"))
+
+
+def values() -> dict:
+    """The numbers this section's prose quotes, as strings."""
+    at = at_size()
+    v = {}
+    peer = [r for r in results.rows("sgemm_cuda", m=4096) if r["peer_kernel"] != 0]
+    ref_best = max(peer, key=lambda r: r["tflops"])
+    ref_pct = ref_best["pct_cublas"]
+    best = max(at.values(), key=lambda r: r["tflops"])
+    v["ref_vs_ours"] = "above" if best["pct_cublas"] > ref_pct else "below"
+    return v
