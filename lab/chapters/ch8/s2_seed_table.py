@@ -43,3 +43,25 @@ def seed_time_table():
                       source=f"Seed columns: {seeds.LADDER_MODEL_001_SOURCE}. Ours: "
                              "lab.model.rung_model with lab.model.DATASHEET (A100 SXM4 40 GB, "
                              "H100 SXM5).")
+
+
+def worst_seed_gap() -> float:
+    """The largest relative gap between a seed number and ours (intensities and times)."""
+    gaps = []
+    for r in seed_rows():
+        for a, b in (("seed_fpb", "fpb"), ("seed_a100", "a100"), ("seed_h100", "h100")):
+            gaps.append(abs(r[b] / r[a] - 1))
+    return max(gaps)
+
+
+def values() -> dict:
+    """The numbers this section's prose quotes, as strings."""
+    a100 = model.DATASHEET["A100"]
+    tensor_a100 = model.rung_model("tensor", a100)
+    v = {}
+    v["worst_gap"] = f"{100 * worst_seed_gap():.1f}%"
+    v["ridge_a100"] = f"{model.ridge(a100['tensor_tflops'] * 1e12, a100['hbm_gbps'] * 1e9):.0f}"
+    v["seed_ridge_a100"] = f"{seeds.TENSOR_RIDGE_A100_001}"
+    v["tensor_a100_tflops"] = f"{tensor_a100['tflops']:.1f}"
+    v["seed_tensor_a100_tflops"] = f"{seeds.TENSOR_TFLOPS_A100_001:g}"
+    return v

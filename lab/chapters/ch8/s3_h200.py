@@ -1,7 +1,7 @@
 """Chapter 8, section 3: the same model on the measured GPU, beside our measured times."""
 from __future__ import annotations
 
-from lab import model, page, results, seeds
+from lab import model, page, results, seeds, tables
 
 
 #: The measured rung standing for each of seed 001's kernels at 4096³: (experiment, match).
@@ -73,3 +73,65 @@ def h200_table():
                              "['H200']; measured roofs " + results.source_line("roofline")
                              + " Measured: lab/results/h200/naive_tiled.json, patch_sweep.json,"
                                " tensor_cores.json (4096³, medians).")
+
+
+def dram_evidence() -> dict:
+    """The naive kernel at 1024³ under Nsight Compute: the bytes the model counts against the
+    bytes DRAM served and the bytes L2 served (``ncu_dram``)."""
+    r = next(r for r in results.rows("ncu_dram") if r["kernel"] == "naive")
+    return {"n": r["n"], "model": r["model_bytes"], "dram": r["dram_read_bytes"],
+            "l2": r["l2_read_bytes"]}
+
+
+def _loop(kernel: str) -> dict:
+    """The hottest loop's instruction counts of a registered kernel (committed compiler
+    facts, sm_90)."""
+    from lab import compiler
+
+    return compiler.report(kernel)[0].loop_mix
+
+
+def values() -> dict:
+    """The numbers this section's prose quotes, as strings."""
+    rows = {r["ours"]: r for r in h200_rows()}
+    roofs = measured_machine()
+    v = {}
+    v["the_gpu"] = gpu_name()
+    v["hbm_measured"] = f"{roofs['hbm_gbps'] / 1e3:.2f}"
+    v["fp32_measured"] = f"{roofs['fp32_tflops']:.1f}"
+    v["smem_tbps"] = f"{model.shared_bandwidth(roofs) / 1e12:.1f}"
+    def printed(kind: str) -> tuple[str, str, str]:
+        """The measured/model ratio, the measured time and the model's time of one kind."""
+        r = rows[OUR_KERNEL[kind]]
+        return f"{r['ratio']:.2f}", tables.fmt(r["measured_ms"]), tables.fmt(r["roofs_ms"])
+    v["ratio_naive"], v["measured_naive"], v["model_naive"] = printed("naive")
+    v["ratio_shared"], v["measured_shared"], v["model_shared"] = printed("shared")
+    v["ratio_register"], v["measured_register"], v["model_register"] = printed("register")
+    v["ratio_tensor"], v["measured_tensor"], v["model_tensor"] = printed("tensor")
+    h200 = model.rung_model("naive", roofs)
+    naive_ms = rows["naive"]["measured_ms"]
+    v["naive_served_tbps"] = f"{h200['global_bytes'] / (naive_ms * 1e-3) / 1e12:.0f}"
+    v["naive_served_x"] = f"{h200['global_bytes'] / (naive_ms * 1e-3) / (roofs['hbm_gbps'] * 1e9):.1f}"
+    d = dram_evidence()
+    v["ncu_n"] = str(d["n"])
+    v["ncu_dram_pct"] = f"{100 * d['dram'] / d['model']:.2f}%"
+    v["ncu_l2_pct"] = f"{100 * d['l2'] / d['model']:.1f}%"
+    loop = _loop("tiled32")
+    lds, lds128, sts = loop.get("LDS", 0), loop.get("LDS.128", 0), loop.get("STS", 0)
+    k_per_trip = loop.get("FFMA", 0)                    # one output per thread: one FFMA per k
+    v.update({"t32_lds": str(lds), "t32_lds128": str(lds128), "t32_sts": str(sts),
+              "t32_k": str(k_per_trip), "t32_hw_passes": str(lds + lds128 + sts),
+              "t32_model_passes": str(2 * k_per_trip + sts),
+              "t32_hw_share": f"{(lds + lds128 + sts) / (2 * k_per_trip + sts):.0%}"})
+    loop = _loop("block128")
+    share = loop.get("FFMA", 0) / sum(loop.values())
+    v["b128_share"] = f"{share:.2f}"
+    v["b128_ceiling_ms"] = f"{model.flops(4096, 4096, 4096) / (share * roofs['fp32_tflops'] * 1e12) * 1e3:.2f}"
+    cublas = next(r for r in results.rows("patch_sweep", kernel="cublas_fp32")
+                  if r["m"] == r["n"] == r["k"] == 4096)
+    v["cublas_fp32_ms"] = f"{cublas['median_ms']:.2f}"
+    t = model.rung_model("tensor", roofs)
+    tc_ms = rows["tc_bf16"]["measured_ms"]
+    v["tc_need_tbps"] = f"{t['global_bytes'] / (tc_ms * 1e-3) / 1e12:.1f}"
+    v["tc_min_l2"] = f"{1 - roofs['hbm_gbps'] * 1e9 * tc_ms * 1e-3 / t['global_bytes']:.0%}"
+    return v

@@ -120,3 +120,15 @@ def animation(dpi: int = 72):
     return page._Output({"text/html": html,
                          "text/plain": f"[animation: {len(steps) + 1} frames, "
                                        f"{len(html) // 1024} KiB of HTML]"})
+
+
+def values() -> dict:
+    """The numbers this section's prose quotes, as strings."""
+    v = {}
+    last = model.step_counters(SIZE, BLOCK, SLICE)[-1]
+    v.update({"anim_naive": str(last["naive_global"]), "anim_tiled": str(last["tiled_global"]),
+              "anim_shared": str(last["tiled_shared_loads"]), "anim_fma": str(last["fma"]),
+              "anim_naive_fpb": f"{_intensity(last['fma'], last['naive_global']):.2f}",
+              "anim_tiled_fpb": f"{_intensity(last['fma'], last['tiled_global']):.2f}",
+              "anim_steps": str(last["step"])})
+    return v
