@@ -300,14 +300,6 @@ def figure(fig, *, dpi: int = 110) -> _Output:
 
 # ----------------------------------------------------------------------------- prose values
 
-#: Callers whose glued names are not yet all written literally: chapters 5, 7, 7b, 9 and 9b
-#: (their modules and packages), and notebooks that glue directly (``__main__``: chapters 5 and
-#: 9). :func:`glue_values` checks every other caller. Empty this set as those chapters are fixed.
-UNCHECKED_GLUE_CALLERS = frozenset({
-    "lab.chapters.ch7", "lab.chapters.ch7b",
-    "__main__",
-})
-
 _LAB = Path(__file__).resolve().parent
 _literals_cache: dict[Path, frozenset] = {}
 
@@ -342,10 +334,7 @@ def check_glue_names(names, caller: str, path: Path | None) -> None:
     """Refuse (ValueError) a glued name that is not a whole string literal in the calling
     module's source, or in a module of its package when the caller is one of a package's
     modules below ``lab`` (``lab/chapters/ch6_1/s2_waves.py`` -> ``lab/chapters/ch6_1/*.py``),
-    so grep on a name seen on a page lands where its value is computed. Callers in
-    :data:`UNCHECKED_GLUE_CALLERS` (and their submodules) are not checked."""
-    if any(caller == c or caller.startswith(c + ".") for c in UNCHECKED_GLUE_CALLERS):
-        return
+    so grep on a name seen on a page lands where its value is computed."""
     if path is None or _LAB not in path.parents:
         raise ValueError(f"glue called from {caller!r}, outside lab: a chapter glues its names "
                          "from its own module, where each name is written literally")

@@ -374,35 +374,56 @@ def format_values() -> dict:
             "stage_k": f"{k09_fp8.CONFIGS['fp8_e4m3'].bk}"}
 
 
+def _size_values(speed: dict, n: int) -> dict:
+    """At n³: ours and cuBLASLt for each of the four pairs (FP32 out, BF16 out, promotion,
+    block scales), ours against the promoting cuBLASLt, BF16 wgmma, e5m2, and the clock and
+    power sampled over the size's rows; keyed by what the prose names, without the size."""
+    s = {}
+    for mine, base, key in (("fp8_e4m3", "cublaslt_e4m3_f32_fast", "f32"),
+                            ("fp8_e4m3_bf16", "cublaslt_e4m3_bf16_fast", "bf16"),
+                            ("fp8_e4m3_promote", "cublaslt_e4m3_f32", "promote"),
+                            ("fp8_e4m3_block", "cublaslt_e4m3_bf16_block", "block")):
+        a, b = speed.get((mine, n), {}), speed.get((base, n), {})
+        s["ours", key] = _fmt(a["tflops"]) if "tflops" in a else MISSING
+        s["cublas", key] = (_fmt(b["tflops"]) if "tflops" in b
+                            else "not run (" + b.get("error", MISSING)[:50] + ")")
+        s["ratio", key] = (f"{a['ratio_to_cublas']:.3f}" if "ratio_to_cublas" in a
+                           else MISSING)
+    a = speed.get(("fp8_e4m3", n), {})
+    d = speed.get(("cublaslt_e4m3_f32", n), {})
+    s["ours_vs_promoting"] = (f"{d['median_ms'] / a['median_ms']:.3f}"
+                              if "median_ms" in a and "median_ms" in d else MISSING)
+    bf = speed.get(("wgmma_tmastore_bf16", n), {})
+    s["bf16"] = _fmt(bf["tflops"]) if "tflops" in bf else MISSING
+    s["fp8_over_bf16"] = (f"{a['tflops'] / bf['tflops']:.2f}"
+                          if "tflops" in a and "tflops" in bf else MISSING)
+    e5 = speed.get(("fp8_e5m2", n), {})
+    s["e5m2"] = _fmt(e5["tflops"]) if "tflops" in e5 else MISSING
+    mhz = [r["sm_mhz"] for (k, m), r in speed.items() if m == n and "sm_mhz" in r]
+    watts = [r["power_w_max"] for (k, m), r in speed.items() if m == n and "power_w_max" in r]
+    s["mhz_min"] = f"{min(mhz):.0f}" if mhz else MISSING
+    s["mhz_max"] = f"{max(mhz):.0f}" if mhz else MISSING
+    s["watts_max"] = f"{max(watts):.0f}" if watts else MISSING
+    return s
+
+
 def measured_values(data: dict) -> dict:
     speed = _speed(data)
-    v = {}
-    for n in SIZES:
-        for mine, base, key in (("fp8_e4m3", "cublaslt_e4m3_f32_fast", "f32"),
-                                ("fp8_e4m3_bf16", "cublaslt_e4m3_bf16_fast", "bf16"),
-                                ("fp8_e4m3_promote", "cublaslt_e4m3_f32", "promote"),
-                                ("fp8_e4m3_block", "cublaslt_e4m3_bf16_block", "block")):
-            a, b = speed.get((mine, n), {}), speed.get((base, n), {})
-            v[f"ours_{key}_{n}"] = _fmt(a["tflops"]) if "tflops" in a else MISSING
-            v[f"cublas_{key}_{n}"] = _fmt(b["tflops"]) if "tflops" in b else \
-                "not run (" + b.get("error", MISSING)[:50] + ")"
-            v[f"ratio_{key}_{n}"] = (f"{a['ratio_to_cublas']:.3f}" if "ratio_to_cublas" in a
-                                     else MISSING)
-        a = speed.get(("fp8_e4m3", n), {})
-        d = speed.get(("cublaslt_e4m3_f32", n), {})
-        v[f"ours_vs_promoting_{n}"] = (f"{d['median_ms'] / a['median_ms']:.3f}"
-                                       if "median_ms" in a and "median_ms" in d else MISSING)
-        bf = speed.get(("wgmma_tmastore_bf16", n), {})
-        v[f"bf16_{n}"] = _fmt(bf["tflops"]) if "tflops" in bf else MISSING
-        v[f"fp8_over_bf16_{n}"] = (f"{a['tflops'] / bf['tflops']:.2f}"
-                                   if "tflops" in a and "tflops" in bf else MISSING)
-        e5 = speed.get(("fp8_e5m2", n), {})
-        v[f"e5m2_{n}"] = _fmt(e5["tflops"]) if "tflops" in e5 else MISSING
-        mhz = [r["sm_mhz"] for (k, m), r in speed.items() if m == n and "sm_mhz" in r]
-        watts = [r["power_w_max"] for (k, m), r in speed.items() if m == n and "power_w_max" in r]
-        v[f"mhz_min_{n}"] = f"{min(mhz):.0f}" if mhz else MISSING
-        v[f"mhz_max_{n}"] = f"{max(mhz):.0f}" if mhz else MISSING
-        v[f"watts_max_{n}"] = f"{max(watts):.0f}" if watts else MISSING
+    small, big = _size_values(speed, 4096), _size_values(speed, 8192)
+    v = {"ratio_f32_4096": small["ratio", "f32"], "ratio_bf16_4096": small["ratio", "bf16"],
+         "ours_f32_8192": big["ours", "f32"], "cublas_f32_8192": big["cublas", "f32"],
+         "ratio_f32_8192": big["ratio", "f32"],
+         "ours_bf16_8192": big["ours", "bf16"], "cublas_bf16_8192": big["cublas", "bf16"],
+         "ratio_bf16_8192": big["ratio", "bf16"],
+         "ours_promote_8192": big["ours", "promote"],
+         "cublas_promote_8192": big["cublas", "promote"],
+         "ratio_promote_8192": big["ratio", "promote"],
+         "ours_block_8192": big["ours", "block"], "cublas_block_8192": big["cublas", "block"],
+         "ratio_block_8192": big["ratio", "block"],
+         "ours_vs_promoting_8192": big["ours_vs_promoting"],
+         "fp8_over_bf16_8192": big["fp8_over_bf16"], "e5m2_8192": big["e5m2"],
+         "mhz_min_8192": big["mhz_min"], "mhz_max_8192": big["mhz_max"],
+         "watts_max_8192": big["watts_max"]}
     n = SIZES[-1]
     v["rounds"] = f"{data.get('parameters', {}).get('rounds', MISSING)}"
     v["accuracy_mn"] = f"{data.get('parameters', {}).get('accuracy_mn', MISSING)}"
@@ -422,11 +443,14 @@ def measured_values(data: dict) -> dict:
                       else MISSING)
     v["measured_192_gain"] = (_pct(narrow["tflops"] / wide["tflops"] - 1)
                               if "tflops" in narrow and "tflops" in wide else MISSING)
-    for every in (256, 512):
-        row = speed.get((f"sweep: e4m3 promote every {every}", n), {})
-        v[f"ours_p{every}_8192"] = _fmt(row["tflops"]) if "tflops" in row else MISSING
-        v[f"ratio_p{every}_8192"] = (f"{row['ratio_to_cublas']:.3f}"
-                                     if "ratio_to_cublas" in row else MISSING)
+    p256 = speed.get(("sweep: e4m3 promote every 256", n), {})
+    p512 = speed.get(("sweep: e4m3 promote every 512", n), {})
+    v["ours_p256_8192"] = _fmt(p256["tflops"]) if "tflops" in p256 else MISSING
+    v["ratio_p256_8192"] = (f"{p256['ratio_to_cublas']:.3f}" if "ratio_to_cublas" in p256
+                            else MISSING)
+    v["ours_p512_8192"] = _fmt(p512["tflops"]) if "tflops" in p512 else MISSING
+    v["ratio_p512_8192"] = (f"{p512['ratio_to_cublas']:.3f}" if "ratio_to_cublas" in p512
+                            else MISSING)
     p192 = speed.get(("sweep: e4m3 128x192, promote every 128", n), {})
     v["ours_192_promote"] = _fmt(p192["tflops"]) if "tflops" in p192 else MISSING
     v["ratio_192_promote"] = (f"{p192['ratio_to_cublas']:.3f}" if "ratio_to_cublas" in p192
@@ -439,7 +463,7 @@ def measured_values(data: dict) -> dict:
     if not ks:
         return v
     first, last = ks[0], ks[-1]
-    v.update(k_max=f"{last}", k_min=f"{first}")
+    v["k_max"], v["k_min"] = f"{last}", f"{first}"
     picks = {"err_tc_kmin": (acc, "tensor cores only", first),
              "err_tc_kmax": (acc, "tensor cores only", last),
              "err_p128_kmax": (acc, "promote every 128", last),

@@ -109,6 +109,11 @@ def values() -> dict:
     }
 
 
+def glue():
+    """Glue :func:`values` into the prose; returns them as one checked text block."""
+    return page.glue(values())
+
+
 def ladder_figure():
     """Each rung as a bar: its fraction of cuBLAS at 4096³, the two tracks in two colours."""
     rows = ladder()
