@@ -41,3 +41,14 @@ def bytes_table(n: int = N_REF):
                       {"formula": "bytes in per GPU", "gflop": "GFLOP per GPU",
                        "mib": f"MiB in per GPU at n={n}", "per_byte": "FLOP per byte moved"},
                       title=f"Two GPUs, n = {n}, FP16 inputs (e = 2), FP32 C")
+
+
+def values() -> dict:
+    """The numbers this section's prose quotes (the model alone, no measurement), as strings."""
+    n = N_REF
+    return {"n_ref": str(n),
+            "gather_mib": f"{model.comm_bytes_per_gpu('column_gather', n, n, n, 2) / 2**20:.0f}",
+            "allreduce_mib": f"{model.comm_bytes_per_gpu('row_allreduce', n, n, n, 2) / 2**20:.0f}",
+            "summa_mib": f"{model.comm_bytes_per_gpu('summa', n, n, n, 2, e=2) / 2**20:.0f}",
+            "gflop_per_gpu": f"{model.flops(n, n, n) / 2 / 1e9:.0f}",
+            "inter_host_gbps": f"{model.INTER_HOST_GBPS:.0f}"}

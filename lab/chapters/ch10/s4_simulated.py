@@ -43,3 +43,8 @@ def simulated_table(shape=SIM_SHAPE):
                                               "verdict"],
                       {"copies": "assembled C checked", "bound": "error / bound"},
                       title=f"Two simulated ranks, M × N × K = {m} × {n} × {k}")
+
+
+def values() -> dict:
+    """The numbers this section's prose quotes, as strings."""
+    return {"sim_shape": " × ".join(map(str, SIM_SHAPE))}

@@ -1,11 +1,13 @@
 """Chapter 10, section 5: the schemes measured on two H200s: times, shares, rates and the link."""
 from __future__ import annotations
 
-from lab import page, plots, results
+import numpy as np
+
+from lab import compiler, model, page, plots, results
 from lab.multi import schemes
 from lab.chapters.ch10 import s0_rows
 from lab.chapters.ch10.s0_rows import EXPERIMENT
-from lab.chapters.ch10.s2_prediction import LABELS
+from lab.chapters.ch10.s2_prediction import LABELS, N_REF, WORLD
 
 
 KERNEL_OF = {"float16": "tc_fp16", "float32": "warptile_tuned"}
@@ -81,3 +83,61 @@ def bandwidth_table():
                       headers={"what": "collective", "mib": "buffer (MiB)", "ms": "median (ms)",
                        "alg": "algbw (GB/s)", "bus": "busbw (GB/s)"},
                       source=results.source_line(EXPERIMENT))
+
+
+def link() -> dict:
+    """The model's link: latency and bus bandwidth of each collective, fitted to the run."""
+    return model.fit_link(s0_rows.part_rows("bandwidth"))
+
+
+def _fmt_ms(x: float) -> str:
+    return f"{x:.3g}" if x < 100 else f"{x:.0f}"
+
+
+def values() -> dict:
+    """The numbers this section's prose quotes, as strings."""
+    data = s0_rows.load()
+    v = {}
+    col = s0_rows.part_rows("scheme", data, scheme="column", dtype="float16", n=N_REF)
+    v["col16_speedup"] = f"{col[0]['speedup']:.2f}" if col else "not measured"
+    v["col16_goal"] = ("met" if col[0]["speedup"] >= 1.8 else "not met") if col else "not measured"
+    small = min(r["n"] for r in s0_rows.part_rows("scheme", data))
+    c4 = s0_rows.part_rows("scheme", data, scheme="column", dtype="float16", n=small)[0]
+    v["col_fp16_4096_whole"] = _fmt_ms(c4["median_ms"])
+    v["col_fp16_4096_compute"] = _fmt_ms(c4["compute_ms"])
+    v["col_fp16_4096_noise"] = f"{c4['median_ms'] / c4['compute_ms'] - 1:.0%}"
+    lk = link()
+    v["ag_lat_us"] = f"{lk['all_gather']['latency_s'] * 1e6:.0f}"
+    v["ag_bus"] = f"{lk['all_gather']['bus_gbps']:.0f}"
+    v["ar_bus"] = f"{lk['all_reduce']['bus_gbps']:.0f}"
+    v["rs_bus"] = f"{lk['reduce_scatter']['bus_gbps']:.0f}"
+    v["bc_bus"] = f"{lk['broadcast']['bus_gbps']:.0f}"
+    bw = s0_rows.part_rows("bandwidth", data)
+    ag = [r for r in bw if r["what"] == "all_gather"]
+    x = np.array([model.collective_factor("all_gather", r["world"]) * r["bytes"] for r in ag])
+    y = np.array([r["median_ms"] * 1e-3 for r in ag])
+    v["ls_ag_lat_us"] = f"{np.polyfit(x, y, 1)[1] * 1e6:.0f}"
+    def off(r):
+        f = lk[r["what"]]
+        line = f["latency_s"] + model.collective_factor(r["what"], r["world"]) * r["bytes"] / (
+            f["bus_gbps"] * 1e9)
+        return r["median_ms"] * 1e-3 / line
+    odd = max(bw, key=off)
+    v["odd_what"] = odd["what"].replace("_", "-")
+    v["odd_mib"] = f"{odd['bytes'] / 2**20:.0f}"
+    v["odd_median"] = f"{odd['median_ms']:.2f}"
+    v["odd_min"] = f"{odd['min_ms']:.2f}"
+    v["sms"] = str(data["provenance"].get("sm_count", "?"))
+    sm = s0_rows.part_rows("scheme", data, scheme="summa", dtype="float16", n=small)[0]
+    from lab.kernels import get_spec
+    bm, bn, _ = get_spec(KERNEL_OF["float16"]).tile
+    w = schemes.split(small, WORLD)[0][1]
+    sms = data["provenance"]["sm_count"]
+    resident = compiler.resident_blocks(KERNEL_OF["float16"])
+    v["gat16_4096_waves"] = str(model.waves(small, w, bm, bn, sms, resident))
+    v["lap16_4096_blocks"] = str(resident)
+    v["lap16_4096_slots"] = str(sms * resident)
+    v["lap16_4096_rule_chunks"] = str(schemes.overlap_chunks(small, w, (bm, bn), sms,
+                                                             blocks_per_sm=resident))
+    v["summa16_4096_compute"] = _fmt_ms(sm["compute_ms"])
+    return v

@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from lab import model, page, results
+from lab import compiler, model, page, results
 from lab.multi import schemes
 from lab.chapters.ch10 import s0_rows
 from lab.chapters.ch10.s0_rows import EXPERIMENT
 from lab.chapters.ch10.s2_prediction import LABELS, N_REF, WORLD
+from lab.chapters.ch10.s5_measured import KERNEL_OF, _fmt_ms
 
 
 class _Text:
@@ -116,3 +117,70 @@ def verdicts() -> _Text:
                  f"{float(np.median(misses)):.0%}, largest {abs(worst['miss']):.0%} "
                  f"({worst['dtype']} n={worst['n']}, {worst['key']})")
     return _Text("\n".join(lines))
+
+
+def values() -> dict:
+    """The numbers this section's prose quotes, as strings."""
+    data = s0_rows.load()
+    v = {}
+    small = min(r["n"] for r in s0_rows.part_rows("scheme", data))
+    f16, f32 = startup("float16", data), startup("float32", data)
+    v["h16_ms"], v["h32_ms"] = f"{f16['startup_s'] * 1e3:.2f}", f"{f32['startup_s'] * 1e3:.2f}"
+    v["rate16"] = f"{f16['rate_tflops']:.0f}"
+    rows = model_rows()
+    misses = [abs(r["miss"]) for r in rows]
+    worst = max(rows, key=lambda r: abs(r["miss"]))
+    v["model_within"], v["model_total"] = str(sum(m <= GOAL for m in misses)), str(len(rows))
+    v["model_median"] = f"{float(np.median(misses)):.0%}"
+    v["model_worst"] = f"{worst['miss']:+.0%}"
+    v["model_worst_where"] = f"{worst['dtype']}, n = {worst['n']}, {worst['scheme']}"
+    v["misses_list"] = "; ".join(f"{r['key'].replace('_', ' ')} {r['dtype']} n = {r['n']} "
+                                 f"({r['miss']:+.0%})" for r in rows if abs(r["miss"]) > GOAL)
+    bad = sorted({r["n"] for r in rows if abs(r["miss"]) > GOAL})
+    v["misses_sizes"] = ", ".join(map(str, bad)) or "none"
+    ns = sorted({r["n"] for r in rows})
+    v["holds_from"] = str(next((n for n in ns if all(b < n for b in bad)), "no size"))
+    pairs = _overlap_pairs(data)
+    def sizes(dtype, win):
+        got = [str(n) for d, n, lap, gat in pairs if d == dtype
+               and (lap["median_ms"] < gat["median_ms"]) == win]
+        return ", ".join(got) or "none"
+    v["lap16_wins"], v["lap16_loses"] = sizes("float16", True), sizes("float16", False)
+    v["lap32_loses"] = sizes("float32", False)
+    lap = s0_rows.part_rows("scheme", data, scheme="column_overlap", dtype="float16", n=small)[0]
+    gat = s0_rows.part_rows("scheme", data, scheme="column_gather", dtype="float16", n=small)[0]
+    sm = s0_rows.part_rows("scheme", data, scheme="summa", dtype="float16", n=small)[0]
+    v["lap16_4096_compute"] = _fmt_ms(lap["compute_ms"])
+    v["gat16_4096_compute"] = _fmt_ms(gat["compute_ms"])
+    v["lap16_4096_ratio"] = f"{lap['compute_ms'] / gat['compute_ms']:.2f}"
+    v["lap16_4096_chunks"] = str(lap["chunks"])
+    from lab.kernels import get_spec
+    bm, bn, _ = get_spec(KERNEL_OF["float16"]).tile
+    rows_per_chunk = small // lap["chunks"]
+    w = schemes.split(small, WORLD)[0][1]
+    v["lap16_4096_tiles"] = str(-(-rows_per_chunk // bm) * -(-w // bn))
+    sms = data["provenance"]["sm_count"]
+    resident = compiler.resident_blocks(KERNEL_OF["float16"])
+    v["lap16_4096_waves"] = str(sum(model.waves(r1 - r0, w, bm, bn, sms, resident)
+                                    for r0, r1 in schemes.chunk_ranges(small, lap["chunks"], bm)))
+    v["lap16_4096_extra"] = _fmt_ms(lap["compute_ms"] - gat["compute_ms"])
+    v["gat16_4096_comm"] = _fmt_ms(gat["comm_ms"])
+    ones = sorted(s0_rows.part_rows("one_gpu", data, dtype="float16"), key=lambda r: r["n"])
+    v["one16_small_tflops"] = f"{ones[0]['tflops']:.0f}"
+    v["one16_small_ms"] = _fmt_ms(ones[0]["median_ms"])
+    short = next(r for r in results.rows("tensor_cores", part="ladder", kernel="tc_fp16")
+                 if r["m"] == ones[0]["n"])
+    v["ch5_tc_fp16_small_tflops"] = f"{short['tflops']:.0f}"
+    v["ch5_tc_fp16_small_ms"] = _fmt_ms(short["median_ms"])
+    v["one16_next_tflops"] = f"{ones[1]['tflops']:.0f}"
+    v["gat16_4096_compute_model"] = _fmt_ms(next(
+        r["compute_model"] for r in rows if r["key"] == "column_gather"
+        and r["dtype"] == "float16" and r["n"] == small))
+    v["summa16_4096_ratio"] = f"{sm['compute_ms'] / gat['compute_ms']:.2f}"
+    p32 = [(n, lap_, gat_) for d, n, lap_, gat_ in pairs if d == "float32"]
+    v["lap32_exposed"] = ", ".join(_fmt_ms(lp["exposed_comm_ms"]) for _, lp, _ in p32)
+    v["lap32_comm"] = ", ".join(_fmt_ms(lp["comm_ms"]) for _, lp, _ in p32)
+    v["gat32_share"] = ", ".join(f"{g['comm_ms'] / g['median_ms']:.1%}" for _, _, g in p32)
+    v["lap32_ceiling"] = ", ".join(
+        f"{(1 - 1 / lp['chunks']) * g['comm_ms'] / g['median_ms']:.1%}" for _, lp, g in p32)
+    return v
