@@ -1,1 +1,2 @@
-"""One module per chapter: the rows, tables, figures and glued values its notebook shows."""
+"""One package (or module) per chapter: the rows, tables, figures and glued values its notebook
+shows, one module per section of the page, the face in its ``__init__``."""
