@@ -64,7 +64,8 @@ def compile_values(reports: dict) -> dict:
             "wmma_loop_loads": str(wmma["loads"]), "wmma_loop_hmma": str(wmma["hmma"]),
             "wmma_loop_movm": str(reports["wmma_m16n16k16_f32"].loop_mix.get("MOVM", 0)),
             "wmma_hmma_per_mma": str(wmma_rep.mix.get("HMMA", 0)
-                                     // wmma_rep.ptx.count("wmma.mma.sync")),
+                                     // sum(text.count("wmma.mma.sync") for text in
+                                            compiler.ptx("wmma_m16n16k16_f32")[1])),
             "wmma_hmma_op": next(iter(sorted(set(re.findall(
                 r"\bHMMA\.[\w.]+", reports["wmma_m16n16k16_f32"].sass)))), "-"),
             "fp16_opcodes": ", ".join(ops), "ptx_target": target.split()[-1],
