@@ -2,6 +2,8 @@
 results under the simulator (SIMT path) against float64, output poisoned with NaN first."""
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -16,9 +18,9 @@ def host(m, n, k, dtype=np.float16):
 
 
 @pytest.mark.parametrize("cc, big, small", [
-    ((9, 0), "wgmma_tmastore_fp16", "tc_fp16_splitk"),
-    ((8, 0), "tc_fp16", "tc_fp16_splitk"),
-    ((8, 9), "tc_fp16", "tc_fp16_splitk"),
+    ((9, 0), "wgmma_tmastore_fp16", "tc_small_m_fp16"),
+    ((8, 0), "tc_fp16", "tc_small_m_fp16"),
+    ((8, 9), "tc_fp16", "tc_small_m_fp16"),
     ((7, 5), "warptile_tuned", "warptile_tuned_splitk"),
 ])
 def test_the_kernel_follows_the_capability(cc, big, small):
@@ -26,6 +28,113 @@ def test_the_kernel_follows_the_capability(cc, big, small):
     choice = lab.gemm.plan(*host(1, 4096, 4096), cc=cc)
     assert choice.kernel == small and choice.splits > 1
     assert "split" in str(choice)
+
+
+@pytest.mark.parametrize("m, rows", [(1, 16), (16, 16), (17, 32), (64, 64), (127, 128),
+                                     (128, 128)])
+def test_small_m_takes_the_small_tile_and_writes_16_bit_itself(m, rows):
+    choice = lab.gemm.plan(*host(m, 4096, 4096), cc=(9, 0), sms=132)
+    assert choice.kernel == "tc_small_m_fp16"
+    assert f"{rows}-row tiles" in str(choice) and "A not padded" in str(choice)
+    assert choice.native_out and not choice.narrow and not choice.widen
+    assert {c.splits for c in choice.candidates} and \
+        all(c.kernel == choice.kernel for c in choice.candidates)
+    # BF16, FP32 out: the same kernel, nothing narrowed
+    c = lab.gemm.plan(*host(m, 4096, 4096, np.uint16), out_dtype="float32", cc=(8, 0))
+    assert c.kernel == "tc_small_m_bf16" and not c.native_out and not c.narrow
+
+
+def test_small_m_stops_at_128_rows_and_for_fp32():
+    assert lab.gemm.plan(*host(129, 4096, 4096), cc=(9, 0)).kernel != "tc_small_m_fp16"
+    assert lab.gemm.plan(*host(1, 4096, 4096, np.float32), cc=(9, 0)).kernel.startswith(
+        "warptile")
+    # N <= 128 with a long M: the transposed product would need column-major operands
+    assert lab.gemm.plan(*host(8192, 64, 8192), cc=(9, 0)).kernel == "wgmma_tmastore_fp16"
+
+
+def test_small_m_split_fills_the_sms():
+    from lab.kernels import k12_small_m as k12
+    for m, n, k in ((1, 4096, 4096), (128, 4096, 4096), (1, 14336, 4096), (1, 4096, 14336)):
+        choice = lab.gemm.plan(*host(m, n, k), cc=(9, 0), sms=132)
+        blocks = k12.tiles(m, n, k12.config_for(m)) * choice.splits
+        assert 132 <= blocks <= 6 * 132, (m, n, k, blocks)
+        chunk, slices = k12.plan(k, choice.splits)
+        assert slices == choice.splits and (slices - 1) * chunk < k <= slices * chunk
+
+
+GM = sys.modules["lab.gemm"]          # the module (lab.gemm is the function)
+
+
+def test_small_m_can_be_turned_off(monkeypatch):
+    monkeypatch.setattr(GM, "SMALL_M_ON", False)
+    assert lab.gemm.plan(*host(1, 4096, 4096), cc=(9, 0)).kernel == "tc_fp16_splitk"
+
+
+class FakeTensor:
+    """What the hot path reads of a PyTorch tensor."""
+    def __init__(self, ptr, shape, dtype="float16"):
+        self.ptr, self.shape, self.dtype = ptr, shape, dtype
+        self._stride = (shape[1], 1)
+
+    def data_ptr(self):
+        return self.ptr
+
+    def stride(self):
+        return self._stride
+
+
+class FakePlan:
+    def __init__(self):
+        self.params = 1234
+        self.calls = []
+        self._direct = lambda handle, params, extra: self.calls.append((handle, params)) or 0
+
+    def launch(self, handle):
+        self.calls.append((handle, self.params))
+
+
+def _hot(monkeypatch, plans):
+    A, B, out = FakeTensor(1 << 20, (1, 64)), FakeTensor(2 << 20, (64, 64)), \
+        FakeTensor(3 << 20, (1, 64))
+    hot = GM.Hot(GM._torch_state, (A, B, out), plans, lambda: 77)
+    monkeypatch.setitem(GM._HOT, (id(A), id(B), id(out), None), hot)
+    return A, B, out
+
+
+def test_a_repeat_replays_without_revalidating(monkeypatch):
+    plan = FakePlan()
+    A, B, out = _hot(monkeypatch, (plan,))
+    monkeypatch.setattr(GM, "validate", None)          # a hit must not validate
+    assert lab.gemm(A, B, out) is out
+    assert plan.calls == [(77, 1234)]
+
+
+@pytest.mark.parametrize("change", ["ptr", "shape", "stride", "dtype"])
+def test_a_changed_operand_takes_the_checked_path(monkeypatch, change):
+    plan = FakePlan()
+    A, B, out = _hot(monkeypatch, (plan,))
+    if change == "ptr":
+        B.ptr += 2
+    elif change == "shape":
+        B.shape = (32, 128)
+    elif change == "stride":
+        B._stride = (1, 64)
+    else:
+        B.dtype = "bfloat16"
+    with pytest.raises(TypeError):                     # the fakes are no arrays: refused
+        lab.gemm(A, B, out)
+    assert plan.calls == []
+
+
+def test_the_hit_path_costs_little_host_time(monkeypatch):
+    """The Python of a hit with a stub launch: a few µs at most on any machine that runs the
+    suite (on the H200's host the driver call is added)."""
+    import timeit
+    plan = FakePlan()
+    plan._direct = lambda handle, params, extra: 0
+    A, B, out = _hot(monkeypatch, (plan,))
+    per_call = min(timeit.repeat(lambda: lab.gemm(A, B, out), number=2000, repeat=5)) / 2000
+    assert per_call < 8e-6, f"{per_call * 1e6:.2f} us per hit"
 
 
 def test_dtype_and_output_paths():

@@ -1,0 +1,458 @@
+"""Rung 12 — small M: a product with a few rows of A (decode), bound by reading B once.
+
+What changed since split-K on ``tc_fp16`` (:mod:`lab.kernels.k11_splitk`): the block tile
+follows M instead of being 128 rows whatever M is, A is never copied to pad it, and the split
+partials are added inside the same launch.
+
+The arithmetic. C (M×N) = A (M×K) · B (K×N) with M ≤ 128 reads ``2·K·N`` bytes of B, ``2·M·K``
+of A and writes ``2·M·N`` of C, for ``2·M·N·K`` FLOPs: ``M`` FLOP per byte of B. The H200's
+ridge is ≈ 990 TFLOP/s ÷ 4.8 TB/s ≈ 200 FLOP/byte, so at M ≤ 128 the time is B's bytes over
+the memory bandwidth: 32 MB for N = K = 4096 FP16, ≈ 7 µs at 4.8 TB/s (8 µs at the 4.2 TB/s a
+copy reaches). Everything else is what keeps that stream from flowing:
+
+* **Rows of the tile.** ``tc_fp16``'s block tile is 128 rows: at M = 1 it multiplies 127 rows
+  of zeros, and its padding copies A every call. Here the tile has ``BM`` = 16, 32, 64 or 128
+  rows, the first that covers M (:func:`config_for`); the A rows past M are not padded but
+  clamped: their copies re-read row M−1 (valid memory) and the epilogue never stores them.
+  The tensor-core work is at most 16/M times the useful work at M < 16 — free in a
+  memory-bound kernel.
+* **Enough bytes in flight.** To stream at ≈ 4 TB/s with ≈ 1 µs of DRAM latency, ≈ 4 MB must
+  be in flight, ≈ 30 KB per SM. A block is 4 warps over a BM×128 tile of C with
+  :data:`STAGES` k-slices of 64 in shared memory (``cp.async``, 16 bytes a copy, as rung 5):
+  three stages in flight are 48 KB of B per block, and a 16- or 32-row block uses 72–80 KB of
+  shared memory, so two or three blocks fit per SM.
+* **Enough blocks.** N = 4096 makes only 32 column tiles of 128 — a quarter of the 132 SMs.
+  K is split into ``s`` slices (grid ``tiles × s``) so that there are about
+  :data:`BLOCKS_PER_SM` blocks per SM (:func:`splits_for`); lab.gemm times ``s``/2, ``s``
+  and 2``s`` on its first call at a shape.
+* **One launch.** Each block stores its FP32 partial tile in a workspace ``W[split]``
+  (s × M × N), makes it visible (``threadfence``), and takes a ticket from a per-tile counter
+  (``atomic.add``). The block that draws the last ticket adds ``W[0] + W[1] + … + W[s−1]`` in
+  that order for each element of the tile — the same bits every run, whichever block is
+  last — writes C in its output type (FP32, FP16, or BF16 rounded to nearest even) and resets
+  the counter to 0 for the next call. No zeroing kernel, no reduction kernel, no narrowing
+  kernel: one driver call per product (the launch cost is most of a decode product's time as
+  called from Python). No block ever waits for another, so nothing can deadlock.
+
+Edges: A rows are clamped (no copy); K is padded with zeros to a multiple of 64 (A and B
+copied) only when it is not one; B's columns are padded to a multiple of 8 only when N is not
+one (16-byte copies need 16-byte rows), and the copies of a last, partial column tile are
+clamped to the last 8 valid columns; an operand whose address is not 16-byte aligned is
+copied. The epilogue stores ``row < M``, ``col < N`` only.
+
+Registered: ``tc_small_m_fp16`` and ``tc_small_m_bf16`` (FP32 C, :data:`DEFAULT_SPLITS`
+slices); :func:`launcher` builds lab.gemm's, with any split factor and 16-bit C. Inline PTX
+(``mma.sync``, ``ldmatrix``, ``cp.async``): GPU only, not the simulator.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import cuda, float32, int32, int64, uint8, uint16, uint32
+from numba.core.types import float16
+
+from lab import device
+from lab import launch as routed
+from lab import ptx
+from lab.kernels import KernelSpec
+from lab.kernels import k08_tc_pipeline as k08
+from lab.kernels.k07_tensor_core import pad_kernel, round_up
+
+BN, BK = 128, 64
+#: k-slices in shared memory (64-row tiles: 3; smaller tiles: 4).
+STAGES = 4
+#: Blocks per SM the split factor aims at.
+BLOCKS_PER_SM = 2
+#: Most slices of K.
+MAX_SPLITS = 32
+#: Slices of K of the registered kernels' ``launch(A, B, C)``.
+DEFAULT_SPLITS = 4
+#: Largest M lab.gemm sends here.
+MAX_M = 128
+
+#: Tile rows -> configuration (4 warps of 128 threads each).
+CONFIGS = {
+    16: k08.TileConfig(bm=16, bn=BN, bk=BK, wm=16, wn=32, stages=STAGES, group_m=1),
+    32: k08.TileConfig(bm=32, bn=BN, bk=BK, wm=32, wn=32, stages=STAGES, group_m=1),
+    64: k08.TileConfig(bm=64, bn=BN, bk=BK, wm=64, wn=32, stages=STAGES, group_m=1),
+    128: k08.TileConfig(bm=128, bn=BN, bk=BK, wm=64, wn=64, stages=3, group_m=1),
+}
+_IN = {"f16": "float16", "bf16": "uint16"}
+_OUT = {"f32": "float32", "f16": "float16", "bf16": "uint16"}
+
+
+def signature(kind: str, out: str) -> str:
+    t = _IN[kind]
+    return (f"void({t}[:, ::1], {t}[:, ::1], {_OUT[out]}[:, ::1], float32[:, :, ::1], "
+            "int32[::1], int32)")
+
+
+def config_for(m: int, kind: str = "f16") -> k08.TileConfig:
+    """The tile for M rows: the first of 16, 32, 64, 128 rows that covers M (128 above)."""
+    from dataclasses import replace
+
+    for bm in CONFIGS:
+        if m <= bm:
+            return replace(CONFIGS[bm], kind=kind)
+    return replace(CONFIGS[128], kind=kind)
+
+
+def tiles(m: int, n: int, cfg: k08.TileConfig) -> int:
+    return -(-m // cfg.bm) * -(-n // cfg.bn)
+
+
+def splits_for(m: int, n: int, k: int, sms: int, kind: str = "f16") -> int:
+    """Slices of K for about :data:`BLOCKS_PER_SM` blocks per SM, each slice at least two
+    k-tiles of 64, at most :data:`MAX_SPLITS`."""
+    cfg = config_for(m, kind)
+    t = tiles(m, n, cfg)
+    want = -(-BLOCKS_PER_SM * sms // t)
+    return int(max(1, min(want, MAX_SPLITS, -(-k // BK) // 2)))
+
+
+def plan(k: int, splits: int) -> tuple[int, int]:
+    """``(chunk, slices)``: elements of K per slice (whole k-tiles) and how many slices that
+    makes — ``splits`` or fewer, none empty. ValueError for a factor below 1."""
+    if isinstance(splits, bool) or not isinstance(splits, (int, np.integer)) or splits < 1:
+        raise ValueError(f"split factor must be an int >= 1, got {splits!r}")
+    kt = -(-k // BK)
+    per = -(-kt // min(int(splits), kt))
+    return per * BK, -(-kt // per)
+
+
+def build(cfg: k08.TileConfig, out: str = "f32"):
+    """The kernel for tile ``cfg`` writing C as ``out`` ("f32", "f16" or "bf16" bits)."""
+    cfg.validate()
+    if cfg.stages < 2:
+        raise ValueError("the small-M kernel is pipelined: stages >= 2")
+    if out not in _OUT:
+        raise ValueError(f"output kind must be one of {tuple(_OUT)}, not {out!r}")
+    BM, BN_, BK_, WM, WN, STAGES_ = cfg.bm, cfg.bn, cfg.bk, cfg.wm, cfg.wn, cfg.stages
+    WARPS_N = BN_ // WN
+    THREADS = cfg.threads
+    MT, NT = WM // 16, WN // 8
+    NP = NT // 2
+    KS = BK_ // 16
+    A_CPR, B_CPR = BK_ // 8, BN_ // 8
+    A_COPIES = BM * A_CPR // THREADS
+    B_COPIES = BK_ * B_CPR // THREADS
+    A_STEP, B_STEP = THREADS // A_CPR, THREADS // B_CPR
+    A_ROW_BYTES, B_ROW_BYTES = 2 * BK_, 2 * BN_
+    A_STAGE_BYTES = BM * A_ROW_BYTES
+    STAGE_BYTES = cfg.stage_bytes
+    A_LINE_ROWS = max(1, 8 // A_CPR)
+    A_MASK = min(A_CPR, 8) - 1
+    B_LINE_ROWS = max(1, 8 // B_CPR)
+    B_MASK = min(B_CPR, 8) - 1
+    WAIT = STAGES_ - 2
+    ACC = MT * NT * 4
+    A_REGS, B_REGS = MT * 4, NT * 2
+    TILE = BM * BN_
+    mma = ptx.mma_f16 if cfg.kind == "f16" else ptx.mma_bf16
+
+    if out == "bf16":
+        @cuda.jit(device=True, inline="always")
+        def put(C, row, col, v):
+            # BF16 bits, rounded to nearest even (NaN kept a quiet NaN)
+            if v != v:
+                C[row, col] = uint16(0x7FC0)
+            else:
+                bits = uint32(cuda.libdevice.float_as_int(v))
+                bits = bits + uint32(0x7FFF) + ((bits >> uint32(16)) & uint32(1))
+                C[row, col] = uint16(bits >> uint32(16))
+    elif out == "f16":
+        @cuda.jit(device=True, inline="always")
+        def put(C, row, col, v):
+            C[row, col] = float16(v)
+    else:
+        @cuda.jit(device=True, inline="always")
+        def put(C, row, col, v):
+            C[row, col] = v
+
+    @cuda.jit(device=True, inline="always")
+    def copy_stage(stage, a_row, a_chunk, b_row, b_chunk, a_src, b_src, row0, m, a_pitch,
+                   b_src_step):
+        for i in range(int32(A_COPIES)):
+            r = a_row + i * A_STEP
+            dst = r * A_ROW_BYTES + ((a_chunk ^ ((r // A_LINE_ROWS) & A_MASK)) << 4)
+            g = min(row0 + r, m - 1)                 # rows past M re-read row M-1
+            ptx.cp_async_16(stage + uint32(dst), a_src + int64(g) * a_pitch)
+        for i in range(int32(B_COPIES)):
+            r = b_row + i * B_STEP
+            dst = (A_STAGE_BYTES + r * B_ROW_BYTES
+                   + ((b_chunk ^ ((r // B_LINE_ROWS) & B_MASK)) << 4))
+            ptx.cp_async_16(stage + uint32(dst), b_src + i * b_src_step)
+
+    # region: small_m_kernel
+    @cuda.jit
+    def small_m(A, B, C, W, T, chunk):
+        smem = cuda.shared.array(0, dtype=uint8, alignment=128)
+        last = cuda.shared.array(1, dtype=int32)
+        tid = int32(cuda.threadIdx.x)
+        lane = tid & 31
+        warp = tid >> 5
+        warp_m = warp // WARPS_N
+        warp_n = warp - warp_m * WARPS_N
+        m = int32(C.shape[0])
+        n = int32(C.shape[1])
+        k_total = int32(A.shape[1])
+        n8 = int32(B.shape[1])
+        splits = int32(cuda.gridDim.y)
+        split = int32(cuda.blockIdx.y)
+        k_lo = split * chunk
+        k_hi = min(k_total, k_lo + chunk)
+        k_tiles = max(int32(0), (k_hi - k_lo) // BK_)
+        blocks_m = int32((m + int32(BM - 1)) // int32(BM))
+        pid = int32(cuda.blockIdx.x)
+        block_m = int32(pid % blocks_m)            # the blocks of one B column panel are neighbours
+        block_n = int32(pid // blocks_m)
+
+        shared = ptx.shared_address(smem)
+        a_row = tid // A_CPR
+        a_chunk = tid - a_row * A_CPR
+        b_row = tid // B_CPR
+        b_chunk = tid - b_row * B_CPR
+        row0 = block_m * BM
+        a_pitch = int64(2) * int64(k_total)
+        a_src = ptx.global_address(A) + int64(16 * a_chunk) + int64(2) * int64(k_lo)
+        b_col = min(block_n * BN_ + 8 * b_chunk, n8 - 8)   # a partial tile re-reads its end
+        b_src = (ptx.global_address(B) + int64(k_lo + b_row) * int64(2 * n8)
+                 + int64(2) * int64(b_col))
+        b_src_step = int64(B_STEP) * int64(2 * n8)
+        b_src_tile = int64(BK_) * int64(2 * n8)
+
+        frag_row = lane & 15
+        frag_half = lane >> 4
+        a_frag = uint32((warp_m * WM + frag_row) * A_ROW_BYTES)
+        a_swz = (frag_row // A_LINE_ROWS) & A_MASK
+        b_frag = uint32(A_STAGE_BYTES + frag_row * B_ROW_BYTES)
+        b_swz = (frag_row // B_LINE_ROWS) & B_MASK
+        b_chunk0 = warp_n * (WN // 8) + frag_half
+
+        acc = cuda.local.array(ACC, float32)
+        for i in range(int32(ACC)):
+            acc[i] = float32(0)
+        a_regs = cuda.local.array(A_REGS, uint32)
+        b_regs = cuda.local.array(B_REGS, uint32)
+
+        for s in range(int32(STAGES_ - 1)):
+            if s < k_tiles:
+                copy_stage(shared + uint32(s * STAGE_BYTES), a_row, a_chunk, b_row, b_chunk,
+                           a_src, b_src, row0, m, a_pitch, b_src_step)
+                a_src += 2 * BK_
+                b_src += b_src_tile
+            ptx.cp_async_commit()
+
+        read_stage = int32(0)
+        write_stage = int32(STAGES_ - 1)
+        for kt in range(k_tiles):
+            ptx.cp_async_wait(WAIT)
+            cuda.syncthreads()
+            if kt + (STAGES_ - 1) < k_tiles:
+                copy_stage(shared + uint32(write_stage * STAGE_BYTES), a_row, a_chunk, b_row,
+                           b_chunk, a_src, b_src, row0, m, a_pitch, b_src_step)
+                a_src += 2 * BK_
+                b_src += b_src_tile
+            ptx.cp_async_commit()
+            write_stage = int32(write_stage + 1) if write_stage < STAGES_ - 1 else int32(0)
+            stage = shared + uint32(read_stage * STAGE_BYTES)
+            for ks in range(int32(KS)):
+                a_at = stage + a_frag + uint32(((2 * ks + frag_half) ^ a_swz) << 4)
+                for mi in range(int32(MT)):
+                    f = ptx.ldmatrix_x4(a_at + uint32(mi * 16 * A_ROW_BYTES))
+                    a_regs[4 * mi] = f[0]
+                    a_regs[4 * mi + 1] = f[1]
+                    a_regs[4 * mi + 2] = f[2]
+                    a_regs[4 * mi + 3] = f[3]
+                b_at = stage + b_frag + uint32(ks * 16 * B_ROW_BYTES)
+                for p in range(int32(NP)):
+                    f = ptx.ldmatrix_x4_trans(b_at + uint32(((b_chunk0 + 2 * p) ^ b_swz) << 4))
+                    b_regs[4 * p] = f[0]
+                    b_regs[4 * p + 1] = f[1]
+                    b_regs[4 * p + 2] = f[2]
+                    b_regs[4 * p + 3] = f[3]
+                for mi in range(int32(MT)):
+                    a = (a_regs[4 * mi], a_regs[4 * mi + 1], a_regs[4 * mi + 2],
+                         a_regs[4 * mi + 3])
+                    for nj in range(int32(NT)):
+                        c = 4 * (mi * NT + nj)
+                        d = mma(a, (b_regs[2 * nj], b_regs[2 * nj + 1]),
+                                (acc[c], acc[c + 1], acc[c + 2], acc[c + 3]))
+                        acc[c] = d[0]
+                        acc[c + 1] = d[1]
+                        acc[c + 2] = d[2]
+                        acc[c + 3] = d[3]
+            read_stage = int32(read_stage + 1) if read_stage < STAGES_ - 1 else int32(0)
+        ptx.cp_async_wait(0)
+
+        # Accumulator r of fragment (mi, nj): row group + 8·(r // 2), column 2·pair + r % 2.
+        row_base = row0 + warp_m * WM + (lane >> 2)
+        col_base = block_n * BN_ + warp_n * WN + 2 * (lane & 3)
+        for mi in range(int32(MT)):
+            for half in range(int32(2)):
+                row = row_base + mi * 16 + 8 * half
+                if row < m:
+                    for nj in range(int32(NT)):
+                        col = col_base + nj * 8
+                        c = 4 * (mi * NT + nj) + 2 * half
+                        if splits == 1:
+                            if col < n:
+                                put(C, row, col, acc[c])
+                            if col + 1 < n:
+                                put(C, row, col + 1, acc[c + 1])
+                        else:
+                            if col < n:
+                                W[split, row, col] = acc[c]
+                            if col + 1 < n:
+                                W[split, row, col + 1] = acc[c + 1]
+        if splits == 1:
+            return
+        # The last block of this tile to finish adds the partials, in slice order.
+        cuda.threadfence()
+        cuda.syncthreads()
+        if tid == 0:
+            ticket = cuda.atomic.add(T, pid, int32(1))
+            last[0] = int32(1) if ticket == splits - 1 else int32(0)
+            if ticket == splits - 1:
+                T[pid] = int32(0)           # ready for the next call
+        cuda.syncthreads()
+        if last[0] == 0:
+            return
+        cuda.threadfence()
+        col0 = block_n * BN_
+        for e in range(tid, int32(TILE), int32(THREADS)):
+            row = row0 + e // BN_
+            col = col0 + e % BN_
+            if row < m and col < n:
+                v = float32(0)
+                for z in range(splits):
+                    v += W[z, row, col]
+                put(C, row, col, v)
+    # endregion: small_m_kernel
+
+    return small_m
+
+
+_BUILT: dict = {}
+
+
+def kernel_for(cfg: k08.TileConfig, out: str = "f32"):
+    key = (cfg, out)
+    if key not in _BUILT:
+        _BUILT[key] = build(cfg, out)
+    return _BUILT[key]
+
+
+_WORK: dict = {}
+
+
+def _context_key():
+    return "sim" if device.SIMULATOR else id(cuda.current_context())
+
+
+def workspace(splits: int, m: int, n: int, blocks: int):
+    """(W, T): the partials (s × M × N float32) and the per-tile tickets (int32, zeroed
+    once; the last block of each tile puts its counter back to 0), kept per shape."""
+    if splits * m * n > 2**31 - 1:
+        raise ValueError(f"the workspace would have {splits * m * n} elements; this kernel "
+                         "indexes with int32")
+    key = (_context_key(), splits, m, n, blocks)
+    if key not in _WORK:
+        if len(_WORK) >= 16:
+            _WORK.pop(next(iter(_WORK)))
+        w = (cuda.device_array((splits, m, n), dtype=np.float32) if splits > 1
+             else cuda.device_array((1, 1, 1), dtype=np.float32))
+        _WORK[key] = (w, cuda.to_device(np.zeros(max(1, blocks), np.int32)))
+    return _WORK[key]
+
+
+_COPIES: dict = {}
+
+
+def _address(x) -> int:
+    return int(x.__cuda_array_interface__["data"][0])
+
+
+def _fit(x, rows: int, cols: int, slot: str):
+    """``x`` if it is ``rows × cols`` and 16-byte aligned, else a zero-padded copy (cached
+    per slot and shape)."""
+    if x.shape == (rows, cols) and _address(x) % 16 == 0:
+        return x
+    key = (_context_key(), slot, rows, cols, x.dtype.str)
+    dst = _COPIES.get(key)
+    if dst is None:
+        if len(_COPIES) > 16:
+            _COPIES.clear()
+        dst = _COPIES[key] = cuda.device_array((rows, cols), dtype=x.dtype)
+    routed.launch(pad_kernel, None, (round_up(rows, 16) // 16, round_up(cols, 16) // 16),
+                  (16, 16), 0, (x, dst))
+    return dst
+
+
+def code_path(m: int, n: int, k: int) -> str:
+    """What the launch copies at M×N×K, and the tile it uses."""
+    cfg = config_for(m)
+    copies = []
+    if k % BK:
+        copies.append(f"K padded to {round_up(k, BK)} (A and B copied)")
+    elif n % 8:
+        copies.append(f"B's columns padded to {round_up(n, 8)} (B copied)")
+    return (f"{cfg.bm}-row tiles, A rows clamped (not copied)"
+            + ("; " + "; ".join(copies) if copies else "; nothing copied"))
+
+
+def launch_small(A, B, C, *, splits: int = DEFAULT_SPLITS) -> None:
+    """C = A·B (device arrays; A, B FP16 or BF16 bits, C FP32, FP16 or BF16 bits) with
+    ``splits`` slices of K, in one launch (plus copies only where :func:`code_path` says)."""
+    m, k = A.shape
+    n = B.shape[1]
+    kind = "bf16" if A.dtype == np.uint16 else "f16"
+    out = {"float32": "f32", "float16": "f16", "uint16": "bf16"}[C.dtype.name]
+    if B.dtype != A.dtype:
+        raise ValueError(f"A is {A.dtype.name} but B is {B.dtype.name}")
+    if C.shape != (m, n):
+        raise ValueError(f"C is {C.shape[0]}x{C.shape[1]}; A·B is {m}x{n}")
+    chunk, slices = plan(k, splits)
+    cfg = config_for(m, kind)
+    kp = round_up(k, BK)
+    a = _fit(A, m, kp, "A")
+    b = _fit(B, kp, round_up(n, 8), "B")
+    blocks = tiles(m, n, cfg)
+    W, T = workspace(slices, m, n, blocks)
+    kernel = kernel_for(cfg, out)
+    sig = signature(kind, out)
+    k08._allow_shared(kernel, cfg, sig)
+    routed.launch(kernel, sig, (blocks, slices), cfg.threads, cfg.shared_bytes,
+                  (a, b, C, W, T, np.int32(chunk)))
+
+
+def launcher(splits: int = DEFAULT_SPLITS):
+    """``launch(A, B, C)`` with ``splits`` slices of K (refused here if below 1), memoised:
+    a repeated call replays its launch plan (:func:`lab.launch.memo`)."""
+    plan(1, splits)
+
+    def launch(A, B, C):
+        launch_small(A, B, C, splits=splits)
+    launch.splits = splits
+    return routed.memo(launch)
+
+
+def _spec(name: str, kind: str) -> KernelSpec:
+    cfg = config_for(16, kind)
+    bf16 = kind == "bf16"
+    return KernelSpec(name, f"small M: {cfg.bm}- to 128-row tiles by M, split K "
+                      f"({DEFAULT_SPLITS} slices) reduced in the same launch",
+                      np.uint16 if bf16 else np.float16, launcher(DEFAULT_SPLITS),
+                      simulator=False, chapter=9,
+                      compile=((kernel_for(cfg, "f32"), signature(kind, "f32")),),
+                      edges="A rows clamped; K padded to 64 and N to 8 only when needed; "
+                            "stores check row < M, col < N",
+                      dtype_name="bfloat16" if bf16 else "", tile=(cfg.bm, cfg.bn, cfg.bk),
+                      min_cc=(8, 0), paths=code_path,
+                      needs=f"mma.sync m16n8k16 {'BF16' if bf16 else 'FP16'}, ldmatrix, "
+                            "cp.async")
+
+
+SPECS = [_spec("tc_small_m_fp16", "f16"), _spec("tc_small_m_bf16", "bf16")]
+
+__all__ = ["build", "config_for", "splits_for", "plan", "launch_small", "launcher",
+           "code_path", "SPECS", "MAX_M"]
