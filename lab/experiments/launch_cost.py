@@ -17,7 +17,8 @@ launch (``wgmma_cluster_fp16``) — and each path:
   per call;
 
 and ``lab.gemm`` with PyTorch tensors (FP16 out) and cuBLAS (``torch.mm``, plain and from a
-``torch.cuda.CUDAGraph``). Each row: ``host_us`` (wall time of :data:`HOST_CALLS` calls queued
+``torch.cuda.CUDAGraph``) at :data:`SMALL`³, :data:`SIZE`³ and the decode shape
+:data:`DECODE` (the small-M kernel). Each row: ``host_us`` (wall time of :data:`HOST_CALLS` calls queued
 behind a busy kernel, so that the host never waits for the GPU, per call), ``as_called``
 (events around each call of a loop, median) and ``gpu_ms`` (graph replay, per call). Rows with
 ``part = "marshal"`` compare what a plan marshals with Numba's own ``_prepare_args`` for each
@@ -39,6 +40,8 @@ H200_SECONDS = 25  # measured: 20 s on the H200 (compiles, checks, timing)
 
 SIZE = 2048
 SMALL = 256
+#: A decode shape (M, N, K) for lab.gemm's host cost on the small-M kernel.
+DECODE = (1, 4096, 4096)
 HOST_CALLS = 200
 GRAPH_CALLS = 20
 FAMILIES = ("tc_fp16", "wgmma_tmastore_fp16", "wgmma_cluster_fp16")
@@ -146,16 +149,17 @@ def run(progress) -> dict:
                          "error": str(exc)[:200]})
     routed.KEEP_ARGS = False
     # lab.gemm and cuBLAS as a PyTorch user calls them (FP16 out), plain and from graphs
-    for size in (SMALL, n):
-        x, y = A[:size, :size].contiguous(), B[:size, :size].contiguous()
-        o16 = torch.empty((size, size), dtype=torch.float16, device="cuda")
+    for mm, nn, kk in ((SMALL,) * 3, (n,) * 3, DECODE):
+        x = (torch.rand((mm, kk), device="cuda", generator=g) * 2 - 1).half()
+        y = (torch.rand((kk, nn), device="cuda", generator=g) * 2 - 1).half()
+        o16 = torch.empty((mm, nn), dtype=torch.float16, device="cuda")
         r16 = torch.empty_like(o16)
         for impl, call in (("lab.gemm", lambda: lab.gemm(x, y, o16)),
                            ("lab.gemm out=None", lambda: lab.gemm(x, y)),
                            ("cublas (torch.mm)", lambda: torch.mm(x, y, out=r16))):
             t = as_called(call, 50)
-            rows.append({"part": "host", "kernel": impl, "path": "call", "m": size, "n": size,
-                         "k": size, "host_us": _host_us(call), "method": "as_called",
+            rows.append({"part": "host", "kernel": impl, "path": "call", "m": mm, "n": nn,
+                         "k": kk, "host_us": _host_us(call), "method": "as_called",
                          "median_ms": t["median_ms"], "min_ms": t["min_ms"],
                          "max_ms": t["max_ms"], "repeats": t["repeats"]})
             if impl == "lab.gemm out=None":
@@ -163,8 +167,8 @@ def run(progress) -> dict:
             replay = (lab.gemm.graph(x, y, o16, GRAPH_CALLS).launch if impl == "lab.gemm"
                       else torch_graph(call, GRAPH_CALLS))
             t = gpu_only(replay, GRAPH_CALLS, 10)
-            rows.append({"part": "host", "kernel": impl, "path": "graph", "m": size,
-                         "n": size, "k": size, "host_us": _host_us(replay, 20) / GRAPH_CALLS,
+            rows.append({"part": "host", "kernel": impl, "path": "graph", "m": mm,
+                         "n": nn, "k": kk, "host_us": _host_us(replay, 20) / GRAPH_CALLS,
                          "method": "gpu_only", "median_ms": t["median_ms"],
                          "min_ms": t["min_ms"], "max_ms": t["max_ms"],
                          "repeats": t["repeats"]})
@@ -174,7 +178,7 @@ def run(progress) -> dict:
         with open(raw + ".launch_cost", "w") as f:
             json.dump(rows, f)
     return {"rows": rows, "row_fields": ["part", "kernel", "path", "m"],
-            "parameters": {"size": SIZE, "small": SMALL, "host_calls": HOST_CALLS,
+            "parameters": {"size": SIZE, "small": SMALL, "decode": list(DECODE), "host_calls": HOST_CALLS,
                            "graph_calls": GRAPH_CALLS, "families": list(FAMILIES),
                            "paths": list(PATHS), "torch": torch.__version__,
                            "inputs": "PyTorch tensors (FP16, uniform(-1, 1)), cache-hot"},
