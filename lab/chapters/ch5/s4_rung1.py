@@ -38,5 +38,5 @@ def intensity_table():
 def values() -> dict:
     """The numbers the section's prose quotes: the GPU and its tensor ridge."""
     m = machine()
-    return {"this_gpu": page.gpu_label(m["gpu"]),
+    return {"the_gpu": page.gpu_label(m["gpu"]),
             "tensor_ridge": f"{model.ridge(m['peak'], m['read_bps']):.0f}"}
