@@ -68,8 +68,11 @@ DTYPES = ("float32", "float16", "bfloat16")
 CALLS_KEPT = 256
 #: M at or below which 16-bit inputs on compute capability 8.0+ go to the small-M kernel
 #: (:mod:`lab.kernels.k12_small_m`); ``LAB_GEMM_SMALL_M=0`` in the environment turns it off
-#: (the choice falls back to split-K on 128-row tiles), to compare the two.
-SMALL_M = 128
+#: (the choice falls back to split-K on 128-row tiles), to compare the two. On the H200
+#: (``sweep``, run with the threshold at 128) it reached 0.74-0.78 of cuBLAS as called at
+#: M = 64 (split-K on 128-row tiles: 0.49-0.77 in the run before) but 0.39-0.52 at M = 128,
+#: where its last block per tile adds 8 partial 128x128 tiles alone; so 64.
+SMALL_M = 64
 SMALL_M_ON = os.environ.get("LAB_GEMM_SMALL_M", "1").strip() not in ("0", "off", "no")
 
 

@@ -30,8 +30,7 @@ def test_the_kernel_follows_the_capability(cc, big, small):
     assert "split" in str(choice)
 
 
-@pytest.mark.parametrize("m, rows", [(1, 16), (16, 16), (17, 32), (64, 64), (127, 128),
-                                     (128, 128)])
+@pytest.mark.parametrize("m, rows", [(1, 16), (16, 16), (17, 32), (33, 64), (64, 64)])
 def test_small_m_takes_the_small_tile_and_writes_16_bit_itself(m, rows):
     choice = lab.gemm.plan(*host(m, 4096, 4096), cc=(9, 0), sms=132)
     assert choice.kernel == "tc_small_m_fp16"
@@ -44,8 +43,10 @@ def test_small_m_takes_the_small_tile_and_writes_16_bit_itself(m, rows):
     assert c.kernel == "tc_small_m_bf16" and not c.native_out and not c.narrow
 
 
-def test_small_m_stops_at_128_rows_and_for_fp32():
-    assert lab.gemm.plan(*host(129, 4096, 4096), cc=(9, 0)).kernel != "tc_small_m_fp16"
+def test_small_m_stops_past_64_rows_and_for_fp32():
+    assert GM.SMALL_M == 64
+    assert lab.gemm.plan(*host(65, 4096, 4096), cc=(9, 0)).kernel == "tc_fp16_splitk"
+    assert lab.gemm.plan(*host(128, 14336, 4096), cc=(9, 0)).kernel == "wgmma_tmastore_fp16"
     assert lab.gemm.plan(*host(1, 4096, 4096, np.float32), cc=(9, 0)).kernel.startswith(
         "warptile")
     # N <= 128 with a long M: the transposed product would need column-major operands
@@ -54,7 +55,7 @@ def test_small_m_stops_at_128_rows_and_for_fp32():
 
 def test_small_m_split_fills_the_sms():
     from lab.kernels import k12_small_m as k12
-    for m, n, k in ((1, 4096, 4096), (128, 4096, 4096), (1, 14336, 4096), (1, 4096, 14336)):
+    for m, n, k in ((1, 4096, 4096), (64, 4096, 4096), (1, 14336, 4096), (1, 4096, 14336)):
         choice = lab.gemm.plan(*host(m, n, k), cc=(9, 0), sms=132)
         blocks = k12.tiles(m, n, k12.config_for(m)) * choice.splits
         assert 132 <= blocks <= 6 * 132, (m, n, k, blocks)
