@@ -505,9 +505,7 @@ def run(progress, *, quick: bool = False) -> dict:
                            "timing": f"GPU time per call: {BATCH} calls queued behind a busy "
                                      f"kernel, {BATCHES} batches, median/min/max; cache-hot",
                            "fastcu": {"source": fastcu.SOURCE,
-                                      "build": " ".join(fastcu.build_command(
-                                          fastcu.source_dir() or fastcu.HARNESS.parent,
-                                          fastcu.HARNESS.parent / "lib.so")[1:-3]),
+                                      "build": fastcu.build_flags(),
                                       "error": fastcu_error},
                            "child_status": status, "child_errors": errors,
                            "best_rung_config": K.RUNG_CONFIGS["wgmma_cluster"].label},

@@ -58,6 +58,14 @@ def build_command(src: Path, out: Path) -> list[str]:
             *ARCH_FLAGS, "-I", str(src), str(HARNESS), "-lcuda", "-o", str(out)]
 
 
+def build_flags() -> str:
+    """The nvcc command as a results file records it: flags, and the two inputs by role (no
+    paths of the machine that built it)."""
+    flags = build_command(Path("FASTCU"), Path("libfastcu_k12.so"))[1:]
+    return " ".join(flags).replace(str(HARNESS), "lab/twins/" + HARNESS.name).replace(
+        "-I FASTCU", "-I <fast.cu checkout>")
+
+
 def build(out_dir: Path) -> Path:
     """Compile the harness and kernel 12 into ``out_dir/libfastcu_k12.so``."""
     why = missing()
