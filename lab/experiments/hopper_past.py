@@ -35,7 +35,8 @@ from dataclasses import replace
 import numpy as np
 
 CHAPTER = 7
-NEEDS = ("cupy",)
+NEEDS = ("cupy", "torch")
+NEEDS_KERNELS = ("wgmma_out16_fp16", "fp8_e4m3_cluster")
 H200_SECONDS = 300  # estimate: children compiling side by side, then about 2 min of GPU turns
 
 SIZES = (4096, 8192)
