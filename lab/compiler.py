@@ -552,7 +552,7 @@ def resident_blocks(name: str) -> int:
     from lab import model
     from lab.kernels import get_spec
 
-    cfg = get_spec(name).launch.config
+    cfg = get_spec(name).config
     return model.blocks_per_sm(cfg.threads, report(name)[0].registers, cfg.shared_bytes)
 
 

@@ -21,7 +21,7 @@ def _dropped_tail(spec: KernelSpec, axis: str):
     ``max(1, n // BN)`` columns): the last, partial block row (column) is never launched."""
     from lab.kernels import k04_vectorized as k04
 
-    cfg = spec.launch.config
+    cfg = spec.config
     fast, edges = k04.vectorized_kernel, k04.vectorized_edges_kernel
 
     def launch(A, B, C):
@@ -31,7 +31,6 @@ def _dropped_tail(spec: KernelSpec, axis: str):
         cols = max(1, n // cfg.BN) if axis == "cols" else -(-n // cfg.BN)
         kernel[(cols, rows), cfg.threads](A, B, C)
 
-    launch.config = cfg
     return launch
 
 

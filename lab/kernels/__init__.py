@@ -42,7 +42,9 @@ class KernelSpec:
     ``check`` is set only for a kernel that computes more than its ``launch`` shows (a fused
     epilogue): ``check(m, n, k, seed=None) -> lab.accuracy.CheckResult`` checks all of it
     against its own float64 reference; :func:`lab.bench.check` picks it over the plain product
-    check.
+    check. ``config`` is the configuration a rung's kernel and launch were built from (a
+    frozen dataclass: tile, stages, loaders, …) for the rungs built from one, None for the
+    fixed early rungs: the one place a kernel's settings are read from.
     """
     name: str
     title: str
@@ -60,6 +62,7 @@ class KernelSpec:
     paths: Callable[[int, int, int], str] | None = field(default=None, repr=False,
                                                         compare=False)
     check: Callable | None = field(default=None, repr=False)
+    config: object = field(default=None, repr=False, compare=False)
 
     def __post_init__(self):
         if not self.dtype_name:

@@ -396,7 +396,6 @@ def make_launch(cfg: Config, fast, edges):
         kernel = fast if tiles_fit(cfg, m, n, k) else edges
         grid = ((n + cfg.BN - 1) // cfg.BN, (m + cfg.BM - 1) // cfg.BM)
         kernel[grid, cfg.threads](A, B, C)
-    launch.config = cfg
     return launch
 
 
@@ -417,7 +416,7 @@ def spec_for(name: str, cfg: Config, title: str, chapter: int = 4) -> tuple:
     spec = KernelSpec(name, f"{title}: {cfg.label()}", np.float32, built[2], chapter=chapter,
                       compile=((built[0], SIGNATURE), (built[1], SIGNATURE)),
                       edges=EDGES_NOTE, tile=(cfg.BM, cfg.BN, cfg.BK),
-                      paths=lambda m, n, k: code_path(cfg, m, n, k))
+                      paths=lambda m, n, k: code_path(cfg, m, n, k), config=cfg)
     return spec, built
 
 

@@ -405,7 +405,6 @@ def launcher(cfg: TileConfig):
         routed.launch(kernel, SIGNATURE[cfg.kind], blocks, cfg.threads, cfg.shared_bytes,
                       (a, b, C))
 
-    launch.config = cfg
     return routed.memo(launch)     # a repeated call replays its launch plans (lab.launch)
 
 
@@ -461,7 +460,7 @@ def _spec(name: str, cfg: TileConfig) -> KernelSpec:
                       simulator=False, chapter=5, compile=((kernel, SIGNATURE[cfg.kind]),),
                       edges=EDGES, dtype_name="bfloat16" if bf16 else "",
                       tile=(cfg.bm, cfg.bn, cfg.bk), min_cc=(8, 0),
-                      paths=lambda m, n, k: code_path(cfg, m, n, k),
+                      paths=lambda m, n, k: code_path(cfg, m, n, k), config=cfg,
                       needs=f"mma.sync m16n8k16 {'BF16' if bf16 else 'FP16'}, ldmatrix, "
                             "cp.async")
 

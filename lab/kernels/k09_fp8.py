@@ -118,7 +118,6 @@ def registry_launch(cfg: K.HopperConfig):
             launch(A, bt, C, sa, sb)
         launch_ab.keep = (bt, sa, sb)
 
-    launch_ab.config = cfg
     return launch_ab
 
 
@@ -206,7 +205,7 @@ def _spec(name: str, cfg: K.HopperConfig) -> KernelSpec:
                       edges=K.edges(cfg) + "; K is padded to a multiple of 16 (bytes of a row)",
                       dtype_name=f.numpy_type.__name__, tile=(cfg.bm, cfg.bn, cfg.bk),
                       min_cc=(9, 0), max_cc=(9, 0), needs=needs(cfg),
-                      check=checker(name, cfg))
+                      check=checker(name, cfg), config=cfg)
 
 
 SPECS = [_spec(name, cfg.validate()) for name, cfg in CONFIGS.items()]

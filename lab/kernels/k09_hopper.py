@@ -664,7 +664,6 @@ def launcher(cfg: HopperConfig):
             routed.launch(_copy_columns, None, (-(-n // 32), -(-m // 8)), (32, 8), 0, (out, C))
         launch.keep = (map_a, map_b, map_c, out, keep)   # alive until the next call
 
-    launch.config = cfg
     return routed.memo(launch)     # a repeated call replays its launch plans (lab.launch)
 
 
@@ -781,7 +780,6 @@ def launcher16(cfg: HopperConfig):
         else:
             _widen_bf16[grid](out, C.view(np.uint32))
         launch_ab.keep = out
-    launch_ab.config = cfg
     return launch_ab
 
 
@@ -834,7 +832,7 @@ def _spec(name: str, cfg: HopperConfig) -> KernelSpec:
                       check=checker16(name + suffix, cfg) if wide else None,
                       chapter=7, compile=((kernel, signature(cfg)),), edges=edges(cfg),
                       dtype_name="bfloat16" if bf16 else "", tile=(cfg.bm, cfg.bn, BK),
-                      min_cc=(9, 0), max_cc=(9, 0), needs=_needs(cfg))
+                      min_cc=(9, 0), max_cc=(9, 0), needs=_needs(cfg), config=cfg)
 
 
 SPECS = [_spec(name, replace(cfg, kind=kind, out=kind if cfg.out != "f32" else "f32"))

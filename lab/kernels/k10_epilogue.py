@@ -450,7 +450,6 @@ def _identity(launch):
     def identity(A, B, C):
         """The identity epilogue (α = 1, no C, no bias, no activation): plain A·B."""
         launch(A, B, C)
-    identity.config = getattr(launch, "config", None)
     return identity
 
 
@@ -463,14 +462,14 @@ SPECS = [
                "warptile_tuned + fused epilogue act(α·AB + β·C + bias)", np.float32,
                _identity(launch_fp32), chapter=6,
                compile=((_fast, SIG_FP32), (_edges, SIG_FP32)), edges=k04.EDGES_NOTE,
-               tile=(FP32_CONFIG.BM, FP32_CONFIG.BN, FP32_CONFIG.BK),
+               tile=(FP32_CONFIG.BM, FP32_CONFIG.BN, FP32_CONFIG.BK), config=FP32_CONFIG,
                check=lambda m, n, k, seed=None: check("warptile_tuned_epilogue", m, n, k,
                                                       seed=seed)),
     KernelSpec("tc_fp16_epilogue", "tc_fp16 + fused epilogue act(α·AB + β·C + bias)",
                np.float16, _identity(launch_tc), simulator=False, chapter=6,
                compile=((_tc_full, SIG_TC),), edges=k08.EDGES,
                tile=(TC_CONFIG.bm, TC_CONFIG.bn, TC_CONFIG.bk), min_cc=(8, 0),
-               needs="mma.sync m16n8k16 FP16, ldmatrix, cp.async",
+               needs="mma.sync m16n8k16 FP16, ldmatrix, cp.async", config=TC_CONFIG,
                check=lambda m, n, k, seed=None: check("tc_fp16_epilogue", m, n, k, seed=seed)),
 ]
 

@@ -23,7 +23,7 @@ def test_round_check_shape_takes_the_fast_path():
     from lab.kernels.k04_vectorized import tiles_fit
     for name in CH4:
         spec = lab.get_spec(name)
-        cfg = spec.launch.config
+        cfg = spec.config
         assert spec.tile == (cfg.BM, cfg.BN, cfg.BK)
         round_shapes = [s for s in bench.shapes_for(spec, gpu=False) if tiles_fit(cfg, *s)]
         assert any(m >= 2 * cfg.BM and k >= 2 * cfg.BK for m, _, k in round_shapes), name

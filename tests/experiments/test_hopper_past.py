@@ -15,11 +15,11 @@ from lab.twins import fastcu
 def test_rung9_is_registered_with_its_output_type():
     for kind, out in (("fp16", "f16"), ("bf16", "bf16")):
         spec = REGISTRY[f"wgmma_out16_{kind}"]
-        assert spec.launch.config.out == out and spec.check is not None
+        assert spec.config.out == out and spec.check is not None
         assert not spec.simulator and spec.max_cc == (9, 0)
-    cfg = REGISTRY["wgmma_out16_fp16"].launch.config
+    cfg = REGISTRY["wgmma_out16_fp16"].config
     assert K.signature(cfg).count("float16[:, ::1]") == 1
-    assert "uint16[:, ::1]" in K.signature(REGISTRY["wgmma_out16_bf16"].launch.config)
+    assert "uint16[:, ::1]" in K.signature(REGISTRY["wgmma_out16_bf16"].config)
     assert cfg.epi_cols == 64 and "F16 out" in cfg.label
 
 

@@ -144,7 +144,8 @@ def test_runnable_refuses_a_malformed_capability():
 def test_every_kernel_declares_a_capability_and_what_sets_it():
     for name, spec in lab.REGISTRY.items():
         assert spec.min_cc >= TOOLKIT_MIN_CC and spec.needs, name
-        if spec.dtype_name != "float32":            # tensor cores: mma.sync or wgmma
-            assert spec.min_cc >= (8, 0) and ("mma" in spec.needs), name
+        if spec.dtype_name != "float32":    # tensor cores: WMMA (7.x), mma.sync or wgmma (8.0+)
+            wmma = spec.needs.startswith("wmma")
+            assert spec.min_cc >= ((7, 5) if wmma else (8, 0)) and "mma" in spec.needs, name
         if spec.max_cc is not None:
             assert spec.max_cc == spec.min_cc and "sm_90a" in spec.needs, name

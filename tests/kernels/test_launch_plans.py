@@ -36,6 +36,7 @@ from lab.kernels import k09_hopper as k09
 from lab.kernels import k09_parts
 from lab.kernels import k10_epilogue as k10
 from lab.kernels import k11_splitk as k11
+from lab.kernels import k12_small_m as k12
 from lab.kernels import shapes_for
 
 pytestmark = pytest.mark.skipif(not device.SIMULATOR, reason="plans are recorded in the "
@@ -224,7 +225,7 @@ def _check_tc(name: str, p: Plan, m: int, n: int, k: int) -> None:
 
 
 def _check_hopper(name: str, p: Plan, m: int, n: int, k: int, sm_count: int) -> None:
-    cfg = lab.get_spec(name).launch.config
+    cfg = lab.get_spec(name).config
     bk = k09.BK
     ln = p.main()
     assert ln.block[0] == cfg.threads and ln.shared == cfg.shared_bytes
@@ -343,6 +344,28 @@ def _check_shuffle(p: Plan, m: int, n: int, k: int) -> None:
     _owners([(y, x) for y in range(gy) for x in range(gx)], ceil(m, 32), ceil(n, 32))
 
 
+def _check_small_m(name: str, p: Plan, m: int, n: int, k: int) -> None:
+    """The small-M kernel: A's rows not padded (only K, to whole k-tiles), B's columns to 8;
+    one block per C tile of the M-sized tile, column panels' blocks neighbours; K split into
+    slices that cover it once, no more than the launcher's factor."""
+    cfg = k12.config_for(m, "bf16" if name.endswith("bf16") else "f16")
+    ln = p.main()
+    a, b, C, W, T, chunk = ln.args
+    kp = round_up(k, k12.BK)
+    _padded(a, (m, kp), "A (rows never padded)")
+    _padded(b, (kp, round_up(n, 8)), "padded B")
+    assert C is p.operands[2]
+    assert ln.block == (cfg.threads, 1, 1) and ln.shared == cfg.shared_bytes
+    blocks_m, blocks_n = ceil(m, cfg.bm), ceil(n, cfg.bn)
+    assert ln.grid[0] == blocks_m * blocks_n, "not one block per C tile"
+    _owners([(pid % blocks_m, pid // blocks_m) for pid in range(ln.grid[0])], blocks_m, blocks_n)
+    chunk, slices = int(chunk), ln.grid[1]
+    assert chunk % k12.BK == 0 and (slices - 1) * chunk < kp <= slices * chunk, \
+        f"{slices} slices of {chunk} do not cover K = {kp} once"
+    assert slices <= lab.get_spec(name).launch.splits
+    assert T.shape[0] >= ln.grid[0], "a tile without its ticket counter"
+
+
 def check_plan(name: str, p: Plan, m: int, n: int, k: int, sm_count: int) -> None:
     if name.startswith("tc_naive"):
         _check_naive(p, m, n, k)
@@ -352,6 +375,8 @@ def check_plan(name: str, p: Plan, m: int, n: int, k: int, sm_count: int) -> Non
         _check_fp8(name, p, m, n, k, sm_count)
     elif name == "tiled32_shuffle":
         _check_shuffle(p, m, n, k)
+    elif name.startswith("tc_small_m"):
+        _check_small_m(name, p, m, n, k)
     else:
         _check_tc(name, p, m, n, k)
 
@@ -360,7 +385,7 @@ def check_plan(name: str, p: Plan, m: int, n: int, k: int, sm_count: int) -> Non
 
 def test_every_gpu_only_kernel_has_a_plan_check():
     """28 kernels at the time of writing; a new GPU-only kernel must be checked here too."""
-    families = ("tc_naive", "wgmma_", "tiled32_shuffle")
+    families = ("tc_naive", "wgmma_", "tiled32_shuffle", "tc_small_m")
     for name in GPU_ONLY:
         assert name.startswith(families) or name in k08.RUNG_CONFIGS or name in k11.SPLIT \
             or name == "tc_fp16_epilogue" or name in fp8.CONFIGS, \

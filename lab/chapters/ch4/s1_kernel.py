@@ -10,7 +10,7 @@ from lab.kernels.k04_vectorized import Config
 
 def config(name: str) -> Config:
     """The :class:`Config` of a registered rung of this chapter."""
-    return get_spec(name).launch.config
+    return get_spec(name).config
 
 
 def thread_pieces(cfg: Config, tid: int) -> list[tuple[int, int]]:
