@@ -25,7 +25,7 @@ def occupancy(kernel: str) -> dict:
     unchecked kernel), shared memory per block, and the blocks per SM each limit of sm_90 allows
     (:func:`lab.model.blocks_per_sm`)."""
     spec = get_spec(kernel)
-    cfg = getattr(spec.launch, "config", None)
+    cfg = spec.config
     threads = cfg.threads if cfg is not None else TILED32["threads"]
     smem = cfg.shared_bytes if cfg is not None else TILED32["shared_bytes"]
     regs = compiler.report(kernel)[0].registers
