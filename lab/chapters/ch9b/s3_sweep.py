@@ -24,9 +24,13 @@ def sweep_figure():
     called = [r for r in ours if r["method"] == "as_called"]
     gpu = {(r["m"], r["n"], r["k"]): r["ratio_to_cublas"] for r in ours
            if r["method"] == "gpu_only"}
-    fig, axes = plt.subplots(1, 3, figsize=(11.0, 4.0), dpi=110, sharey=True,
-                             gridspec_kw={"width_ratios": [7, 42, 9]})
-    for ax, (group, title) in zip(axes, GROUPS):
+    fig = plt.figure(figsize=(8.0, 7.2), dpi=110)
+    grid = fig.add_gridspec(2, 2, height_ratios=[1, 1], width_ratios=[1, 1.3])
+    panels = {"llm": fig.add_subplot(grid[0, :])}
+    panels["square"] = fig.add_subplot(grid[1, 0], sharey=panels["llm"])
+    panels["odd"] = fig.add_subplot(grid[1, 1], sharey=panels["llm"])
+    for group, title in GROUPS:
+        ax = panels[group]
         rs = [r for r in called if r["group"] == group]
         xs = range(len(rs))
         ax.plot(xs, [r["ratio_to_cublas"] for r in rs], color="C0", label="as called",
@@ -35,15 +39,14 @@ def sweep_figure():
                 label="GPU only (graphs)", **plots.LIBRARY)
         ax.axhline(1.0, color="0.3", linestyle=":", linewidth=1.2)
         ax.set_title(title, fontsize=10)
-        step = 1 if len(rs) < 12 else 2
-        ax.set_xticks(list(xs)[::step], [_label(r) for r in rs][::step], fontsize=6.5,
-                      rotation=70, ha="right")
+        step = 1 if len(rs) < 16 else 2
+        ax.set_xticks(list(xs)[::step], [_label(r) for r in rs][::step], fontsize=7.5,
+                      rotation=60, ha="right")
         ax.grid(True, alpha=0.25)
-    axes[0].set_ylabel("× cuBLAS (torch.mm, FP16 out)")
-    handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="upper right", fontsize=8, frameon=False)
-    fig.suptitle("lab.gemm over the sweep on the H200", fontsize=11)
-    fig.tight_layout(rect=(0, 0, 1, 0.95))
+        if group != "odd":
+            ax.set_ylabel("× cuBLAS (torch.mm, FP16 out)", fontsize=9)
+    panels["llm"].legend(fontsize=9, loc="upper right", frameon=False)
+    fig.tight_layout()
     return fig
 
 
