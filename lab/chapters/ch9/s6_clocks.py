@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lab import clocks, model, page, plots, results
+from lab import clocks, model, page, results
 from lab.chapters.ch9.common import pct
 
 def clock_figure():
