@@ -43,10 +43,10 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from lab import device
+from lab import convert, device
 from lab import launch as routed
 
-from numba import cuda, float32, int32, uint16, uint32  # noqa: E402  (after lab.device)
+from numba import cuda  # noqa: E402  (after lab.device)
 
 #: Oldest compute capability ``lab.gemm`` runs on (the toolkit's; see lab.kernels).
 MIN_CC = (7, 5)
@@ -432,69 +432,6 @@ def _dtype_name(dt) -> str | None:
     return name
 
 
-# ----------------------------------------------------------------------------- kernels
-
-if device.SIMULATOR:
-    def _as_float(bits):
-        return np.uint32(bits).view(np.float32)
-
-    def _as_bits(x):
-        return np.float32(x).view(np.uint32)
-else:
-    @cuda.jit(device=True, inline="always")
-    def _as_float(bits):
-        return cuda.libdevice.int_as_float(int32(bits))
-
-    @cuda.jit(device=True, inline="always")
-    def _as_bits(x):
-        return uint32(cuda.libdevice.float_as_int(x))
-
-
-# The widening and narrowing kernels (16-bit <-> FP32, BF16 as uint16 bits, rounded to
-# nearest even).
-@cuda.jit
-def widen_f16(src, dst):
-    j, i = cuda.grid(2)
-    if i < dst.shape[0] and j < dst.shape[1]:
-        dst[i, j] = float32(src[i, j])
-
-
-@cuda.jit
-def widen_bf16(src, dst):
-    j, i = cuda.grid(2)
-    if i < dst.shape[0] and j < dst.shape[1]:
-        dst[i, j] = _as_float(uint32(src[i, j]) << uint32(16))
-
-
-@cuda.jit
-def narrow_f16(src, dst):
-    j, i = cuda.grid(2)
-    if i < dst.shape[0] and j < dst.shape[1]:
-        dst[i, j] = src[i, j]
-
-
-@cuda.jit
-def narrow_bf16(src, dst):
-    j, i = cuda.grid(2)
-    if i < dst.shape[0] and j < dst.shape[1]:
-        x = src[i, j]
-        bits = uint32(_as_bits(x))
-        if x != x:
-            dst[i, j] = uint16(0x7FC0)
-        else:
-            bits = bits + uint32(0x7FFF) + ((bits >> uint32(16)) & uint32(1))
-            dst[i, j] = uint16(bits >> uint32(16))
-
-
-_HELPERS = {"widen_float16": widen_f16, "widen_bfloat16": widen_bf16,
-            "narrow_float16": narrow_f16, "narrow_bfloat16": narrow_bf16}
-
-
-def _elementwise(name: str, src, dst) -> None:
-    m, n = dst.shape
-    routed.launch(_HELPERS[name], None, (-(-n // 32), -(-m // 8)), (32, 8), 0, (src, dst))
-
-
 _WORK: dict = {}
 
 
@@ -534,13 +471,13 @@ def run(choice: Choice, a, b, c) -> None:
     if choice.widen:
         wa = _workspace("A", a.shape, np.float32)
         wb = _workspace("B", b.shape, np.float32)
-        _elementwise("widen_" + choice.dtype, a, wa)
-        _elementwise("widen_" + choice.dtype, b, wb)
+        convert.widen(a, wa)
+        convert.widen(b, wb)
         a, b = wa, wb
     if choice.narrow:
         wc = _workspace("C", c.shape, np.float32)
         launch(a, b, wc)
-        _elementwise("narrow_" + choice.out_dtype, wc, c)
+        convert.narrow(wc, c)
     else:
         launch(a, b, c)
 

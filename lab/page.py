@@ -47,6 +47,11 @@ class _Output:
         return self._bundle.get("text/plain", "")
 
 
+def text(s: str) -> _Output:
+    """Plain text a checked cell shows (a verdict, a list of lines)."""
+    return _Output({"text/plain": s})
+
+
 # ----------------------------------------------------------------------------- tables
 
 def _cell_html(value, digits: int) -> tuple[str, bool]:

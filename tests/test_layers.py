@@ -21,7 +21,7 @@ LAYERS = (
     ("base", ("lab.device", "lab.inlining", "lab.gpulock", "lab.clocks", "lab.results",
               "lab.model", "lab.seeds", "lab.tables", "lab.plots", "lab.page", "lab.accuracy",
               "lab.roofline", "lab.fragments", "lab.counting", "lab.fp8")),
-    ("intrinsics", ("lab.ptx", "lab.vector", "lab.hopper", "lab.wmma", "lab.launch")),
+    ("intrinsics", ("lab.ptx", "lab.vector", "lab.hopper", "lab.wmma", "lab.launch", "lab.convert")),
     ("kernels", ("lab", "lab.api", "lab.gemm", "lab.kernels", "lab.kernels.*")),
     ("compiler, timing", ("lab.compiler", "lab.timing")),
     ("providers", ("lab.providers", "lab.baselines", "lab.twins", "lab.twins.*",

@@ -32,9 +32,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
-from numba import cuda, uint32
+from numba import cuda
 
-from lab import accuracy, fp8
+from lab import accuracy, convert, fp8
 from lab.kernels import KernelSpec
 from lab.kernels import k09_hopper as K
 
@@ -75,14 +75,6 @@ def _transpose(src, dst):
         dst[j, i] = src[i, j]
 
 
-@cuda.jit
-def _widen_bf16(src, dst):
-    """dst (the bits of float32) = src (BF16 bits) << 16: the same value, exactly."""
-    j, i = cuda.grid(2)
-    if i < dst.shape[0] and j < dst.shape[1]:
-        dst[i, j] = uint32(src[i, j]) << uint32(16)
-
-
 def _grid(rows: int, cols: int):
     return (-(-cols // 32), -(-rows // 8)), (32, 8)
 
@@ -113,7 +105,7 @@ def registry_launch(cfg: K.HopperConfig):
         if cfg.out == "bf16":
             out = cuda.device_array((m, n), dtype=np.uint16)
             launch(A, bt, out, sa, sb)
-            _widen_bf16[_grid(m, n)](out, C.view(np.uint32))
+            convert.widen(out, C)
         else:
             launch(A, bt, C, sa, sb)
         launch_ab.keep = (bt, sa, sb)

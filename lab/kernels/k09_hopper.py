@@ -72,7 +72,7 @@ from dataclasses import replace
 import numpy as np
 from numba import cuda, float32, int32, uint8, uint32, uint64
 
-from lab import hopper, ptx
+from lab import convert, hopper, ptx
 from lab import launch as routed
 from lab.kernels import KernelSpec
 from lab.kernels.k07_tensor_core import pad_inputs, pad_operand
@@ -749,22 +749,6 @@ def _needs(cfg: HopperConfig) -> str:
     return text
 
 
-@cuda.jit
-def _widen16(src, dst):
-    """dst (float32) = src (FP16), exactly."""
-    j, i = cuda.grid(2)
-    if i < dst.shape[0] and j < dst.shape[1]:
-        dst[i, j] = float32(src[i, j])
-
-
-@cuda.jit
-def _widen_bf16(src, dst):
-    """dst (the bits of float32) = src (BF16 bits) << 16: the same value, exactly."""
-    j, i = cuda.grid(2)
-    if i < dst.shape[0] and j < dst.shape[1]:
-        dst[i, j] = uint32(src[i, j]) << uint32(16)
-
-
 def launcher16(cfg: HopperConfig):
     """The registry's ``launch(A, B, C)`` (C float32) for a 16-bit-output ``cfg``: the kernel
     writes a 16-bit C, widened exactly into C after."""
@@ -774,11 +758,7 @@ def launcher16(cfg: HopperConfig):
         m, n = C.shape
         out = cuda.device_array((m, n), dtype=np.float16 if cfg.out == "f16" else np.uint16)
         launch(A, B, out)
-        grid = ((-(-n // 32), -(-m // 8)), (32, 8))
-        if cfg.out == "f16":
-            _widen16[grid](out, C)
-        else:
-            _widen_bf16[grid](out, C.view(np.uint32))
+        convert.widen(out, C)
         launch_ab.keep = out
     return launch_ab
 

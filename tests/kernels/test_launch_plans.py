@@ -48,7 +48,7 @@ GPU_ONLY = [name for name, spec in lab.REGISTRY.items() if not spec.simulator]
 SM_COUNTS = (3, 132)
 #: Kernels launched around a product, not the product itself.
 HELPERS = {"pad_kernel", "zero_kernel", "reduce_kernel", "_copy_columns", "_transpose",
-           "_widen_bf16", "_widen16"}
+           "widen_bf16", "widen_f16"}
 
 
 def ceil(x: int, t: int) -> int:
@@ -265,7 +265,7 @@ def _check_hopper(name: str, p: Plan, m: int, n: int, k: int, sm_count: int) -> 
         copies = p.helpers("_copy_columns")
         c = p.operands[2]
         if cfg.out != "f32":                   # a 16-bit C, widened into the float32 C after
-            widen = p.helpers("_widen16" if cfg.out == "f16" else "_widen_bf16")
+            widen = p.helpers("widen_f16" if cfg.out == "f16" else "widen_bf16")
             assert len(widen) == 1 and p.launches.index(widen[0]) > p.launches.index(ln)
             assert widen[0].grid[0] * 32 >= n and widen[0].grid[1] * 8 >= m, "widening misses C"
             c = widen[0].args[0]
@@ -329,7 +329,7 @@ def _check_fp8(name: str, p: Plan, m: int, n: int, k: int, sm_count: int) -> Non
     per = 16 // k09.OUT_BYTES[cfg.out]
     assert map_c.array is out and map_c.box == (64, cfg.epi_cols)
     assert out.shape[0] == m and out.shape[1] % per == 0 and n <= out.shape[1] < n + per
-    widen = p.helpers("_widen_bf16")
+    widen = p.helpers("widen_bf16")
     assert len(widen) == (cfg.out == "bf16")
     if widen:
         assert p.launches.index(widen[0]) > p.launches.index(ln)

@@ -11,16 +11,6 @@ from lab.chapters.ch10.s2_prediction import LABELS, N_REF, WORLD
 from lab.chapters.ch10.s5_measured import KERNEL_OF, _fmt_ms
 
 
-class _Text:
-    """Plain text an nbval-checked cell shows."""
-
-    def __init__(self, text: str):
-        self.text = text
-
-    def __repr__(self) -> str:
-        return self.text
-
-
 def startup(dtype: str, data=None) -> dict:
     """The per-call start-up and the work rate of ``dtype``'s kernel, from the run's one-GPU
     rows alone (:func:`lab.model.fit_startup`)."""
@@ -93,7 +83,7 @@ def _overlap_pairs(data) -> list[tuple[str, int, dict, dict]]:
     return out
 
 
-def verdicts() -> _Text:
+def verdicts():
     """The chapter's three tests, from the run: column-parallel FP16 at 16384 against one GPU
     (goal ≥ 1.8×), overlapped against unoverlapped gather, the model against every two-GPU row
     (goal: within 15%)."""
@@ -116,7 +106,7 @@ def verdicts() -> _Text:
                  f"{len(rows)} rows within {GOAL:.0%}; median miss "
                  f"{float(np.median(misses)):.0%}, largest {abs(worst['miss']):.0%} "
                  f"({worst['dtype']} n={worst['n']}, {worst['key']})")
-    return _Text("\n".join(lines))
+    return page.text("\n".join(lines))
 
 
 def values() -> dict:

@@ -26,16 +26,6 @@ def load() -> dict:
     return results.load("fp8")
 
 
-class Text:
-    """Plain text a checked cell shows."""
-
-    def __init__(self, text: str):
-        self.text = text
-
-    def __repr__(self) -> str:
-        return self.text
-
-
 def pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 

@@ -1,12 +1,11 @@
 """Run and check: each FP8 kernel against float64 where it can run."""
 from __future__ import annotations
 
-from lab import bench, kernels
-from lab.chapters.ch7b.common import Text
+from lab import bench, kernels, page
 from lab.kernels import k09_fp8
 
 
-def check_here() -> str:
+def check_here():
     """On a Hopper GPU: each FP8 kernel checked once against float64 at an odd shape (scaled
     operands); elsewhere the one line that says why it cannot run."""
     lines = []
@@ -16,4 +15,4 @@ def check_here() -> str:
             lines.append(why)
             continue
         lines.append(bench.check(name, 257, 387, 259).line())
-    return Text("\n".join(lines))
+    return page.text("\n".join(lines))

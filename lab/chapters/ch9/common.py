@@ -1,5 +1,5 @@
-"""What the sections of chapter 9 share: the results files it reads, its providers in the
-order of the stack, its sizes, and two small formatters."""
+"""What the sections of chapter 9 share: its providers in the order of the stack, its sizes and
+two small formatters."""
 from __future__ import annotations
 
 #: The providers of the chapter, in the order of the stack (FP16, then FP32).
@@ -7,16 +7,6 @@ FP16 = ("tc_fp16", "cublas_fp16", "cublas_fp16_out16", "cublaslt_fp16", "triton_
 FP32 = ("warptile_tuned", "cublas_fp32", "cublaslt_fp32", "triton_fp32")
 SIZES = (4096, 4097, 8192)
 CHECK_SHAPES = ((1000, 1030, 999), (1024, 1024, 1024))
-
-
-class Text:
-    """Plain text a checked cell shows."""
-
-    def __init__(self, text: str):
-        self.text = text
-
-    def __repr__(self) -> str:
-        return self.text
 
 
 def pct(x: float) -> str:

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from lab import page, results
-from lab.chapters.ch9.common import Text
 
 def heuristic_rows(data: dict | None = None) -> list[dict]:
     """Which kernel each library launched per size (the heuristics' choices)."""
@@ -19,7 +18,7 @@ def heuristic_table():
     data = results.load("libraries")
     rows = heuristic_rows(data)
     if not rows:
-        return Text("the run recorded no kernel names: " + data["parameters"]["kernel_names"])
+        return page.text("the run recorded no kernel names: " + data["parameters"]["kernel_names"])
     return page.table(rows, ["provider", "n", "kernels"], {"kernels": "kernel(s) launched"},
                       show=lambda r: r["n"] == 4096,
                       source=results.source_line("libraries"))
