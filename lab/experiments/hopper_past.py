@@ -36,20 +36,20 @@ import numpy as np
 
 CHAPTER = 7
 NEEDS = ("cupy", "torch")
-NEEDS_KERNELS = ("wgmma_out16_fp16", "fp8_e4m3_cluster")
-H200_SECONDS = 300  # estimate: children compiling side by side, then about 2 min of GPU turns
+NEEDS_KERNELS = ("wgmma_out16_fp16", "wgmma_grid128_fp16", "fp8_e4m3_cluster")
+H200_SECONDS = 360  # estimate: children compiling side by side, then about 4 min of GPU turns
 
 SIZES = (4096, 8192)
 KINDS = ("f16", "bf16")
 ODD_SHAPES = ((1, 1, 1), (17, 33, 5), (257, 129, 67), (1000, 1030, 999), (130, 260, 72),
               (384, 520, 130), (512, 768, 320))
-#: Kernel 12's check: an M that no timed size has. Its launcher keeps the tensor maps of the
-#: last M it saw, so a check on other buffers at a timed M would leave the timing with maps
-#: of freed memory (an illegal address). 2048: 64 units of work, one per cluster of its grid.
+#: Kernel 12's check: 2048, 64 units of work, one per cluster of its grid. (Its harness has the
+#: tensor maps encoded again whenever the shape or a buffer changes, and the check's launcher
+#: holds its buffers until the kernel is done.)
 FASTCU_CHECK = (2048, 2048, 2048)
 PROCESSES = 3
 EXPLORE_PROCESSES = 4
-CHILD_TIMEOUT_S = 200
+CHILD_TIMEOUT_S = 420
 BATCH, BATCHES = 20, 10
 ROW_FIELDS = ("part", "kernel")
 DTYPE = {"f16": "float16", "bf16": "bfloat16"}
@@ -66,30 +66,34 @@ def for_kind(cfg, kind: str):
 
 
 def explore_configs() -> dict:
-    """label -> FP16 configuration: rung 8 and one change each (the exploration's variants)."""
+    """label -> FP16 configuration: rung 8, rung 9 and one change each (the exploration's
+    variants). Whole-tile staging of a 16-bit C needs 32 KB per consumer warpgroup, so its
+    kernels keep 3 stages (``... 3 stages`` is the control)."""
     K = _k()
     c = K.RUNG_CONFIGS["wgmma_cluster"]
     t = K.RUNG_CONFIGS["wgmma_tmastore"]
     o = replace(c, out="f16")
-    p = K.RUNG_CONFIGS["wgmma_pingpong"]
+    ot = replace(t, out="f16")
+    tile = replace(ot, stages=3, store="tile")
+    ctile = replace(o, stages=3, store="tile")
+    assert tile == K.RUNG_CONFIGS["wgmma_tile16"]
+    assert replace(tile, grid=128) == K.RUNG_CONFIGS["wgmma_grid128"]
     return {
         "cluster": c,
-        "cluster group_m 4": replace(c, group_m=4),
-        "cluster group_m 16": replace(c, group_m=16),
-        "cluster 256x128": replace(c, bm=256, bn=128),
-        "tmastore 16-bit out": replace(t, out="f16"),
         "cluster 16-bit out": o,
-        "cluster 16-bit out group_m 4": replace(o, group_m=4),
-        "cluster 16-bit out group_m 16": replace(o, group_m=16),
-        "cluster 16-bit out 256x128": replace(o, bm=256, bn=128),
-        "cluster 16-bit out wait depth 0": replace(o, wait_depth=0),
-        "pingpong TMA store": replace(p, epilogue="tma"),
-        "pingpong TMA store 16-bit out": replace(p, epilogue="tma", out="f16"),
+        "tmastore 16-bit out": ot,
+        "tmastore 16-bit out 3 stages": replace(ot, stages=3),
+        "tmastore 16-bit out whole-tile": tile,
+        "tmastore 16-bit out whole-tile 240/24": replace(tile, regs=240, producer_regs=24),
+        "tmastore 16-bit out whole-tile grid 128": replace(tile, grid=128),
+        "cluster 16-bit out whole-tile": ctile,
+        "cluster 16-bit out whole-tile grid 128": replace(ctile, grid=128),
     }
 
 
 #: Labels timed in both input types during the exploration (the rest FP16 only).
-EXPLORE_BOTH = ("cluster", "cluster 16-bit out")
+EXPLORE_BOTH = ("cluster 16-bit out", "tmastore 16-bit out", "tmastore 16-bit out whole-tile",
+                "tmastore 16-bit out whole-tile grid 128", "cluster 16-bit out whole-tile")
 
 
 def fp8_configs() -> dict:
@@ -97,23 +101,30 @@ def fp8_configs() -> dict:
     from lab.kernels import k09_fp8 as F
 
     base = F.CONFIGS["fp8_e4m3"]
+    tile = replace(base, out="bf16", stages=3, store="tile")
+    assert replace(tile, grid=128) == F.CONFIGS["fp8_e4m3_tile"]
     cl = replace(base, cluster=2, regs=224, producer_regs=56)
     return {
         "fp8 f32 out": base,
         "fp8 bf16 out": replace(base, out="bf16"),
         "fp8 cluster f32 out": cl,
         "fp8 cluster bf16 out": replace(cl, out="bf16"),
-        "fp8 cluster 128x192 bf16 out": replace(cl, bn=192, out="bf16"),
-        "fp8 cluster group_m 16 bf16 out": replace(cl, group_m=16, out="bf16"),
+        "fp8 cluster bf16 out whole-tile": replace(cl, out="bf16", stages=3, store="tile"),
+        "fp8 bf16 out whole-tile": tile,
+        "fp8 bf16 out whole-tile grid 128": replace(tile, grid=128),
     }
 
 
 #: Launched once each under Nsight Compute in the final measurement (FP16, 4096³): rung 8,
-#: the new rungs, and cuBLAS.
-PROFILE_KERNELS = ("wgmma_cluster_fp16", "wgmma_out16_fp16", "cublas_fp16")
-#: Rows of the final measurement (labels of :func:`explore_configs`, both input types).
-FINAL = ("cluster", "cluster 16-bit out", "tmastore 16-bit out")
-FINAL_FP8 = ("fp8 f32 out", "fp8 bf16 out", "fp8 cluster f32 out", "fp8 cluster bf16 out")
+#: the rungs past it, and cuBLAS.
+PROFILE_KERNELS = ("wgmma_cluster_fp16", "wgmma_out16_fp16", "wgmma_tile16_fp16",
+                   "wgmma_grid128_fp16", "cublas_fp16")
+#: Rows of the final measurement (labels of :func:`explore_configs`, both input types): rungs
+#: 8 and 9, and rung 7 with a 16-bit C changed one step at a time up to rungs 10 and 11.
+FINAL = ("cluster", "cluster 16-bit out", "tmastore 16-bit out", "tmastore 16-bit out 3 stages",
+         "tmastore 16-bit out whole-tile", "tmastore 16-bit out whole-tile grid 128")
+FINAL_FP8 = ("fp8 f32 out", "fp8 bf16 out", "fp8 cluster f32 out", "fp8 cluster bf16 out",
+             "fp8 bf16 out whole-tile", "fp8 bf16 out whole-tile grid 128")
 
 
 def _emit(row: dict) -> None:
@@ -266,9 +277,10 @@ def check_fastcu(fn, rng) -> dict:
     m, n, k = FASTCU_CHECK
     a, b = bench.random_inputs(m, n, k, np.uint16, rng)
     bt = np.ascontiguousarray(b.T)
+    d_a, d_bt = cuda.to_device(a), cuda.to_device(bt)
     d_c = cuda.to_device(np.full((n, m), 0x7FC0, np.uint16))
-    fastcu.launcher(fn, cuda.to_device(a), cuda.to_device(bt), d_c)()
-    cuda.synchronize()
+    fastcu.launcher(fn, d_a, d_bt, d_c)()
+    cuda.synchronize()                 # the buffers are freed only after the kernel is done
     value = fp8.bf16_bits_to_float32(d_c.copy_to_host()).T           # M×N
     a64, b64 = bench.to_float64(a), bench.to_float64(b)
     rows = rng.choice(m, size=64, replace=False)

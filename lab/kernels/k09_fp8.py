@@ -54,6 +54,9 @@ CONFIGS = {
     "fp8_e4m3_block": replace(_PROMOTING, scales="block", out="bf16"),
     # chapter 7's rung 8 for FP8: clusters of 2 blocks, Bᵀ rows multicast (half each)
     "fp8_e4m3_cluster": replace(_BASE, out="bf16", cluster=2, regs=224, producer_regs=56),
+    # chapter 7's rungs 10 and 11 for FP8: BF16 C staged a whole tile at a time, 3 stages, a
+    # grid of 128 blocks
+    "fp8_e4m3_tile": replace(_BASE, out="bf16", stages=3, store="tile", grid=128),
 }
 TITLES = {
     "fp8_e4m3": "e4m3 wgmma (k32), Bᵀ, per-tensor scales, tensor-core accumulation, FP32 out",
@@ -62,6 +65,7 @@ TITLES = {
     "fp8_e4m3_promote": "e4m3, promotion to FP32 every 128 k, 128×128 tile",
     "fp8_e4m3_block": "e4m3, 1×128 / 128×128 block scales at each promotion, BF16 out",
     "fp8_e4m3_cluster": "e4m3, clusters of 2 blocks sharing Bᵀ by TMA multicast, BF16 out",
+    "fp8_e4m3_tile": "e4m3, BF16 out staged a whole tile at a time, 3 stages, grid of 128",
 }
 
 

@@ -48,12 +48,24 @@ The rungs, one change each (every rung FP16 and BF16; ``k`` = 64 per stage; 128B
    inits (no multicast into a block whose barriers do not exist yet) and one before exit (no
    block leaves while its partner may still signal it). Launched through ``cuLaunchKernelEx``
    with a cluster dimension (:func:`lab.hopper.launch_cluster`).
+9. ``wgmma_out16`` — rung 8 with C rounded to the input type (FP16/BF16, as ``torch.mm``
+   returns it) in the epilogue: 64 columns per 128-byte box, half the bytes stored.
+10. ``wgmma_tile16`` — rung 7 (no cluster) with a 16-bit C staged a *whole tile* at a time:
+    each consumer warpgroup has four 8 KB staging boxes (its 64×256 tile), so the epilogue
+    waits once (for the previous tile's stores to have been read) and meets at two barriers
+    per tile, not a wait and two barriers per box; 3 stages make room (4 stages and 64 KB of
+    staging do not fit).
+11. ``wgmma_grid128`` — rung 10 on 128 blocks instead of one per SM (132): 4096³'s 512 tiles
+    and 8192³'s 2048 are then whole waves of 4 and 16, and a wave covers one half (8192³) or
+    one whole (4096³) group of the grouped tile order.
 
 Parameters of the specialized kernel that the ``hopper`` experiment sweeps (FP16): ``group_m``
 (block rows per L2 group), ``wait_depth`` (wgmma groups a consumer keeps in flight before it
 releases a stage: 1 in every rung), ``elect`` (the producer warp runs the loop and
-``elect.sync`` picks the lane that issues), ``regs``/``producer_regs`` (setmaxnreg). More than
-4 stages of 128×256×64 do not fit: 48 KB each, 227 KB of shared memory per block.
+``elect.sync`` picks the lane that issues), ``regs``/``producer_regs`` (setmaxnreg), ``store``
+(the epilogue's staging: two boxes in turn, or the whole tile), ``grid`` (a cap on the blocks of
+a persistent launch). More than 4 stages of 128×256×64 do not fit: 48 KB each, 227 KB of shared
+memory per block.
 
 Every launch: ``launch(A, B, C)`` with device arrays; C (M×N float32) is written only inside
 ``row < M, col < N``.
@@ -263,6 +275,7 @@ def build_ws(cfg: HopperConfig):
     tile_coords = tile_order(GROUP_M)
     store_tile = epilogue(MT, BN)
     store_tile_tma = epilogue_tma(cfg)
+    EPI_BOXES = cfg.epi_boxes             # staging boxes per consumer warpgroup
     zero = zero_acc(ACC)
     load_stage, compute_stage = stage_ops(cfg)
     load_stage_multicast = stage_multicast(cfg)
@@ -469,7 +482,8 @@ def build_ws(cfg: HopperConfig):
                 if EPI_TMA and thread == 0:
                     hopper.bulk_wait(0)               # stores done before the block exits
                 return
-            boxes = shared + uint32(EPI0 + cw * 2 * EPI_BOX)
+            boxes = shared + uint32(EPI0 + cw * EPI_BOXES * EPI_BOX)
+            c_map = hopper.global_address(map_c)
             it = int32(0)
             for unit in range(first, tiles, step):
                 unit_m, block_n = tile_coords(unit, units_m, tiles_n)
@@ -494,9 +508,8 @@ def build_ws(cfg: HopperConfig):
                             release(empty0 + uint32(8 * ((it - d) % STAGES)), leader)
                 if block_m < tiles_m:
                     if EPI_TMA:
-                        store_tile_tma(acc, boxes, hopper.global_address(map_c),
-                                       block_m * BM + cw * WG_ROWS, block_n * BN, thread,
-                                       1 + cw, scale)
+                        store_tile_tma(acc, boxes, c_map, block_m * BM + cw * WG_ROWS,
+                                       block_n * BN, thread, 1 + cw, scale)
                     else:
                         store_tile(C, acc, block_m * BM + cw * WG_ROWS, block_n * BN, thread)
             if EPI_TMA and thread == 0:
@@ -652,12 +665,15 @@ def launcher(cfg: HopperConfig):
         units = -(-m // (cfg.bm * cfg.cluster)) * -(-n // cfg.bn)
         if cfg.cluster == 1:
             blocks = min(units, _sm_count()) if cfg.persistent else units
+            blocks = min(blocks, cfg.grid) if cfg.grid else blocks
             routed.launch(kernel, signature(cfg), blocks, cfg.threads, dynamic, args)
         else:
             clusters = units
             if cfg.persistent:
                 clusters = min(units, hopper.max_active_clusters(
                     kernel, signature(cfg), cfg.threads, dynamic, cfg.cluster))
+                if cfg.grid:
+                    clusters = min(clusters, cfg.grid // cfg.cluster)
             hopper.launch_cluster(kernel, signature(cfg), clusters * cfg.cluster, cfg.threads,
                                   dynamic, args, cfg.cluster)
         if out is not C:
@@ -691,6 +707,16 @@ RUNG_CONFIGS = {
 #: Rung 9: rung 8 with C rounded to the input type in the epilogue (as torch.mm returns it):
 #: half the bytes through the staging boxes and the TMA store.
 RUNG_CONFIGS["wgmma_out16"] = replace(RUNG_CONFIGS["wgmma_cluster"], out="f16")
+#: Rung 10: rung 7 (no cluster: at 4096³ rung 7 with a 16-bit C measured ahead of rung 9) with
+#: a 16-bit C staged a whole tile at a time — one wait and two barriers per tile instead of a
+#: wait and two barriers per 8 KB box — in 3 stages (4 stages and 32 KB of staging per
+#: consumer warpgroup do not fit).
+RUNG_CONFIGS["wgmma_tile16"] = replace(RUNG_CONFIGS["wgmma_tmastore"], out="f16", stages=3,
+                                       store="tile")
+#: Rung 11: rung 10 on a grid of 128 blocks, not one per SM (132): 4096³'s 512 tiles and
+#: 8192³'s 2048 are then whole waves, and each wave one half or one whole group of the tile
+#: order.
+RUNG_CONFIGS["wgmma_grid128"] = replace(RUNG_CONFIGS["wgmma_tile16"], grid=128)
 
 #: Cheap variations of rungs 7 and 8, one change each (FP16): the sweep of the ``hopper``
 #: experiment. (5 or 6 stages of 128×256×64 do not fit: 48 KB a stage, 227 KB in all.)
@@ -720,6 +746,9 @@ TITLES = {
     "wgmma_cluster": "+ clusters of 2 blocks sharing B by TMA multicast",
     "wgmma_out16": "+ 16-bit output (FP16/BF16 C, as torch.mm returns), rounded in the "
                    "TMA-store epilogue",
+    "wgmma_tile16": "rung 7 + 16-bit output staged a whole tile at a time (one wait, two "
+                    "barriers per tile), 3 stages",
+    "wgmma_grid128": "+ a grid of 128 blocks: whole waves of tiles",
 }
 
 
@@ -746,6 +775,7 @@ def _needs(cfg: HopperConfig) -> str:
     text += ", setmaxnreg" if cfg.regs else ""
     text += ", TMA store" if cfg.epilogue == "tma" else ""
     text += ", clusters (multicast)" if cfg.cluster > 1 else ""
+    text += ", whole-tile staging" if cfg.store == "tile" else ""
     return text
 
 

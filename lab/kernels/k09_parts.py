@@ -58,6 +58,11 @@ class HopperConfig:
     scales: str = ""           # "tensor": one scale per operand, applied in the epilogue;
                                # "block": 1×128 (A) and 128×128 (B) scales, at each promotion
     promote: int = 0           # k between promotions of the accumulators to FP32; 0 = never
+    # The TMA-store epilogue's staging: "boxes" (two 8 KB boxes per consumer warpgroup, taken
+    # in turn, a wait and two barriers per box), "tile" (the warpgroup's whole tile staged at
+    # once: one wait and two barriers per tile).
+    store: str = "boxes"
+    grid: int = 0              # at most this many blocks in a persistent launch; 0 = all fit
 
     @property
     def fp8(self) -> bool:
@@ -94,9 +99,17 @@ class HopperConfig:
         return (self.bm + self.bn) * ROW
 
     @property
+    def epi_boxes(self) -> int:
+        """Staging boxes (64 rows × 128 bytes) per consumer warpgroup: 2 taken in turn, or
+        (``store`` "tile") one per box of the warpgroup's tile."""
+        if self.store == "boxes":
+            return 2
+        return self.mt * (self.bn // self.epi_cols)
+
+    @property
     def epilogue_bytes(self) -> int:
-        """Two 64×32 float32 staging boxes per consumer warpgroup for the TMA store."""
-        return self.consumers * 2 * EPI_BOX if self.epilogue == "tma" else 0
+        """The staging boxes of every consumer warpgroup for the TMA store."""
+        return self.consumers * self.epi_boxes * EPI_BOX if self.epilogue == "tma" else 0
 
     @property
     def shared_bytes(self) -> int:
@@ -124,6 +137,10 @@ class HopperConfig:
             parts.append(f"wgmma wait depth {self.wait_depth}")
         if self.elect:
             parts.append("elect.sync producer")
+        if self.store == "tile":
+            parts.append("whole-tile staging")
+        if self.grid:
+            parts.append(f"grid {self.grid}")
         if self.fp8:
             parts.append(f"{self.scales} scales")
             parts.append(f"promotion every {self.promote} k" if self.promote
@@ -170,6 +187,12 @@ class HopperConfig:
                                                      and (self.bn // 64) % self.cluster)):
             problems.append("clusters need the specialized (non-ping-pong) kernel and B boxes "
                             "that split evenly among the blocks")
+        if self.store not in ("boxes", "tile"):
+            problems.append(f"store must be 'boxes' or 'tile', not {self.store!r}")
+        elif self.store == "tile" and not (specialized and self.epilogue == "tma"):
+            problems.append("whole-tile staging is for the specialized kernel's TMA store")
+        if self.grid and (not self.persistent or self.grid % self.cluster or self.grid < 1):
+            problems.append("grid caps a persistent launch, in whole clusters")
         if self.wait_depth not in (0, 1, 2) or self.wait_depth >= self.stages:
             problems.append("wait_depth must be 0, 1 or 2 and below the stage count")
         if (self.wait_depth != 1 or self.elect) and not specialized:
@@ -349,11 +372,21 @@ def stage_multicast(cfg: HopperConfig):
 
 
 def epilogue_tma(cfg: HopperConfig):
+    """``store_tile_tma``: one warpgroup's accumulators → C through shared memory and the copy
+    engine."""
     MT, BN, COLS = cfg.mt, cfg.bn, cfg.epi_cols
     QUARTERS = BN // COLS                         # boxes per 64-row slab
     OUT = OUT_BYTES[cfg.out]
     BF16_OUT = cfg.out == "bf16"
     F16_OUT = cfg.out == "f16"
+    WHOLE = cfg.store == "tile"
+
+    @cuda.jit(device=True, inline="always")
+    def box_slot(r, jj, lane):
+        """Byte offset, in a 128B-swizzled staging box, of the pair at row r, 8-column block
+        jj of the box, this lane's two columns."""
+        offset = r * ROW + (8 * jj + 2 * (lane % 4)) * OUT
+        return uint32(offset ^ ((r % 8) << 4))
 
     # region: epilogue_tma
     @cuda.jit(device=True, inline="always")
@@ -366,33 +399,58 @@ def epilogue_tma(cfg: HopperConfig):
         or 4-byte stores of two BF16; no bank conflicts), fences the writes for the async
         proxy and meets at a named barrier;
         thread 0 issues the TMA store and commits it. The stores run on while the warpgroup
-        goes back to its main loop; rows and columns outside C are clipped by the copy engine."""
+        goes back to its main loop; rows and columns outside C are clipped by the copy engine.
+        With whole-tile staging every box of the tile has its own staging box: one wait (for
+        the last tile's stores) and two barriers for the whole tile."""
         warp = thread // 32
         lane = thread % 32
+        if WHOLE:
+            if thread == 0:
+                hopper.bulk_wait_read(0)              # the last tile's stores have read it
+            hopper.named_barrier(bar_id, 128)
         for mi in range(MT):
             for q in range(QUARTERS):
-                box = boxes + uint32(((mi * QUARTERS + q) % 2) * EPI_BOX)
-                if thread == 0:
-                    hopper.bulk_wait_read(1)          # the box written two boxes ago is free
-                hopper.named_barrier(bar_id, 128)
+                if WHOLE:
+                    box = boxes + uint32((mi * QUARTERS + q) * EPI_BOX)
+                else:
+                    box = boxes + uint32(((mi * QUARTERS + q) % 2) * EPI_BOX)
+                    if thread == 0:
+                        hopper.bulk_wait_read(1)      # the box written two boxes ago is free
+                    hopper.named_barrier(bar_id, 128)
                 for jj in range(COLS // 8):
                     j = q * (COLS // 8) + jj          # 8-column block of the accumulators
                     for half in range(2):
                         r = 16 * warp + lane // 4 + 8 * half
-                        offset = r * ROW + (8 * jj + 2 * (lane % 4)) * OUT
                         i = mi * (BN // 2) + 4 * j + 2 * half
-                        where = box + uint32(offset ^ ((r % 8) << 4))
+                        where = box + box_slot(r, jj, lane)
                         if BF16_OUT:
                             hopper.st_shared_bf16x2(where, acc[i] * scale, acc[i + 1] * scale)
                         elif F16_OUT:
                             hopper.st_shared_f16x2(where, acc[i] * scale, acc[i + 1] * scale)
                         else:
                             hopper.st_shared_v2_f32(where, acc[i] * scale, acc[i + 1] * scale)
-                hopper.fence_proxy_async()
-                hopper.named_barrier(bar_id, 128)
-                if thread == 0:
-                    hopper.tma_store_2d(box, map_c, col0 + COLS * q, row0 + 64 * mi)
-                    hopper.bulk_commit()
+                if not WHOLE:
+                    hopper.fence_proxy_async()
+                    hopper.named_barrier(bar_id, 128)
+                    if thread == 0:
+                        hopper.tma_store_2d(box, map_c, col0 + COLS * q, row0 + 64 * mi)
+                        hopper.bulk_commit()
+        if WHOLE:
+            issue_tile(boxes, map_c, row0, col0, thread, bar_id)
     # endregion: epilogue_tma
+
+    @cuda.jit(device=True, inline="always")
+    def issue_tile(boxes, map_c, row0, col0, thread, bar_id):
+        """Fence the staged tile for the async proxy, meet, and (thread 0) hand each box to
+        the copy engine in one bulk group."""
+        hopper.fence_proxy_async()
+        hopper.named_barrier(bar_id, 128)
+        if thread == 0:
+            for mi in range(MT):
+                for q in range(QUARTERS):
+                    hopper.tma_store_2d(boxes + uint32((mi * QUARTERS + q) * EPI_BOX), map_c,
+                                        col0 + COLS * q, row0 + 64 * mi)
+            hopper.bulk_commit()
+
 
     return store_tile_tma

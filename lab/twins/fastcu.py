@@ -10,9 +10,10 @@ The kernel's own rules, which :func:`launcher` enforces before any launch: BF16 
 A (M×K) row-major, B given as Bᵀ (N×K) row-major, C written column-major (an N×M row-major
 buffer); M a multiple of 256 (its 2-block clusters of 128-row tiles), N of 256, K of 64; a
 grid of 128 blocks (its constant ``NUM_SM``) that walk a Hilbert-curve tile order computed on
-the host; its tensor maps are encoded once per M and reused while M stays the same (the
-pointers are not compared), so at one M every launch must use the same buffers: buffers of
-another call at the same M leave it reading freed memory.
+the host. Its launcher encodes the tensor maps once per M and reuses them while M stays the same
+(the pointers, N and K are not compared); our entry point compares the whole call and has them
+encoded again whenever M, N, K or a buffer changes. :func:`launcher`'s ``call`` holds the three
+arrays, so that none is freed while a launch may still read it.
 """
 from __future__ import annotations
 
@@ -119,4 +120,5 @@ def launcher(fn, a, bt, c):
         err = fn(m, n, k, pa, pb, pc)
         if err:
             raise RuntimeError(f"fast.cu kernel 12 launch failed: CUDA error {err}")
+    call.keep = (a, bt, c)       # the buffers live as long as the call that launches on them
     return call

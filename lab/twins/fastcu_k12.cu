@@ -32,7 +32,25 @@ static void check_cuda(cudaError_t error, const char *file, int line) {
 
 #include "examples/matmul/matmul_12.cuh"
 
+// The header's launcher encodes its three tensor maps (and uploads its tile schedule) only when
+// M differs from the M of its last call: a call at the same M on other buffers, or with another
+// N or K, would run on the maps of the old buffers (freed memory: an illegal address). This
+// entry point remembers the whole call instead, and when any of M, N, K or the three pointers
+// changes it frees the old schedule and clears the header's remembered M, so that the header
+// encodes everything again for this call.
+static int last_m = 0, last_n = 0, last_k = 0;
+static void *last_a = nullptr, *last_bt = nullptr, *last_c = nullptr;
+
 extern "C" int fastcu_k12(int m, int n, int k, void *a, void *bt, void *c) {
+  if (m != last_m || n != last_n || k != last_k || a != last_a || bt != last_bt || c != last_c) {
+    if (M12::_dspace != nullptr) {
+      cudaError_t err = cudaFree(M12::_dspace);   // waits for the launches that read it
+      if (err != cudaSuccess) return (int)err;
+      M12::_dspace = nullptr;
+    }
+    M12::_prev_m = 0;
+    last_m = m; last_n = n; last_k = k; last_a = a; last_bt = bt; last_c = c;
+  }
   runKernel12(m, n, k, (bf16 *)a, (bf16 *)bt, (bf16 *)c, nullptr);
   return (int)cudaGetLastError();
 }

@@ -1,5 +1,6 @@
-"""The rungs past rung 8 (16-bit output, FP8 clusters, ping-pong with the TMA-store epilogue),
-the ``hopper_past`` experiment's bookkeeping and the fast.cu harness's rules — no GPU needed."""
+"""The rungs past rung 8 (16-bit output, whole-tile staging, the 128-block grid, FP8 clusters,
+ping-pong with the TMA-store epilogue), the ``hopper_past`` experiment's bookkeeping and the
+fast.cu harness's rules — no GPU needed."""
 from dataclasses import replace
 
 import numpy as np
@@ -21,6 +22,40 @@ def test_rung9_is_registered_with_its_output_type():
     assert K.signature(cfg).count("float16[:, ::1]") == 1
     assert "uint16[:, ::1]" in K.signature(REGISTRY["wgmma_out16_bf16"].config)
     assert cfg.epi_cols == 64 and "F16 out" in cfg.label
+
+
+def test_rungs_10_and_11_are_rung_7_with_a_whole_tile_16bit_store():
+    t7 = K.RUNG_CONFIGS["wgmma_tmastore"]
+    t10, t11 = K.RUNG_CONFIGS["wgmma_tile16"], K.RUNG_CONFIGS["wgmma_grid128"]
+    assert t10 == replace(t7, out="f16", stages=3, store="tile")
+    assert t11 == replace(t10, grid=128)
+    # a 64×256 16-bit tile per consumer warpgroup: 4 staging boxes of 8 KB each
+    assert t10.epi_boxes == 4 and t10.epilogue_bytes == 2 * 4 * 8192
+    assert t10.shared_bytes + 1024 <= 227 * 1024
+    for kind, out in (("fp16", "f16"), ("bf16", "bf16")):
+        for rung in ("wgmma_tile16", "wgmma_grid128"):
+            spec = REGISTRY[f"{rung}_{kind}"]
+            assert spec.config.out == out and spec.check is not None
+            assert "whole-tile staging" in spec.config.label
+    assert "grid 128" in t11.label
+    fp8 = F.CONFIGS["fp8_e4m3_tile"]
+    assert (fp8.store, fp8.grid, fp8.stages, fp8.out) == ("tile", 128, 3, "bf16")
+
+
+def test_whole_tile_staging_and_grid_rules():
+    t7 = K.RUNG_CONFIGS["wgmma_tmastore"]
+    with pytest.raises(ValueError, match="shared memory"):      # 4 stages + 64 KB staging
+        replace(t7, out="f16", store="tile").validate()
+    with pytest.raises(ValueError, match="shared memory"):      # an FP32 tile: 128 KB
+        replace(t7, stages=3, store="tile").validate()
+    with pytest.raises(ValueError, match="TMA store"):
+        replace(K.RUNG_CONFIGS["wgmma_persistent"], store="tile").validate()
+    with pytest.raises(ValueError, match="'boxes' or 'tile'"):
+        replace(t7, store="later").validate()
+    with pytest.raises(ValueError, match="whole clusters"):
+        replace(K.RUNG_CONFIGS["wgmma_cluster"], grid=127).validate()
+    with pytest.raises(ValueError, match="persistent"):
+        replace(K.RUNG_CONFIGS["wgmma_ws"], grid=128).validate()
 
 
 def test_16bit_output_rules():
@@ -104,6 +139,14 @@ def test_fastcu_refuses_shapes_before_any_launch():
         fastcu.launcher(never, Arr((256, 64)), Arr((256, 64)), Arr((256, 512)))
     with pytest.raises(ValueError, match="BF16 bits"):
         fastcu.launcher(never, Arr((256, 64), 4), Arr((256, 64)), Arr((256, 256)))
+    calls = []
+    a, bt, c = Arr((256, 64)), Arr((256, 64)), Arr((256, 256))
+    call = fastcu.launcher(lambda *args: calls.append(args) or 0, a, bt, c)
+    assert call.keep == (a, bt, c)          # the buffers live as long as the call
+    call()
+    assert calls == [(256, 256, 64, 0, 0, 0)]
+    text = fastcu.HARNESS.read_text()       # the harness re-encodes on any change of call
+    assert "M12::_prev_m = 0" in text and "bt != last_bt" in text
     cmd = fastcu.build_command(fastcu.HARNESS.parent, fastcu.HARNESS.parent / "x.so")
     assert "arch=compute_90a,code=sm_90a" in cmd and "-DNDEBUG" in cmd
 

@@ -721,8 +721,9 @@ def test_watchdog_counts_only_time_on_the_gpu():
 
 def test_sweep_and_rungs_named_in_the_experiment():
     from lab.experiments import hopper as E
-    # rung 9 (16-bit C) is measured beside torch.mm by hopper_past, not beside FP32-out cuBLAS
-    assert set(K.RUNG_CONFIGS) - {"wgmma_out16"} <= set(E.RUNGS)
+    # rungs 9-11 (16-bit C) are measured beside torch.mm by hopper_past, not beside FP32-out
+    # cuBLAS
+    assert set(K.RUNG_CONFIGS) - {"wgmma_out16", "wgmma_tile16", "wgmma_grid128"} <= set(E.RUNGS)
     assert all(name.rsplit("_", 1)[0] in K.RUNG_CONFIGS for name in E.PREFLIGHT)
     assert all(lab.get_spec(name) for name in E.PREFLIGHT)
 
