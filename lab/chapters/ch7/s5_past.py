@@ -1,5 +1,6 @@
-"""Section 5, past rung 8: the 16-bit output, the variants tried, FP8 in clusters, and fast.cu's
-kernel 12, each against the yardstick with its own output type (``hopper_past``)."""
+"""Section 5, past rung 8: the 16-bit output, the whole-tile store and the 128-block grid (rungs
+9-11), FP8 in clusters and with the new store, and fast.cu's kernel 12, each against the
+yardstick with its own output type (``hopper_past``)."""
 from __future__ import annotations
 
 from functools import lru_cache
@@ -41,15 +42,44 @@ def past_table():
 
 
 def past_profile_table():
-    """Nsight Compute on rung 8, rung 9 and cuBLAS (FP16, 4096³, one launch each)."""
+    """Nsight Compute on rungs 8-11 and cuBLAS (FP16, 4096³, one launch each): time, tensor
+    pipe, the barrier stall (warps waiting at a barrier per issued instruction), L2 and DRAM."""
     rows = [{"kernel": r["kernel"], "GPU µs": r["duration_us"],
              "tensor pipe %": r["tensor_active_pct"], "SM MHz": r["sm_mhz"],
-             "L2→SM GB": r["l2_to_sm_bytes"] / 1e9 if r.get("l2_to_sm_bytes") else None,
+             "blocks": r.get("grid_size"),
+             "barrier stall": r.get("stalls", {}).get("barrier"),
+             "L2 read GB": r["l2_read_bytes"] / 1e9 if r.get("l2_read_bytes") else None,
+             "L2 hit %": r.get("l2_hit_pct"),
              "DRAM read GB": r["dram_read_bytes"] / 1e9 if r.get("dram_read_bytes") else None,
              "DRAM write GB": r["dram_write_bytes"] / 1e9 if r.get("dram_write_bytes")
              else None}
             for r in past_data()["rows"] if r["part"] == "profile"]
     return page.table(rows, digits=3, source=results.source_line("hopper_past"))
+
+
+def steps_table():
+    """Rung 7 with a 16-bit C, one change at a time up to rung 11: the median ratio to
+    ``torch.mm`` (same output type) at both sizes and both types, with the processes' range."""
+    steps = (("rung 7 + 16-bit C", "tmastore 16-bit out"),
+             ("+ 3 stages", "tmastore 16-bit out 3 stages"),
+             ("+ whole-tile staging = rung 10", "tmastore 16-bit out whole-tile"),
+             ("+ grid of 128 = rung 11", "tmastore 16-bit out whole-tile grid 128"),
+             ("rung 9 (rung 8 + 16-bit C)", "cluster 16-bit out"),
+             ("fast.cu kernel 12", "fast.cu kernel 12 (BF16 out)"))
+    rows = []
+    for title, kernel in steps:
+        row = {"step": title}
+        for dtype, short in (("float16", "FP16"), ("bfloat16", "BF16")):
+            for size in (4096, 8192):
+                try:
+                    r = summary(kernel, dtype, size)
+                except KeyError:
+                    row[f"{short} {size}³"] = ""
+                    continue
+                row[f"{short} {size}³"] = (f"{r['ratio']:.3f} ({r['ratio_min']:.3f}–"
+                                           f"{r['ratio_max']:.3f})")
+        rows.append(row)
+    return page.table(rows, source=results.source_line("hopper_past"))
 
 
 def values() -> dict:
@@ -60,9 +90,58 @@ def values() -> dict:
     def tflops(kernel, dtype, size):
         return f"{summary(kernel, dtype, size)['tflops']:.0f}"
 
+    def spread(kernel, dtype, size):
+        r = summary(kernel, dtype, size)
+        return f"{r['ratio_min']:.3f}–{r['ratio_max']:.3f}"
+
     p8, p9 = profile("wgmma_cluster_fp16"), profile("wgmma_out16_fp16")
+    p10, p11 = profile("wgmma_tile16_fp16"), profile("wgmma_grid128_fp16")
     pc = profile("cublas_fp16")
+    t7, s3 = "tmastore 16-bit out", "tmastore 16-bit out 3 stages"
+    r10, r11 = "tmastore 16-bit out whole-tile", "tmastore 16-bit out whole-tile grid 128"
+    f10, f11 = "fp8 bf16 out whole-tile", "fp8 bf16 out whole-tile grid 128"
     return {
+        "past_r11_4096_fp16": ratio(r11, "float16", 4096),
+        "past_r11_8192_fp16": ratio(r11, "float16", 8192),
+        "past_r11_4096_bf16": ratio(r11, "bfloat16", 4096),
+        "past_r11_8192_bf16": ratio(r11, "bfloat16", 8192),
+        "past_r11_8192_fp16_range": spread(r11, "float16", 8192),
+        "past_r11_8192_bf16_range": spread(r11, "bfloat16", 8192),
+        "past_r11_4096_fp16_range": spread(r11, "float16", 4096),
+        "past_r11_8192_bf16_tflops": tflops(r11, "bfloat16", 8192),
+        "past_r10_4096_fp16": ratio(r10, "float16", 4096),
+        "past_r10_8192_fp16": ratio(r10, "float16", 8192),
+        "past_r10_4096_bf16": ratio(r10, "bfloat16", 4096),
+        "past_r10_8192_bf16": ratio(r10, "bfloat16", 8192),
+        "past_tms16_8192_fp16": ratio(t7, "float16", 8192),
+        "past_tms16_8192_bf16": ratio(t7, "bfloat16", 8192),
+        "past_s3_4096_fp16": ratio(s3, "float16", 4096),
+        "past_s3_8192_fp16": ratio(s3, "float16", 8192),
+        "past_s3_8192_bf16": ratio(s3, "bfloat16", 8192),
+        "past_p10_us": f"{p10['duration_us']:.1f}",
+        "past_p11_us": f"{p11['duration_us']:.1f}",
+        "past_p9_us1": f"{p9['duration_us']:.1f}",
+        "past_pc_us1": f"{pc['duration_us']:.1f}",
+        "past_p9_barrier": f"{p9['stalls']['barrier']:.2f}",
+        "past_p10_barrier": f"{p10['stalls']['barrier']:.2f}",
+        "past_p11_barrier": f"{p11['stalls']['barrier']:.2f}",
+        "past_p10_tensor": f"{p10['tensor_active_pct']:.1f}",
+        "past_p11_tensor": f"{p11['tensor_active_pct']:.1f}",
+        "past_p10_l2_read_mb": f"{p10['l2_read_bytes'] / 1e6:.0f}",
+        "past_p11_l2_read_mb": f"{p11['l2_read_bytes'] / 1e6:.0f}",
+        "past_p10_dram_read_mb": f"{p10['dram_read_bytes'] / 1e6:.0f}",
+        "past_p11_dram_read_mb": f"{p11['dram_read_bytes'] / 1e6:.0f}",
+        "past_p10_l2_hit": f"{p10['l2_hit_pct']:.1f}",
+        "past_p11_l2_hit": f"{p11['l2_hit_pct']:.1f}",
+        "past_p11_blocks": f"{p11['grid_size']:.0f}",
+        "past_fp8_tile_4096": ratio(f10, "e4m3", 4096),
+        "past_fp8_tile_8192": ratio(f10, "e4m3", 8192),
+        "past_fp8_grid_4096": ratio(f11, "e4m3", 4096),
+        "past_fp8_grid_8192": ratio(f11, "e4m3", 8192),
+        "past_fp8_grid_4096_range": spread(f11, "e4m3", 4096),
+        "past_fp8_grid_8192_tflops": tflops(f11, "e4m3", 8192),
+        "past_fp8_cublas_8192_tflops": tflops("cuBLASLt e4m3 fast accum (BF16 out)", "e4m3",
+                                              8192),
         "past_processes": str(min(r["processes"] for r in past_data()["rows"]
                                   if r["part"] == "summary")),
         "past_cluster_4096_fp16": ratio("cluster", "float16", 4096),

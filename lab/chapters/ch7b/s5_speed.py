@@ -145,7 +145,23 @@ def cluster_values() -> dict:
         "nocl_ratio_big": f"{by[('fp8 bf16 out', big)]['ratio']:.3f}",
         "nocl_ratio_small": f"{by[('fp8 bf16 out', small)]['ratio']:.3f}",
         "cl_processes": str(min(r["processes"] for r in _past_rows())),
+        # chapter 7's rungs 10 and 11 for FP8: BF16 C staged a whole tile at a time, 3 stages,
+        # and a grid of 128 blocks (fp8_e4m3_tile)
+        "tile_ratio_big": f"{by[('fp8 bf16 out whole-tile grid 128', big)]['ratio']:.3f}",
+        "tile_tflops_big": f"{by[('fp8 bf16 out whole-tile grid 128', big)]['tflops']:,.0f}",
+        "tile_range_big": spread(by[('fp8 bf16 out whole-tile grid 128', big)]),
+        "tile_ratio_small": f"{by[('fp8 bf16 out whole-tile grid 128', small)]['ratio']:.3f}",
+        "tile_range_small": spread(by[('fp8 bf16 out whole-tile grid 128', small)]),
+        "tile_nogrid_big": f"{by[('fp8 bf16 out whole-tile', big)]['ratio']:.3f}",
+        "tile_nogrid_small": f"{by[('fp8 bf16 out whole-tile', small)]['ratio']:.3f}",
+        "past_cublas_tflops_big":
+            f"{by[('cuBLASLt e4m3 fast accum (BF16 out)', big)]['tflops']:,.0f}",
     }
+
+
+def spread(r: dict) -> str:
+    """A summary row's ratio range over the processes."""
+    return f"{r['ratio_min']:.3f}–{r['ratio_max']:.3f}"
 
 
 def values() -> dict:
