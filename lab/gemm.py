@@ -61,18 +61,18 @@ SKINNY = 256
 #: Split factors timed against each other (and the heuristic's) on the first few-tile call.
 SPLIT_CANDIDATES = (2, 4, 8, 16)
 #: Calls timed per candidate when tuning.
-TUNE_CALLS = 3
+TUNE_CALLS = 10
 #: The H200's SM count, assumed when a plan is asked for a capability without a GPU.
 SM_DEFAULT = 132
 DTYPES = ("float32", "float16", "bfloat16")
 CALLS_KEPT = 256
 #: M at or below which 16-bit inputs on compute capability 8.0+ go to the small-M kernel
 #: (:mod:`lab.kernels.k12_small_m`); ``LAB_GEMM_SMALL_M=0`` in the environment turns it off
-#: (the choice falls back to split-K on 128-row tiles), to compare the two. On the H200
-#: (``sweep``, run with the threshold at 128) it reached 0.74-0.78 of cuBLAS as called at
-#: M = 64 (split-K on 128-row tiles: 0.49-0.77 in the run before) but 0.39-0.52 at M = 128,
-#: where its last block per tile adds 8 partial 128x128 tiles alone; so 64.
-SMALL_M = 64
+#: (the choice falls back to split-K on 128-row tiles), to compare the two. Its partial tiles
+#: are added by 16-byte loads from L2 with several slices in flight, on 128- or 64-column
+#: tiles (both timed), so the whole decode range M <= 128 goes there; on 9.0 above 64 rows
+#: the unsplit wgmma kernel is timed beside it.
+SMALL_M = 128
 SMALL_M_ON = os.environ.get("LAB_GEMM_SMALL_M", "1").strip() not in ("0", "off", "no")
 
 
@@ -214,6 +214,8 @@ class Choice:
     cc: tuple | None
     why: tuple = field(default=())
     splits: int = 1
+    bn: int = 0                # tile width of the small-M kernel (0: the kernel's own)
+    bm: int = 0                # its tile rows when not chosen by M (0: by M)
     widen: bool = False        # 16-bit inputs widened to FP32 for a SIMT kernel
     narrow: bool = False       # FP32 workspace narrowed to the 16-bit C
     native_out: bool = False   # the kernel writes the 16-bit C itself
@@ -221,7 +223,9 @@ class Choice:
     tuned: str = ""            # what the first call's timing found
 
     def __str__(self) -> str:
-        how = [self.kernel + (f" (split-K, {self.splits} slices)" if self.splits > 1 else "")]
+        how = [self.kernel + (f" (split-K, {self.splits} slices)" if self.splits > 1 else "")
+               + (f" ({f'{self.bm}-row, ' if self.bm else ''}{self.bn}-column tiles)"
+                  if self.bn else "")]
         if self.widen:
             how.append(f"inputs widened {self.dtype} -> float32 first")
         if self.narrow:
@@ -344,31 +348,49 @@ def choose(m: int, n: int, k: int, dtype: str, out_dtype: str, cc, sms: int) -> 
 
 
 def _small_m(m, n, k, dtype, out_dtype, cc, sms, why) -> Choice:
-    """M <= SMALL_M: the small-M kernel, its split factor (and half and twice it) timed."""
+    """M <= SMALL_M: the small-M kernel on 128- and 64-column tiles, each with the split
+    factor that fills one wave of the SMs and half of it, timed on the first call; above 64
+    rows also 64-row tiles (two tile rows: more, lighter blocks) and, on 9.0, the unsplit
+    wgmma kernel."""
     from lab.kernels import k12_small_m as k12
 
     kind = "f16" if dtype == "float16" else "bf16"
-    cfg = k12.config_for(m, kind)
+    name = "tc_small_m_" + ("fp16" if kind == "f16" else "bf16")
+    found = []                           # (tile width, slices, tile rows: 0 = by M)
+    rows = (0, 64) if m > 64 else (0,)   # above 64 rows, two 64-row tile rows too
+    for bm in rows:
+        for bn in k12.WIDTHS:
+            s = k12.plan(k, k12.splits_for(m, n, k, sms, kind, bn, bm))[1]
+            for f in (s, max(1, s // 2)):
+                f = k12.plan(k, f)[1]
+                if (bn, f, bm) not in found:
+                    found.append((bn, f, bm))
+    bn, s, _ = found[0]
+    cfg = k12.config_for(m, kind, bn)
     tiles = k12.tiles(m, n, cfg)
-    s = k12.splits_for(m, n, k, sms, kind)
-    s = k12.plan(k, s)[1]
     why.append(f"M = {m} <= {SMALL_M}: reading B ({2 * k * n / 1e6:.1f} MB) bounds the time "
                f"(M FLOP per byte of B, far below the ridge): {cfg.bm}-row tiles (A not "
                f"padded), {tiles} tiles of {cfg.bm}x{cfg.bn} on {sms} SMs, K split into {s} "
-               "slices, the partials added by the last block of each tile in the same launch")
+               "slices (one wave), the partials added by the last block of each tile in the "
+               "same launch")
     if out_dtype != "float32":
         why.append(f"{out_dtype} written by the kernel itself (no narrowing pass)")
-    first = Choice("tc_small_m_" + ("fp16" if kind == "f16" else "bf16"), m, n, k, dtype,
-                   out_dtype, cc, tuple(why), splits=s, native_out=out_dtype != "float32")
-    others = {}
-    for f in (max(1, s // 2), min(k12.MAX_SPLITS, 2 * s)):
-        f = k12.plan(k, f)[1]
-        if f != s:
-            others[f] = replace(first, splits=f)
+    first = Choice(name, m, n, k, dtype, out_dtype, cc, tuple(why), splits=s, bn=bn,
+                   native_out=out_dtype != "float32")
+    others = [replace(first, splits=f, bn=w, bm=r) for w, f, r in found[1:]]
+    if tuple(cc) == (9, 0) and m > 64:
+        _, native = _hopper_config(dtype, out_dtype)
+        others.append(Choice("wgmma_tmastore_" + ("fp16" if kind == "f16" else "bf16"),
+                             m, n, k, dtype, out_dtype, tuple(cc),
+                             ("the wgmma kernel, unsplit",),
+                             native_out=native and out_dtype != "float32",
+                             narrow=not native and out_dtype != "float32"))
     if others:
-        why.append(f"split factors {', '.join(str(f) for f in sorted({s, *others}))} timed "
-                   "once, on the first call at this shape")
-    return replace(first, why=tuple(why), candidates=tuple(others.values()))
+        why.append("tiles and split factors " + ", ".join(
+            f"{r or cfg.bm}x{w}/{f}" for w, f, r in found) + (" and the unsplit wgmma kernel"
+                                             if len(others) >= len(found) else "")
+            + " timed once, on the first call at this shape")
+    return replace(first, why=tuple(why), candidates=tuple(others))
 
 
 _TUNED: dict = {}
@@ -380,8 +402,9 @@ def _shape_key(choice: Choice) -> tuple:
 
 def tune(choice: Choice, a, b, c, handle: int = 0) -> Choice:
     """The fastest of ``choice`` and its candidates at this shape (CUDA events around
-    :data:`TUNE_CALLS` calls each, after one warm-up call), remembered per shape; ``c`` is
-    overwritten (the caller runs the winner after)."""
+    :data:`TUNE_CALLS` replays of each one's recorded launch plans, after two warm-up calls:
+    the driver calls alone, so that the GPU's time decides, not the launcher's Python),
+    remembered per shape; ``c`` is overwritten (the caller runs the winner after)."""
     key = _shape_key(choice)
     if key in _TUNED:
         return _TUNED[key]
@@ -392,18 +415,20 @@ def tune(choice: Choice, a, b, c, handle: int = 0) -> Choice:
     s = cuda.external_stream(handle) if handle else cuda.default_stream()
     times = []
     for cand in (replace(choice, candidates=()), *choice.candidates):
-        with routed.stream(handle):
-            run(cand, a, b, c)
+        with routed.stream(handle):       # the first call records its plans, the timed
+            cp = routed.record(lambda: run(cand, a, b, c), (a, b, c))   # ones replay them
+            cp.launch(handle)
             start, stop = cuda.event(timing=True), cuda.event(timing=True)
             start.record(s)
             for _ in range(TUNE_CALLS):
-                run(cand, a, b, c)
+                cp.launch(handle)
             stop.record(s)
         stop.synchronize()
         times.append((cuda.event_elapsed_time(start, stop) / TUNE_CALLS, cand))
     ms, best = min(times, key=lambda t: t[0])
-    label = ", ".join(f"{t[1].kernel}{'/' + str(t[1].splits) if t[1].splits > 1 else ''} "
-                      f"{1e3 * t[0]:.1f} us" for t in times)
+    label = ", ".join(f"{c.kernel}{f'/{c.bm or chr(77)}x{c.bn}' if c.bn else ''}"
+                      f"{'/' + str(c.splits) if c.splits > 1 else ''} {1e3 * ms:.1f} us"
+                      for ms, c in times)
     best = replace(best, why=choice.why, candidates=(), tuned=f"first call timed: {label}")
     _TUNED[key] = best
     return best
@@ -447,19 +472,23 @@ def _workspace(key, shape, dtype):
 
 
 _SMALL: dict = {}
+_HOPPER: dict = {}
 
 
 def _launcher(choice: Choice):
     from lab.kernels import get_spec, k09_hopper, k11_splitk
 
     if choice.kernel.startswith("tc_small_m"):
-        if choice.splits not in _SMALL:
+        key = (choice.splits, choice.bn or 128, choice.bm)
+        if key not in _SMALL:
             from lab.kernels import k12_small_m
-            _SMALL[choice.splits] = k12_small_m.launcher(choice.splits)
-        return _SMALL[choice.splits]
+            _SMALL[key] = k12_small_m.launcher(*key)
+        return _SMALL[key]
     if choice.native_out:
         cfg, _ = _hopper_config(choice.dtype, choice.out_dtype)
-        return k09_hopper.launcher(cfg)
+        if cfg not in _HOPPER:
+            _HOPPER[cfg] = k09_hopper.launcher(cfg)
+        return _HOPPER[cfg]
     if choice.splits > 1:
         return k11_splitk.launcher(choice.kernel, choice.splits)
     return get_spec(choice.kernel).launch

@@ -460,7 +460,7 @@ def memo(launcher):
     run.__wrapped__ = launcher
     run.__doc__ = launcher.__doc__
     run.__name__ = getattr(launcher, "__name__", "launch")
-    for attr in ("splits", "mode"):
+    for attr in ("splits", "bn", "mode"):
         if hasattr(launcher, attr):
             setattr(run, attr, getattr(launcher, attr))
     return run

@@ -43,24 +43,48 @@ def test_small_m_takes_the_small_tile_and_writes_16_bit_itself(m, rows):
     assert c.kernel == "tc_small_m_bf16" and not c.native_out and not c.narrow
 
 
-def test_small_m_stops_past_64_rows_and_for_fp32():
-    assert GM.SMALL_M == 64
-    assert lab.gemm.plan(*host(65, 4096, 4096), cc=(9, 0)).kernel == "tc_fp16_splitk"
-    assert lab.gemm.plan(*host(128, 14336, 4096), cc=(9, 0)).kernel == "wgmma_tmastore_fp16"
+def test_small_m_covers_decode_and_stops_past_128_rows_and_for_fp32():
+    assert GM.SMALL_M == 128
+    assert lab.gemm.plan(*host(129, 4096, 4096), cc=(9, 0)).kernel == "tc_fp16_splitk"
+    for m in (65, 128):
+        choice = lab.gemm.plan(*host(m, 14336, 4096), cc=(9, 0))
+        assert choice.kernel == "tc_small_m_fp16"
+        assert "wgmma_tmastore_fp16" in {c.kernel for c in choice.candidates}
+        assert "unsplit wgmma" in str(choice)
+        # no wgmma on 8.x: only the small-M kernel's own variants are timed
+        c8 = lab.gemm.plan(*host(m, 14336, 4096), cc=(8, 0))
+        assert {c.kernel for c in c8.candidates} == {"tc_small_m_fp16"}
     assert lab.gemm.plan(*host(1, 4096, 4096, np.float32), cc=(9, 0)).kernel.startswith(
         "warptile")
     # N <= 128 with a long M: the transposed product would need column-major operands
     assert lab.gemm.plan(*host(8192, 64, 8192), cc=(9, 0)).kernel == "wgmma_tmastore_fp16"
 
 
-def test_small_m_split_fills_the_sms():
+@pytest.mark.parametrize("m", [1, 64, 128])
+def test_small_m_times_both_tile_widths(m):
+    choice = lab.gemm.plan(*host(m, 4096, 4096), cc=(9, 0), sms=132)
+    small = [choice] + [c for c in choice.candidates if c.kernel == choice.kernel]
+    assert {c.bn for c in small} == {128, 64}
+    assert len({(c.bn, c.splits, c.bm) for c in small}) == len(small), "a variant timed twice"
+    assert ({c.bm for c in small} == {0, 64}) == (m > 64)
+    assert f"{choice.bn}-column tiles" in str(choice)
+
+
+def test_small_m_split_fills_one_wave():
     from lab.kernels import k12_small_m as k12
-    for m, n, k in ((1, 4096, 4096), (64, 4096, 4096), (1, 14336, 4096), (1, 4096, 14336)):
+    for m, n, k in ((1, 4096, 4096), (64, 4096, 4096), (128, 4096, 4096), (1, 14336, 4096),
+                    (1, 4096, 14336), (127, 4099, 4096)):
         choice = lab.gemm.plan(*host(m, n, k), cc=(9, 0), sms=132)
-        blocks = k12.tiles(m, n, k12.config_for(m)) * choice.splits
-        assert 132 <= blocks <= 6 * 132, (m, n, k, blocks)
-        chunk, slices = k12.plan(k, choice.splits)
-        assert slices == choice.splits and (slices - 1) * chunk < k <= slices * chunk
+        for c in (choice, *choice.candidates):
+            if c.kernel != choice.kernel:
+                continue
+            cfg = k12.config_for(m, bn=c.bn, bm=c.bm)
+            blocks = k12.tiles(m, n, cfg) * c.splits
+            assert blocks <= k12.blocks_per_sm(cfg) * 132, (m, n, k, c.bn, c.splits)
+            chunk, slices = k12.plan(k, c.splits)
+            assert slices == c.splits and (slices - 1) * chunk < k <= slices * chunk
+        cfg = k12.config_for(m, bn=choice.bn)
+        assert k12.tiles(m, n, cfg) * choice.splits >= 132, "the first choice leaves SMs idle"
 
 
 GM = sys.modules["lab.gemm"]          # the module (lab.gemm is the function)

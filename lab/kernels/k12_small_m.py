@@ -17,22 +17,29 @@ copy reaches). Everything else is what keeps that stream from flowing:
   The tensor-core work is at most 16/M times the useful work at M < 16 — free in a
   memory-bound kernel.
 * **Enough bytes in flight.** To stream at ≈ 4 TB/s with ≈ 1 µs of DRAM latency, ≈ 4 MB must
-  be in flight, ≈ 30 KB per SM. A block is 4 warps over a BM×128 tile of C with
-  :data:`STAGES` k-slices of 64 in shared memory (``cp.async``, 16 bytes a copy, as rung 5):
-  three stages in flight are 48 KB of B per block, and a 16- or 32-row block uses 72–80 KB of
-  shared memory, so two or three blocks fit per SM.
-* **Enough blocks.** N = 4096 makes only 32 column tiles of 128 — a quarter of the 132 SMs.
-  K is split into ``s`` slices (grid ``tiles × s``) so that there are about
-  :data:`BLOCKS_PER_SM` blocks per SM (:func:`splits_for`); lab.gemm times ``s``/2, ``s``
-  and 2``s`` on its first call at a shape.
+  be in flight, ≈ 30 KB per SM. A block is 4 warps over a BM×BN tile of C (BN = 128 or 64,
+  :data:`WIDTHS`) with :data:`STAGES` k-slices of 64 in shared memory (``cp.async``, 16 bytes
+  a copy, as rung 5); two to five blocks fit per SM (:func:`blocks_per_sm`, from the shared
+  memory and the registers of each tile).
+* **Enough blocks, one wave.** N = 4096 makes only 32 column tiles of 128 — a quarter of the
+  132 SMs. K is split into ``s`` slices (grid ``tiles × s``), as many as fit on the SMs at
+  once beside each other (:func:`splits_for`): a second, partial wave would leave most SMs
+  idle while it runs. A 64-column tile doubles the tiles, so it needs half the slices.
+  lab.gemm times both widths, each with ``s`` and ``s``/2, on its first call at a shape.
 * **One launch.** Each block stores its FP32 partial tile in a workspace ``W[split]``
-  (s × M × N), makes it visible (``threadfence``), and takes a ticket from a per-tile counter
-  (``atomic.add``). The block that draws the last ticket adds ``W[0] + W[1] + … + W[s−1]`` in
-  that order for each element of the tile — the same bits every run, whichever block is
-  last — writes C in its output type (FP32, FP16, or BF16 rounded to nearest even) and resets
-  the counter to 0 for the next call. No zeroing kernel, no reduction kernel, no narrowing
-  kernel: one driver call per product (the launch cost is most of a decode product's time as
-  called from Python). No block ever waits for another, so nothing can deadlock.
+  (s × M × N, rows padded to 128 columns), makes it visible (``threadfence``), and takes a
+  ticket from a per-tile counter (``atomic.add``). The block that draws the last ticket adds
+  ``W[0] + W[1] + … + W[s−1]`` in that order for each element of the tile — the same bits
+  every run, whichever block is last — writes C in its output type (FP32, FP16, or BF16
+  rounded to nearest even) and resets the counter to 0 for the next call. That block reads
+  ``s·BM·BN·4`` bytes alone, so it reads them as the copy engine of a memory-bound kernel
+  would: 16-byte loads from L2 (``ld.global.cg``: the other SMs' partials are not in this
+  SM's L1), each thread two groups of four columns and :data:`UNROLL` slices of both in
+  flight before it adds them (the first version added one 4-byte load at a time: at M = 64
+  the reduction was most of the kernel's time). No zeroing kernel, no reduction kernel, no
+  narrowing kernel: one driver call per product (the launch cost is most of a decode
+  product's time as called from Python). No block ever waits for another, so nothing can
+  deadlock.
 
 Edges: A rows are clamped (no copy); K is padded with zeros to a multiple of 64 (A and B
 copied) only when it is not one; B's columns are padded to a multiple of 8 only when N is not
@@ -41,7 +48,9 @@ clamped to the last 8 valid columns; an operand whose address is not 16-byte ali
 copied. The epilogue stores ``row < M``, ``col < N`` only.
 
 Registered: ``tc_small_m_fp16`` and ``tc_small_m_bf16`` (FP32 C, :data:`DEFAULT_SPLITS`
-slices); :func:`launcher` builds lab.gemm's, with any split factor and 16-bit C. Inline PTX
+slices, 128-column tiles; their check runs the 64-column tiles with a 16-bit C too:
+:func:`checker`); :func:`launcher` builds lab.gemm's, with any split factor, either width and
+a 16-bit C. Inline PTX
 (``mma.sync``, ``ldmatrix``, ``cp.async``): GPU only, not the simulator.
 """
 from __future__ import annotations
@@ -57,24 +66,66 @@ from lab.kernels import KernelSpec
 from lab.kernels import k08_tc_pipeline as k08
 from lab.kernels.k07_tensor_core import pad_kernel, round_up
 
+if device.SIMULATOR:
+    def ld_cg_v4(address):
+        raise NotImplementedError("ld.global.cg needs a GPU; the CUDA simulator cannot run it")
+else:
+    from llvmlite import ir
+    from numba import types
+    from numba.cuda.extending import intrinsic
+
+    @intrinsic
+    def ld_cg_v4(typingctx, address):
+        """``ld.global.cg.v4.f32``: four float32 at a 16-byte aligned global address, read
+        from L2 (not L1, which other SMs' stores do not update)."""
+        if not isinstance(address, types.Integer):
+            return None
+        sig = types.UniTuple(types.float32, 4)(address)
+
+        def codegen(context, builder, sig, args):
+            addr = context.cast(builder, args[0], sig.args[0], types.int64)
+            f32 = ir.FloatType()
+            fnty = ir.FunctionType(ir.LiteralStructType([f32] * 4), [addr.type])
+            asm = ir.InlineAsm(fnty, "ld.global.cg.v4.f32 {$0, $1, $2, $3}, [$4];",
+                               "=f,=f,=f,=f,l,~{memory}", side_effect=True)
+            res = builder.call(asm, [addr])
+            vals = [builder.extract_value(res, i) for i in range(4)]
+            return context.make_tuple(builder, sig.return_type, vals)
+        return sig, codegen
+
+#: Slices whose partials one thread loads before adding them (two 16-byte loads each).
+UNROLL = 4
+
 BN, BK = 128, 64
-#: k-slices in shared memory (64-row tiles: 3; smaller tiles: 4).
+#: Tile widths a launch may pick (lab.gemm times both at a shape: a 64-wide tile doubles the
+#: tiles of a short, wide product, so it needs half the slices of K and its last block adds a
+#: quarter of the partials).
+WIDTHS = (128, 64)
+#: k-slices in shared memory (128-row tiles: 3; smaller tiles: 4).
 STAGES = 4
-#: Blocks per SM the split factor aims at.
-BLOCKS_PER_SM = 2
 #: Most slices of K.
 MAX_SPLITS = 32
 #: Slices of K of the registered kernels' ``launch(A, B, C)``.
 DEFAULT_SPLITS = 4
 #: Largest M lab.gemm sends here.
 MAX_M = 128
+#: Shared memory and registers an SM has for blocks (sm_80 and later: 228 KB of shared memory,
+#: 1 KB of it reserved per block; 64 K registers).
+SM_SHARED, BLOCK_RESERVED, SM_REGISTERS = 228 * 1024, 1024, 65536
+#: Registers per thread of each tile (ptxas for sm_90, FP16 output; compiler facts).
+REGISTERS = {(16, 128): 80, (32, 128): 118, (64, 128): 162, (128, 128): 245,
+             (16, 64): 80, (32, 64): 81, (64, 64): 95, (128, 64): 181}
 
-#: Tile rows -> configuration (4 warps of 128 threads each).
+#: (tile rows, tile columns) -> configuration (4 warps of 128 threads each).
 CONFIGS = {
-    16: k08.TileConfig(bm=16, bn=BN, bk=BK, wm=16, wn=32, stages=STAGES, group_m=1),
-    32: k08.TileConfig(bm=32, bn=BN, bk=BK, wm=32, wn=32, stages=STAGES, group_m=1),
-    64: k08.TileConfig(bm=64, bn=BN, bk=BK, wm=64, wn=32, stages=STAGES, group_m=1),
-    128: k08.TileConfig(bm=128, bn=BN, bk=BK, wm=64, wn=64, stages=3, group_m=1),
+    (16, 128): k08.TileConfig(bm=16, bn=128, bk=BK, wm=16, wn=32, stages=STAGES, group_m=1),
+    (32, 128): k08.TileConfig(bm=32, bn=128, bk=BK, wm=32, wn=32, stages=STAGES, group_m=1),
+    (64, 128): k08.TileConfig(bm=64, bn=128, bk=BK, wm=64, wn=32, stages=STAGES, group_m=1),
+    (128, 128): k08.TileConfig(bm=128, bn=128, bk=BK, wm=64, wn=64, stages=3, group_m=1),
+    (16, 64): k08.TileConfig(bm=16, bn=64, bk=BK, wm=16, wn=16, stages=STAGES, group_m=1),
+    (32, 64): k08.TileConfig(bm=32, bn=64, bk=BK, wm=16, wn=32, stages=STAGES, group_m=1),
+    (64, 64): k08.TileConfig(bm=64, bn=64, bk=BK, wm=32, wn=32, stages=STAGES, group_m=1),
+    (128, 64): k08.TileConfig(bm=128, bn=64, bk=BK, wm=64, wn=32, stages=STAGES, group_m=1),
 }
 _IN = {"f16": "float16", "bf16": "uint16"}
 _OUT = {"f32": "float32", "f16": "float16", "bf16": "uint16"}
@@ -86,27 +137,44 @@ def signature(kind: str, out: str) -> str:
             "int32[::1], int32)")
 
 
-def config_for(m: int, kind: str = "f16") -> k08.TileConfig:
-    """The tile for M rows: the first of 16, 32, 64, 128 rows that covers M (128 above)."""
+def config_for(m: int, kind: str = "f16", bn: int = BN, bm: int = 0) -> k08.TileConfig:
+    """The tile for M rows: the first of 16, 32, 64, 128 rows that covers M (128 above), or
+    ``bm`` rows when given (M then spans several tile rows), ``bn`` (one of :data:`WIDTHS`)
+    columns wide."""
     from dataclasses import replace
 
-    for bm in CONFIGS:
-        if m <= bm:
-            return replace(CONFIGS[bm], kind=kind)
-    return replace(CONFIGS[128], kind=kind)
+    if bn not in WIDTHS:
+        raise ValueError(f"tile width must be one of {WIDTHS}, not {bn!r}")
+    if bm and (bm, bn) not in CONFIGS:
+        raise ValueError(f"tile rows must be one of 16, 32, 64, 128, not {bm!r}")
+    if not bm:
+        for bm in (16, 32, 64, 128):
+            if m <= bm:
+                break
+    return replace(CONFIGS[(bm, bn)], kind=kind)
 
 
 def tiles(m: int, n: int, cfg: k08.TileConfig) -> int:
     return -(-m // cfg.bm) * -(-n // cfg.bn)
 
 
-def splits_for(m: int, n: int, k: int, sms: int, kind: str = "f16") -> int:
-    """Slices of K for about :data:`BLOCKS_PER_SM` blocks per SM, each slice at least two
+def blocks_per_sm(cfg: k08.TileConfig) -> int:
+    """Blocks of ``cfg`` one SM holds at once (shared memory and registers)."""
+    by_shared = SM_SHARED // (cfg.shared_bytes + BLOCK_RESERVED)
+    regs = REGISTERS.get((cfg.bm, cfg.bn), 255)
+    by_regs = SM_REGISTERS // (((regs + 7) // 8 * 8) * cfg.threads)
+    return max(1, min(by_shared, by_regs))
+
+
+def splits_for(m: int, n: int, k: int, sms: int, kind: str = "f16", bn: int = BN,
+               bm: int = 0) -> int:
+    """Slices of K for one wave: as many as fit beside the tiles on the SMs at once (a
+    second, partial wave would leave most SMs idle while it runs), each slice at least two
     k-tiles of 64, at most :data:`MAX_SPLITS`."""
-    cfg = config_for(m, kind)
+    cfg = config_for(m, kind, bn, bm)
     t = tiles(m, n, cfg)
-    want = -(-BLOCKS_PER_SM * sms // t)
-    return int(max(1, min(want, MAX_SPLITS, -(-k // BK) // 2)))
+    fit = blocks_per_sm(cfg) * sms // t
+    return int(max(1, min(fit, MAX_SPLITS, -(-k // BK) // 2)))
 
 
 def plan(k: int, splits: int) -> tuple[int, int]:
@@ -146,7 +214,8 @@ def build(cfg: k08.TileConfig, out: str = "f32"):
     WAIT = STAGES_ - 2
     ACC = MT * NT * 4
     A_REGS, B_REGS = MT * 4, NT * 2
-    TILE = BM * BN_
+    NV = BN_ // 4                                   # 16-byte groups per tile row
+    PARTS = 8 * UNROLL
     mma = ptx.mma_f16 if cfg.kind == "f16" else ptx.mma_bf16
 
     if out == "bf16":
@@ -167,6 +236,16 @@ def build(cfg: k08.TileConfig, out: str = "f32"):
         @cuda.jit(device=True, inline="always")
         def put(C, row, col, v):
             C[row, col] = v
+
+    @cuda.jit(device=True, inline="always")
+    def put4(C, row, col, n, v0, v1, v2, v3):
+        put(C, row, col, v0)
+        if col + 1 < n:
+            put(C, row, col + 1, v1)
+        if col + 2 < n:
+            put(C, row, col + 2, v2)
+        if col + 3 < n:
+            put(C, row, col + 3, v3)
 
     @cuda.jit(device=True, inline="always")
     def copy_stage(stage, a_row, a_chunk, b_row, b_chunk, a_src, b_src, row0, m, a_pitch,
@@ -318,15 +397,64 @@ def build(cfg: k08.TileConfig, out: str = "f32"):
         if last[0] == 0:
             return
         cuda.threadfence()
+        # region: small_m_reduction
+        # Each thread adds two groups of four neighbouring columns (16-byte loads from L2),
+        # UNROLL slices of both in flight before their adds, the adds in slice order: the
+        # same bits every run, whichever block is last.
+        pitch = int64(W.shape[2])
+        plane = int64(4) * int64(m) * pitch              # bytes from one slice to the next
+        w_at = ptx.global_address(W)
+        parts = cuda.local.array(PARTS, float32)
         col0 = block_n * BN_
-        for e in range(tid, int32(TILE), int32(THREADS)):
-            row = row0 + e // BN_
-            col = col0 + e % BN_
-            if row < m and col < n:
-                v = float32(0)
-                for z in range(splits):
-                    v += W[z, row, col]
-                put(C, row, col, v)
+        for e in range(tid, int32(BM * NV), int32(2 * THREADS)):
+            ra = e // NV
+            row_a = row0 + ra
+            col_a = col0 + 4 * (e - ra * NV)
+            rb = (e + THREADS) // NV
+            row_b = row0 + rb
+            col_b = col0 + 4 * (e + THREADS - rb * NV)
+            ok_a = row_a < m and col_a < n
+            ok_b = row_b < m and col_b < n
+            at_a = w_at + int64(4) * (int64(row_a) * pitch + int64(col_a))
+            at_b = w_at + int64(4) * (int64(row_b) * pitch + int64(col_b))
+            a0 = float32(0)
+            a1 = float32(0)
+            a2 = float32(0)
+            a3 = float32(0)
+            b0 = float32(0)
+            b1 = float32(0)
+            b2 = float32(0)
+            b3 = float32(0)
+            for z0 in range(int32(0), splits, int32(UNROLL)):
+                for j in range(int32(UNROLL)):
+                    if z0 + j < splits:
+                        if ok_a:
+                            x = ld_cg_v4(at_a + int64(z0 + j) * plane)
+                            parts[8 * j] = x[0]
+                            parts[8 * j + 1] = x[1]
+                            parts[8 * j + 2] = x[2]
+                            parts[8 * j + 3] = x[3]
+                        if ok_b:
+                            y = ld_cg_v4(at_b + int64(z0 + j) * plane)
+                            parts[8 * j + 4] = y[0]
+                            parts[8 * j + 5] = y[1]
+                            parts[8 * j + 6] = y[2]
+                            parts[8 * j + 7] = y[3]
+                for j in range(int32(UNROLL)):
+                    if z0 + j < splits:
+                        a0 += parts[8 * j]
+                        a1 += parts[8 * j + 1]
+                        a2 += parts[8 * j + 2]
+                        a3 += parts[8 * j + 3]
+                        b0 += parts[8 * j + 4]
+                        b1 += parts[8 * j + 5]
+                        b2 += parts[8 * j + 6]
+                        b3 += parts[8 * j + 7]
+            if ok_a:
+                put4(C, row_a, col_a, n, a0, a1, a2, a3)
+            if ok_b:
+                put4(C, row_b, col_b, n, b0, b1, b2, b3)
+        # endregion: small_m_reduction
     # endregion: small_m_kernel
 
     return small_m
@@ -342,6 +470,25 @@ def kernel_for(cfg: k08.TileConfig, out: str = "f32"):
     return _BUILT[key]
 
 
+_READY: set = set()
+
+
+def _allow_shared(kernel, cfg: k08.TileConfig, sig: str) -> None:
+    """:func:`k08._allow_shared`, and the opt-in above 48 KB counted with this kernel's own
+    static shared memory (its ticket flag): a 48 KB configuration needs it too."""
+    k08._allow_shared(kernel, cfg, sig)
+    key = (id(kernel), id(cuda.current_context()))
+    if key in _READY:
+        return
+    if cfg.shared_bytes + 16 > k08.STATIC_SHARED_LIMIT >= cfg.shared_bytes:
+        from numba.cuda.cudadrv.driver import binding, driver
+
+        cufunc = kernel.compile(sig)._codelibrary.get_cufunc()
+        attr = binding.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+        driver.cuKernelSetAttribute(attr, cfg.shared_bytes, cufunc.handle, cufunc.device.id)
+    _READY.add(key)
+
+
 _WORK: dict = {}
 
 
@@ -350,16 +497,18 @@ def _context_key():
 
 
 def workspace(splits: int, m: int, n: int, blocks: int):
-    """(W, T): the partials (s × M × N float32) and the per-tile tickets (int32, zeroed
+    """(W, T): the partials (s × M × N float32, rows padded to a multiple of 128 columns so
+    that no 128-byte line holds two tiles' partials) and the per-tile tickets (int32, zeroed
     once; the last block of each tile puts its counter back to 0), kept per shape."""
-    if splits * m * n > 2**31 - 1:
-        raise ValueError(f"the workspace would have {splits * m * n} elements; this kernel "
-                         "indexes with int32")
+    pitch = round_up(n, 128)
+    if splits * m * pitch > 2**31 - 1:
+        raise ValueError(f"the workspace would have {splits * m * pitch} elements; this "
+                         "kernel indexes with int32")
     key = (_context_key(), splits, m, n, blocks)
     if key not in _WORK:
         if len(_WORK) >= 16:
             _WORK.pop(next(iter(_WORK)))
-        w = (cuda.device_array((splits, m, n), dtype=np.float32) if splits > 1
+        w = (cuda.device_array((splits, m, pitch), dtype=np.float32) if splits > 1
              else cuda.device_array((1, 1, 1), dtype=np.float32))
         _WORK[key] = (w, cuda.to_device(np.zeros(max(1, blocks), np.int32)))
     return _WORK[key]
@@ -391,21 +540,22 @@ def _fit(x, rows: int, cols: int, slot: str):
     return dst
 
 
-def code_path(m: int, n: int, k: int) -> str:
+def code_path(m: int, n: int, k: int, bn: int = BN) -> str:
     """What the launch copies at M×N×K, and the tile it uses."""
-    cfg = config_for(m)
+    cfg = config_for(m, bn=bn)
     copies = []
     if k % BK:
         copies.append(f"K padded to {round_up(k, BK)} (A and B copied)")
     elif n % 8:
         copies.append(f"B's columns padded to {round_up(n, 8)} (B copied)")
-    return (f"{cfg.bm}-row tiles, A rows clamped (not copied)"
+    return (f"{cfg.bm}x{cfg.bn} tiles, A rows clamped (not copied)"
             + ("; " + "; ".join(copies) if copies else "; nothing copied"))
 
 
-def launch_small(A, B, C, *, splits: int = DEFAULT_SPLITS) -> None:
+def launch_small(A, B, C, *, splits: int = DEFAULT_SPLITS, bn: int = BN, bm: int = 0) -> None:
     """C = A·B (device arrays; A, B FP16 or BF16 bits, C FP32, FP16 or BF16 bits) with
-    ``splits`` slices of K, in one launch (plus copies only where :func:`code_path` says)."""
+    ``splits`` slices of K and tiles ``bn`` columns wide (``bm`` rows; 0: by M), in one
+    launch (plus copies only where :func:`code_path` says)."""
     m, k = A.shape
     n = B.shape[1]
     kind = "bf16" if A.dtype == np.uint16 else "f16"
@@ -415,7 +565,7 @@ def launch_small(A, B, C, *, splits: int = DEFAULT_SPLITS) -> None:
     if C.shape != (m, n):
         raise ValueError(f"C is {C.shape[0]}x{C.shape[1]}; A·B is {m}x{n}")
     chunk, slices = plan(k, splits)
-    cfg = config_for(m, kind)
+    cfg = config_for(m, kind, bn, bm)
     kp = round_up(k, BK)
     a = _fit(A, m, kp, "A")
     b = _fit(B, kp, round_up(n, 8), "B")
@@ -423,20 +573,78 @@ def launch_small(A, B, C, *, splits: int = DEFAULT_SPLITS) -> None:
     W, T = workspace(slices, m, n, blocks)
     kernel = kernel_for(cfg, out)
     sig = signature(kind, out)
-    k08._allow_shared(kernel, cfg, sig)
+    _allow_shared(kernel, cfg, sig)
     routed.launch(kernel, sig, (blocks, slices), cfg.threads, cfg.shared_bytes,
                   (a, b, C, W, T, np.int32(chunk)))
 
 
-def launcher(splits: int = DEFAULT_SPLITS):
-    """``launch(A, B, C)`` with ``splits`` slices of K (refused here if below 1), memoised:
-    a repeated call replays its launch plan (:func:`lab.launch.memo`)."""
+def launcher(splits: int = DEFAULT_SPLITS, bn: int = BN, bm: int = 0):
+    """``launch(A, B, C)`` with ``splits`` slices of K and ``bn``-wide tiles of ``bm`` rows
+    (0: by M; refused here if the factor is below 1 or the tile not one of :data:`CONFIGS`),
+    memoised: a repeated call replays its launch plan (:func:`lab.launch.memo`)."""
     plan(1, splits)
+    config_for(1, bn=bn, bm=bm)
 
     def launch(A, B, C):
-        launch_small(A, B, C, splits=splits)
+        launch_small(A, B, C, splits=splits, bn=bn, bm=bm)
     launch.splits = splits
+    launch.bn = bn
     return routed.memo(launch)
+
+
+#: What :func:`checker` runs at each shape besides the registered launch (128-column tiles,
+#: DEFAULT_SPLITS slices, FP32 C): 64-column tiles, a slice count that divides no K it is
+#: checked at evenly, and the inputs' own 16-bit C written by the kernel.
+CHECK_VARIANTS = ((BN, DEFAULT_SPLITS, "f32"), (64, 3, "native"))
+
+
+def checker(name: str, kind: str):
+    """``check(m, n, k, seed=None)``: each of :data:`CHECK_VARIANTS` on the same fresh inputs,
+    its C poisoned with NaN, against float64 (for a 16-bit C, the bound widened by the
+    output's rounding); the first failing verdict, else the one nearest its bound."""
+    def check(m: int, n: int, k: int, *, seed: int | None = None):
+        from lab import accuracy
+        from lab.kernels import KernelUnavailable, runnable
+
+        ok, why = runnable(name)
+        if not ok:
+            raise KernelUnavailable(why)
+        seed = accuracy.new_seed() if seed is None else seed
+        rng = np.random.default_rng(seed)
+        a32 = rng.uniform(-1, 1, (m, k)).astype(np.float32)
+        b32 = rng.uniform(-1, 1, (k, n)).astype(np.float32)
+        if kind == "f16":
+            a, b = a32.astype(np.float16), b32.astype(np.float16)
+            a64, b64 = a.astype(np.float64), b.astype(np.float64)
+        else:                                  # BF16 bits: the top half of float32 (exact)
+            a, b = ((x.view(np.uint32) >> 16).astype(np.uint16) for x in (a32, b32))
+            a64, b64 = ((x.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+                        for x in (a, b))
+        ref = a64 @ b64
+        da, db = cuda.to_device(a), cuda.to_device(b)
+        verdicts = []
+        for bn, splits, out in CHECK_VARIANTS:
+            if out == "f32":
+                poison, unit = np.full((m, n), np.nan, np.float32), 0.0
+            elif kind == "f16":
+                poison, unit = np.full((m, n), np.nan, np.float16), 2.0 ** -11
+            else:
+                poison, unit = np.full((m, n), 0x7FC0, np.uint16), 2.0 ** -8
+            dc = cuda.to_device(poison)
+            launch_small(da, db, dc, splits=splits, bn=bn)
+            host = dc.copy_to_host()
+            if host.dtype == np.uint16:
+                host = (host.astype(np.uint32) << 16).view(np.float32)
+            factor = accuracy.bound_factor(k, tensor_cores=True, output_unit=unit)
+            bound = factor * (np.abs(a64) @ np.abs(b64)) + k * 2.0 ** -149 + 2.0 ** -24
+            verdicts.append(accuracy.judge(
+                host.astype(np.float64), ref, bound, kernel=f"{name} ({bn}-wide, {splits} "
+                f"slices, {'FP32' if out == 'f32' else kind.upper()} C)", shape=(m, n, k),
+                dtype_name="float16" if kind == "f16" else "bfloat16", factor=factor,
+                seed=seed))
+        failed = [v for v in verdicts if not v.passed]
+        return failed[0] if failed else max(verdicts, key=lambda v: v.err_over_bound)
+    return check
 
 
 def _spec(name: str, kind: str) -> KernelSpec:
@@ -450,12 +658,12 @@ def _spec(name: str, kind: str) -> KernelSpec:
                       edges="A rows clamped; K padded to 64 and N to 8 only when needed; "
                             "stores check row < M, col < N",
                       dtype_name="bfloat16" if bf16 else "", tile=(cfg.bm, cfg.bn, cfg.bk),
-                      min_cc=(8, 0), paths=code_path,
+                      min_cc=(8, 0), paths=code_path, check=checker(name, kind),
                       needs=f"mma.sync m16n8k16 {'BF16' if bf16 else 'FP16'}, ldmatrix, "
                             "cp.async")
 
 
 SPECS = [_spec("tc_small_m_fp16", "f16"), _spec("tc_small_m_bf16", "bf16")]
 
-__all__ = ["build", "config_for", "splits_for", "plan", "launch_small", "launcher",
-           "code_path", "SPECS", "MAX_M"]
+__all__ = ["build", "config_for", "splits_for", "blocks_per_sm", "plan", "launch_small",
+           "launcher", "code_path", "SPECS", "MAX_M", "WIDTHS"]

@@ -7,12 +7,56 @@ import pytest
 from lab.kernels import get_spec, k12_small_m as k12
 
 
+@pytest.mark.parametrize("bn", k12.WIDTHS)
 @pytest.mark.parametrize("m, rows", [(1, 16), (16, 16), (17, 32), (33, 64), (65, 128),
                                      (1000, 128)])
-def test_the_tile_follows_m(m, rows):
-    cfg = k12.config_for(m)
-    assert cfg.bm == rows and cfg.threads == 128 and cfg.validate()
+def test_the_tile_follows_m(m, rows, bn):
+    cfg = k12.config_for(m, bn=bn)
+    assert cfg.bm == rows and cfg.bn == bn and cfg.threads == 128 and cfg.validate()
     assert cfg.shared_bytes <= 100 * 1024          # at least two blocks per SM
+    assert k12.blocks_per_sm(cfg) >= 2
+    assert (cfg.bm, cfg.bn) in k12.REGISTERS
+
+
+def test_blocks_per_sm_from_shared_memory_and_registers():
+    assert k12.blocks_per_sm(k12.config_for(1)) == 3            # 72 KB each
+    assert k12.blocks_per_sm(k12.config_for(128)) == 2          # 96 KB, 245 registers
+    assert k12.blocks_per_sm(k12.config_for(1, bn=64)) == 5     # 40 KB each
+    assert k12.blocks_per_sm(k12.config_for(64, bn=64)) == 3    # 64 KB each
+
+
+@pytest.mark.parametrize("m, n, k", [(1, 4096, 4096), (64, 4096, 14336), (128, 14336, 4096),
+                                     (16, 64, 8192), (1, 4096, 128)])
+@pytest.mark.parametrize("bn", k12.WIDTHS)
+def test_the_split_fills_one_wave_at_most(m, n, k, bn):
+    cfg = k12.config_for(m, bn=bn)
+    s = k12.splits_for(m, n, k, 132, bn=bn)
+    assert 1 <= s <= k12.MAX_SPLITS and s <= max(1, -(-k // k12.BK) // 2)
+    assert k12.tiles(m, n, cfg) * s <= max(k12.tiles(m, n, cfg),
+                                           k12.blocks_per_sm(cfg) * 132)
+
+
+def test_a_bad_tile_is_refused_before_any_launch():
+    for bad in (32, 256, "64"):
+        with pytest.raises(ValueError, match="tile width"):
+            k12.config_for(1, bn=bad)
+        with pytest.raises(ValueError, match="tile width"):
+            k12.launcher(4, bad)
+    with pytest.raises(ValueError, match="tile rows"):
+        k12.launcher(4, 64, 48)
+
+
+def test_tile_rows_can_be_asked_for():
+    cfg = k12.config_for(128, bn=64, bm=64)
+    assert (cfg.bm, cfg.bn) == (64, 64) and k12.tiles(128, 4096, cfg) == 128
+
+
+def test_the_registered_check_covers_the_other_width_and_a_16_bit_c():
+    widths = {bn for bn, _, _ in k12.CHECK_VARIANTS}
+    outs = {out for _, _, out in k12.CHECK_VARIANTS}
+    assert widths == set(k12.WIDTHS) and outs == {"f32", "native"}
+    assert (k12.BN, k12.DEFAULT_SPLITS, "f32") in k12.CHECK_VARIANTS   # the registered launch
+    assert get_spec("tc_small_m_fp16").check is not None
 
 
 @pytest.mark.parametrize("k, splits", [(4096, 8), (4096, 9), (65, 4), (1, 3), (14336, 32)])
@@ -30,6 +74,7 @@ def test_a_bad_split_factor_is_refused_before_any_launch():
 
 def test_copies_only_where_needed():
     assert "nothing copied" in k12.code_path(1, 4096, 4096)
+    assert "16x64 tiles" in k12.code_path(1, 4096, 4096, bn=64)
     assert "K padded to 128" in k12.code_path(5, 4096, 65)
     assert "padded to 4104" in k12.code_path(127, 4099, 4096)
 

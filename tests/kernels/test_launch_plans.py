@@ -364,6 +364,8 @@ def _check_small_m(name: str, p: Plan, m: int, n: int, k: int) -> None:
         f"{slices} slices of {chunk} do not cover K = {kp} once"
     assert slices <= lab.get_spec(name).launch.splits
     assert T.shape[0] >= ln.grid[0], "a tile without its ticket counter"
+    if slices > 1:                  # one partial per slice, rows padded to whole tiles' lines
+        assert W.shape[:2] == (slices, m) and W.shape[2] >= n and W.shape[2] % 128 == 0
 
 
 def check_plan(name: str, p: Plan, m: int, n: int, k: int, sm_count: int) -> None:
