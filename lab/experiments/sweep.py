@@ -9,7 +9,9 @@ tensors in, for both: the same buffers, the same values.
 Per shape, first a check: ``out`` filled with NaN, ``lab.gemm`` run, the result compared with
 the float64 product of the same inputs on the GPU (relative error = max |error| / max |entry|;
 FP16 output passes under :data:`TOLERANCE`). Then two timings of each of ``lab.gemm`` and
-cuBLAS, side by side (ours first, then cuBLAS):
+cuBLAS, side by side, in :data:`ROUNDS` rounds ordered ours, cuBLAS, cuBLAS, ours (a board at
+its power limit lowers its SM clock within a run: at 16384³ the clock was seen between 930 and
+1980 MHz, so whichever side ran second could be the slower), each side's samples pooled:
 
 * ``as_called`` — a Python loop of calls, a CUDA event recorded before and after each one
   (queued, no synchronisation between calls): what a caller sees, host cost included when the
@@ -18,6 +20,8 @@ cuBLAS, side by side (ours first, then cuBLAS):
   ``torch.cuda.CUDAGraph``), replayed between two events: the GPU's own time per call.
 
 Repeats shrink with the product's size so that the whole sweep fits one 8-minute command.
+Each row carries the median SM clock and mean board power NVML reported while it was timed
+(``sm_mhz``, ``power_w``; sampled every 20 ms, so short rows have few or no samples).
 Triton is not in this sweep (chapter 9's ``libraries`` experiment times it at fewer shapes).
 Inputs are cache-hot (one buffer set per shape; at 16384³ the operands exceed L2 anyway).
 ``ratio_to_cublas`` = cuBLAS median time / ours (> 1: ours faster), same method, same shape.
@@ -34,7 +38,7 @@ CHAPTER = 9
 NEEDS = ("torch",)
 #: None: lab.gemm picks a kernel this GPU runs (any compute capability from 7.5).
 NEEDS_KERNELS = ()
-H200_SECONDS = 45  # estimate: 11 s measured after launch_cost compiled the kernels, plus compiles
+H200_SECONDS = 70  # estimate: 51 s measured beside launch_cost, plus the larger sizes' repeats
 
 SQUARES = (256, 512, 1024, 2048, 4096, 8192, 16384)
 LLM_M = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
@@ -44,6 +48,9 @@ ODD = ((4097, 4097, 4097), (1000, 1030, 999), (8191, 8191, 8191), (3000, 5000, 7
        (2049, 2049, 2049))
 TOLERANCE = 1e-2
 GRAPH_CALLS = 10
+#: Timing rounds per shape, in the order ours, cuBLAS, cuBLAS, ours (ABBA): both sides see
+#: the same share of a warm board, whose SM clock falls when it reaches its power limit.
+ROUNDS = 2
 #: Seconds of calls each timing aims at (repeats between MIN_REPEATS and MAX_REPEATS).
 TARGET_S = 0.08
 MIN_REPEATS, MAX_REPEATS = 10, 200
@@ -61,8 +68,18 @@ def _events(n):
     return [torch.cuda.Event(enable_timing=True) for _ in range(n)]
 
 
+def guess_ms(m: int, n: int, k: int) -> float:
+    """A product's time guessed at 500 TFLOP/s, plus 10 µs (ms)."""
+    return 2.0 * m * n * k / 500e12 * 1e3 + 0.01
+
+
 def repeats_for(ms_guess: float) -> int:
     return int(min(MAX_REPEATS, max(MIN_REPEATS, TARGET_S / max(ms_guess, 1e-3) * 1e3)))
+
+
+def _summary(ms: list) -> dict:
+    return {"median_ms": float(np.median(ms)), "min_ms": float(min(ms)),
+            "max_ms": float(max(ms)), "repeats": len(ms)}
 
 
 def as_called(call, repeats: int, warmup: int = 3) -> dict:
@@ -81,8 +98,7 @@ def as_called(call, repeats: int, warmup: int = 3) -> dict:
     host = (time.perf_counter() - t0) / repeats
     torch.cuda.synchronize()
     ms = [s.elapsed_time(e) for s, e in zip(starts, stops)]
-    return {"median_ms": float(np.median(ms)), "min_ms": float(min(ms)),
-            "max_ms": float(max(ms)), "repeats": repeats, "host_us": 1e6 * host}
+    return dict(_summary(ms), host_us=1e6 * host, ms=ms)
 
 
 def gpu_only(replay, calls: int, repeats: int) -> dict:
@@ -98,8 +114,7 @@ def gpu_only(replay, calls: int, repeats: int) -> dict:
         stops[i].record()
     torch.cuda.synchronize()
     ms = [s.elapsed_time(e) / calls for s, e in zip(starts, stops)]
-    return {"median_ms": float(np.median(ms)), "min_ms": float(min(ms)),
-            "max_ms": float(max(ms)), "repeats": repeats}
+    return dict(_summary(ms), ms=ms)
 
 
 def torch_graph(call, calls: int):
@@ -137,7 +152,26 @@ def _row(base: dict, t: dict, m: int, n: int, k: int) -> dict:
     return row
 
 
-def measure_shape(group: str, m: int, n: int, k: int, out_types=("float16",)) -> list[dict]:
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _clocks(sampler, labels) -> dict:
+    """Median SM clock (MHz) and mean board power (W) over the samples of ``labels``."""
+    mine = [x for x in sampler.samples if x.phase in set(labels)]
+    if not mine:
+        return {"sm_mhz": None, "power_w": None, "clock_samples": 0}
+    return {"sm_mhz": float(np.median([x.sm_mhz for x in mine])),
+            "power_w": float(np.mean([x.power_w for x in mine])),
+            "clock_samples": len(mine)}
+
+
+def measure_shape(group: str, m: int, n: int, k: int, out_types=("float16",),
+                  sampler=None) -> list[dict]:
     import torch
     import lab
 
@@ -150,11 +184,13 @@ def measure_shape(group: str, m: int, n: int, k: int, out_types=("float16",)) ->
         tdt = getattr(torch, odt)
         out = torch.empty((m, n), dtype=tdt, device="cuda")
         ref_out = torch.empty((m, n), dtype=tdt, device="cuda")
-        choice = lab.gemm.plan(A, B, out)
         err = check(A, B, out, ref)
+        choice = lab.gemm.plan(A, B, out)          # after the first call: what it picked
         base = {"group": group, "m": m, "n": n, "k": k, "dtype": "float16", "out_dtype": odt,
-                "kernel": choice.kernel, "splits": choice.splits, "max_err_over_max_entry": err,
-                "passed": bool(err < TOLERANCE)}
+                "kernel": choice.kernel, "splits": choice.splits, "tuned": choice.tuned,
+                "max_err_over_max_entry": err, "passed": bool(err < TOLERANCE)}
+        if choice.bn:                              # the small-M kernel's tile width
+            base["bn"] = choice.bn
         if odt == "float16":
             def theirs():
                 torch.mm(A, B, out=ref_out)
@@ -169,24 +205,37 @@ def measure_shape(group: str, m: int, n: int, k: int, out_types=("float16",)) ->
 
         def ours():
             lab.gemm(A, B, out)
-        guess = 2.0 * m * n * k / 5e11 * 1e3 + 0.01          # ms at 500 TFLOP/s
-        reps = repeats_for(guess)
-        pair = {}
-        for impl, call in (("lab.gemm", ours), ("cublas", theirs)):
-            b = dict(base, impl=impl)
+        reps = repeats_for(guess_ms(m, n, k))
+        impls = (("lab.gemm", ours), ("cublas", theirs))
+        replays = {"lab.gemm": lab.gemm.graph(A, B, out, GRAPH_CALLS).launch,
+                   "cublas": torch_graph(theirs, GRAPH_CALLS)}
+        got = {}
+        for r in range(ROUNDS):                # ours, cuBLAS, then cuBLAS, ours: ABBA
+            for impl, call in (impls if r % 2 == 0 else impls[::-1]):
+                for method in ("as_called", "gpu_only"):
+                    label = f"{m}x{n}x{k} {odt} {impl} {method} {r}"
+                    with (sampler.phase(label) if sampler else _nothing()):
+                        t = (as_called(call, max(1, reps // ROUNDS)) if method == "as_called"
+                             else gpu_only(replays[impl], GRAPH_CALLS,
+                                           max(3, reps // GRAPH_CALLS // ROUNDS)))
+                    g = got.setdefault((impl, method), {"ms": [], "host": [], "labels": []})
+                    g["ms"] += t["ms"]
+                    g["labels"].append(label)
+                    if "host_us" in t:
+                        g["host"].append(t["host_us"])
+        pair = {key: float(np.median(g["ms"])) for key, g in got.items()}
+        for (impl, method), g in got.items():
+            b = dict(base, impl=impl, method=method, rounds=ROUNDS)
             if impl == "cublas":
                 b["kernel"] = "cublas (torch.mm)"
-            t = as_called(call, reps)
-            rows.append(_row(dict(b, method="as_called"), t, m, n, k))
-            pair[(impl, "as_called")] = t["median_ms"]
-            replay = (lab.gemm.graph(A, B, out, GRAPH_CALLS).launch if impl == "lab.gemm"
-                      else torch_graph(call, GRAPH_CALLS))
-            t = gpu_only(replay, GRAPH_CALLS, max(5, reps // GRAPH_CALLS))
-            rows.append(_row(dict(b, method="gpu_only"), t, m, n, k))
-            pair[(impl, "gpu_only")] = t["median_ms"]
-        for r in rows[-4:]:
-            r["ratio_to_cublas"] = pair[("cublas", r["method"])] / pair[("lab.gemm",
-                                                                         r["method"])]
+            t = _summary(g["ms"])
+            if g["host"]:
+                t["host_us"] = float(np.mean(g["host"]))
+            if sampler:
+                t.update(_clocks(sampler, g["labels"]))
+            row = _row(b, t, m, n, k)
+            row["ratio_to_cublas"] = pair[("cublas", method)] / pair[("lab.gemm", method)]
+            rows.append(row)
         torch.cuda.synchronize()
     return rows
 
@@ -194,28 +243,38 @@ def measure_shape(group: str, m: int, n: int, k: int, out_types=("float16",)) ->
 def run(progress, quick: bool = False) -> dict:
     import torch
 
+    from lab import clocks
+
     raw = os.environ.get("LAB_RAW_ROWS")
     rows = []
     todo = shapes()
-    for group, m, n, k in progress(todo):
-        outs = ("float16", "float32") if group == "square" else ("float16",)
-        try:
-            got = measure_shape(group, m, n, k, outs)
-        except Exception as exc:  # noqa: BLE001 - a failed shape is recorded, not fatal
-            got = [{"group": group, "m": m, "n": n, "k": k, "impl": "lab.gemm",
-                    "error": f"{type(exc).__name__}: {exc}"[:300]}]
-        rows += got
-        if raw:
-            with open(raw, "a") as f:
-                for r in got:
-                    f.write(json.dumps(r) + "\n")
-        torch.cuda.empty_cache()
+    why_not = clocks.reason()
+    sampler = clocks.Sampler() if why_not is None else None
+    with (sampler if sampler else _nothing()):
+        for group, m, n, k in progress(todo):
+            outs = ("float16", "float32") if group == "square" else ("float16",)
+            try:
+                got = measure_shape(group, m, n, k, outs, sampler)
+            except Exception as exc:  # noqa: BLE001 - a failed shape is recorded, not fatal
+                got = [{"group": group, "m": m, "n": n, "k": k, "impl": "lab.gemm",
+                        "error": f"{type(exc).__name__}: {exc}"[:300]}]
+            rows += got
+            if raw:
+                with open(raw, "a") as f:
+                    for r in got:
+                        f.write(json.dumps(r) + "\n")
+            torch.cuda.empty_cache()
     return {"rows": rows,
             "row_fields": ["group", "impl", "method", "m", "n", "k", "out_dtype"],
             "parameters": {"squares": list(SQUARES), "llm_m": list(LLM_M),
                            "llm_nk": [list(x) for x in LLM_NK], "odd": [list(x) for x in ODD],
                            "tolerance": TOLERANCE, "graph_calls": GRAPH_CALLS,
                            "target_s": TARGET_S, "repeats": [MIN_REPEATS, MAX_REPEATS],
+                           "rounds": ROUNDS,
+                           "clocks": ("NVML every {:.0f} ms".format(1e3 * clocks.INTERVAL_S)
+                                      if sampler else f"not sampled: {why_not}"),
+                           "power_limit_w": sampler.power_limit_w if sampler else None,
+                           "max_sm_mhz": sampler.max_sm_mhz if sampler else None,
                            "inputs": "PyTorch tensors, uniform(-1, 1) in FP16, cache-hot",
                            "cublas": "torch.mm (FP16 out), torch.mm(out_dtype=float32) "
                                      "(FP32 out)",
@@ -223,4 +282,7 @@ def run(progress, quick: bool = False) -> dict:
             "notes": "as_called: events around each call of a Python loop; gpu_only: a CUDA "
                      "graph of graph_calls calls replayed, per call. ratio_to_cublas = cuBLAS "
                      "median / lab.gemm median, same method and shape. error: max |error| / "
-                     "max |entry| against float64 on the GPU, out poisoned with NaN first."}
+                     "max |entry| against float64 on the GPU, out poisoned with NaN first. "
+                     "Timings in rounds (ours, cuBLAS, cuBLAS, ours), samples pooled; sm_mhz "
+                     "and power_w: NVML's median SM clock and mean power over a row's "
+                     "timings."}
