@@ -10,7 +10,8 @@ imported here.
 from __future__ import annotations
 
 from lab import page
-from lab.chapters.ch9b import s1_result, s2_host_cost, s3_sweep, s5_short, solutions
+from lab.chapters.ch9b import (s1_result, s2_host_cost, s3_sweep, s4_dispatch, s5_short,
+                               solutions)
 from lab.chapters.ch9b.s1_result import targets, targets_table
 from lab.chapters.ch9b.s2_host_cost import host_rows, host_table
 from lab.chapters.ch9b.s3_sweep import sweep_figure, sweep_rows, sweep_table
@@ -29,7 +30,7 @@ figure = page.figure
 def values() -> dict:
     """Every number the page's prose quotes, as strings (glued from the results files)."""
     v = {}
-    for section in (s1_result, s2_host_cost, s3_sweep, s5_short, solutions):
+    for section in (s1_result, s2_host_cost, s3_sweep, s4_dispatch, s5_short, solutions):
         v.update(section.values())
     return v
 

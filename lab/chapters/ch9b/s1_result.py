@@ -56,12 +56,22 @@ def values() -> dict:
     met = sum(x["met"] == "yes" for x in t)
     decode = [x for x in t if x["target"].startswith("decode")]
     odd = [x for x in t if x["target"].startswith("odd")]
+    def pair(x):                       # "decode M ≤ 128, N = 4096, K = 4096" -> "N = 4096, ..."
+        return x["target"].split(", ", 1)[1]
+
+    met_pairs = [x for x in decode if x["met"] == "yes"]
+    missed = [x for x in decode if x["met"] == "no"]
     return {"result_targets_met": str(met), "result_targets": str(len(t)),
-            "result_big_lowest": f"{t[0]['lowest ratio']:.2f}",
+            "result_big_lowest": f"{t[0]['lowest ratio']:.3f}",
+            "result_big_verdict": "met" if t[0]["met"] == "yes" else "missed",
             "result_big_lowest_at": t[0]["at"],
             "result_1024": f"{t[1]['lowest ratio']:.2f}",
-            "result_decode_lowest": f"{min(x['lowest ratio'] for x in decode):.2f}",
-            "result_decode_highest": f"{max(x['lowest ratio'] for x in decode):.2f}",
+            "result_decode_met": "; ".join(
+                f"{pair(x)} (lowest {x['lowest ratio']:.2f}, at {x['at']})"
+                for x in met_pairs) or "none of the three pairs",
+            "result_decode_missed": "; ".join(
+                f"{pair(x)} ({x['lowest ratio']:.2f} at {x['at']})"
+                for x in missed) or "none",
             "result_odd_best": f"{max(x['lowest ratio'] for x in odd):.2f}",
             "result_odd_best_at": max(odd, key=lambda x: x["lowest ratio"])["target"][4:],
             "result_shapes": str(len(rows()))}

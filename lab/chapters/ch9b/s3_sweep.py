@@ -77,9 +77,29 @@ def sweep_table():
                                                     "1·4k·4k", "128·4k·4k"))
 
 
+def clock_at(n: int = 16384) -> dict:
+    """The SM clock (median, MHz) and board power (mean, W) NVML reported while each side's
+    as-called timing of n³ (FP16 out) ran, and the board's maximum clock."""
+    rs = {r["impl"]: r for r in results.rows("sweep") if r.get("group") == "square"
+          and r["m"] == n and r.get("method") == "as_called" and r.get("out_dtype") == "float16"}
+    top = results.load("sweep")["provenance"].get("max_sm_clock_mhz")
+    return {"ours_mhz": rs["lab.gemm"].get("sm_mhz"), "cublas_mhz": rs["cublas"].get("sm_mhz"),
+            "ours_w": rs["lab.gemm"].get("power_w"), "cublas_w": rs["cublas"].get("power_w"),
+            "max_mhz": float(top) if top else None}
+
+
 def values() -> dict:
     rs = sweep_rows()
+    c = clock_at()
+
+    def text(v, unit):
+        return "not sampled" if v is None else f"{v:.0f} {unit}"
     return {"sweep_shapes": str(len(rs)),
             "sweep_at_least_090": str(sum(r["called"] >= 0.9 for r in rs)),
             "sweep_best": f"{max(r['called'] for r in rs):.2f}",
-            "sweep_best_at": max(rs, key=lambda r: r["called"])["shape"]}
+            "sweep_best_at": max(rs, key=lambda r: r["called"])["shape"],
+            "sweep_clock_ours": text(c["ours_mhz"], "MHz"),
+            "sweep_clock_cublas": text(c["cublas_mhz"], "MHz"),
+            "sweep_power_ours": text(c["ours_w"], "W"),
+            "sweep_power_cublas": text(c["cublas_w"], "W"),
+            "sweep_clock_max": text(c["max_mhz"], "MHz")}

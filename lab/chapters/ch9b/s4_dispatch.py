@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from lab import launch, page
-from lab.gemm import SM_DEFAULT, choose
+from lab.gemm import SM_DEFAULT, SMALL_M, choose
 
 SHAPES = ((4096, 4096, 4096), (1024, 1024, 1024), (1, 4096, 4096), (8192, 64, 8192),
           (4097, 4097, 4097))
@@ -64,3 +64,7 @@ def plan_source():
 def call_plan_source():
     """A recorded call: the plans it launched, replayed in order."""
     return page.source(launch, "call_plan")
+
+
+def values() -> dict:
+    return {"dispatch_small_m": str(SMALL_M)}

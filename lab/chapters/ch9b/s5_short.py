@@ -1,8 +1,9 @@
-"""Section 5, what falls short: the decode shapes (M ≤ 128), where the kernels, not the host,
-are behind cuBLAS."""
+"""Section 5, what falls short: the decode shapes (M ≤ 128) where the kernels, not the host,
+are behind cuBLAS, and what the small-M kernel's first-call timing found."""
 from __future__ import annotations
 
 from lab import page, results
+from lab.kernels import k12_small_m
 from lab.chapters.ch9b.s1_result import DECODE_M
 
 
@@ -17,7 +18,8 @@ def decode_rows() -> list[dict]:
         key = (r["m"], r["n"], r["k"])
         theirs = by[("cublas", "gpu_only", *key)]
         out.append({"M": r["m"], "N×K": f"{r['n']}×{r['k']}",
-                    "kernel": r["kernel"] + (f" /{r['splits']}" if r["splits"] > 1 else ""),
+                    "kernel": r["kernel"] + (f" /{r['splits']}" if r["splits"] > 1 else "")
+                    + (f" ({r['bn']} wide)" if r.get("bn") else ""),
                     "ours_us": 1e3 * r["median_ms"], "cublas_us": 1e3 * theirs["median_ms"],
                     "gpu": r["ratio_to_cublas"],
                     "called": by[("lab.gemm", "as_called", *key)]["ratio_to_cublas"],
@@ -32,13 +34,59 @@ def decode_table():
                        "gpu": "× cuBLAS GPU only", "called": "× cuBLAS as called",
                        "cublas_tbps": "cuBLAS reads B at (TB/s)"}, digits=3,
                       source=results.source_line("sweep"),
-                      show=lambda r: r["M"] in (1, 128))
+                      show=lambda r: r["M"] in (1, 64, 128))
+
+
+def first_call(m: int, n: int, k: int) -> dict[str, float]:
+    """What ``lab.gemm``'s first call at M×N×K timed (µs per call of each candidate: kernel /
+    tile rows x columns / slices), from the ``tuned`` text of its sweep row."""
+    row = next(r for r in results.rows("sweep") if r.get("impl") == "lab.gemm"
+               and (r["m"], r["n"], r["k"]) == (m, n, k) and r.get("out_dtype") == "float16")
+    text = row.get("tuned", "").removeprefix("first call timed: ")
+    out = {}
+    for part in text.split(", ") if text else ():
+        name, us, _ = part.rsplit(" ", 2)
+        out[name] = float(us)
+    return out
+
+
+def variant(name: str, m: int) -> str:
+    """A first-call candidate's name (``tc_small_m_fp16/Mx64/3``) in words, for M rows."""
+    parts = name.split("/")
+    if len(parts) < 2:
+        return name
+    rows, cols = parts[1].split("x")
+    rows = k12_small_m.config_for(m).bm if rows == "M" else int(rows)
+    slices = int(parts[2]) if len(parts) > 2 else 1
+    return f"{rows}×{cols} tiles, {slices} slice{'s' if slices > 1 else ''}"
 
 
 def values() -> dict:
     rs = decode_rows()
     one = [r for r in rs if r["M"] == 1 and r["N×K"] == "4096×4096"][0]
+    big = max((r for r in rs if r["M"] == 128), key=lambda r: r["ours_us"])
+    m, (n, k) = big["M"], map(int, big["N×K"].split("×"))
+    flop = 2.0 * m * n * k
+    wide = [r for r in rs if r["M"] == 128 and r["kernel"].startswith("wgmma")]
+    t64 = first_call(64, 4096, 4096)
+    t128 = first_call(m, n, k)
+    small = {name: us for name, us in t64.items() if name.startswith("tc_small_m")}
+    slowest, fastest = max(small, key=small.get), min(small, key=small.get)
     return {"decode_one_ours": f"{one['ours_us']:.0f}",
             "decode_one_cublas": f"{one['cublas_us']:.0f}",
             "decode_one_tbps": f"{one['cublas_tbps']:.1f}",
-            "decode_gpu_highest": f"{max(r['gpu'] for r in rs):.2f}"}
+            "decode_gpu_highest": f"{max(r['gpu'] for r in rs):.2f}",
+            "decode_loads_in_flight": str(2 * k12_small_m.UNROLL),
+            "decode_64_slowest": variant(slowest, 64),
+            "decode_64_slowest_us": f"{small[slowest]:.0f}",
+            "decode_64_fastest": variant(fastest, 64),
+            "decode_64_fastest_us": f"{small[fastest]:.0f}",
+            "decode_128_shape": f"{m}×{n}×{k}",
+            "decode_128_kernel": (variant(min(t128, key=t128.get), m)
+                                  if big["kernel"].startswith("tc_small_m") else big["kernel"]),
+            "decode_128_us": f"{big['ours_us']:.0f}",
+            "decode_128_tflops": f"{flop / (big['ours_us'] * 1e-6) / 1e12:.0f}",
+            "decode_128_cublas_tflops": f"{flop / (big['cublas_us'] * 1e-6) / 1e12:.0f}",
+            "decode_128_called": f"{big['called']:.2f}",
+            "decode_wgmma_at": ", ".join(r["N×K"] for r in wide) or "no pair",
+            "decode_wgmma_called": ", ".join(f"{r['called']:.2f}" for r in wide) or "-"}
