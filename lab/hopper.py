@@ -124,7 +124,8 @@ __all__ = ["wgmma_fence", "wgmma_commit", "wgmma_wait", "smem_desc", "mbar_init"
            "tma_load_2d_multicast", "cluster_ctarank", "cluster_nctarank", "cluster_sync",
            "mbar_arrive_cluster", "elect_one"]
 __all__ += [f"wgmma_m64n{n}k{k}_{kind}" for n in WGMMA_N for kind, k in WGMMA_K.items()]
-__all__ += ["st_shared_bf16x2", "st_shared_f16x2"]
+__all__ += ["st_shared_bf16x2", "st_shared_f16x2", "flag_acquire", "flag_release",
+            "flag_clear", "ld_global_cg_f32", "st_global_f32"]
 
 if SIMULATOR:
     def _stub(name):
@@ -436,6 +437,60 @@ else:
         "{\n.reg .b32 t;\ncvt.rn.f16x2.f32 t, $2, $1;\nst.shared.b32 [$0], t;\n}",
         "``cvt.rn.f16x2.f32`` + ``st.shared.b32``: ``x`` and ``y`` rounded to FP16 (to nearest "
         "even), stored as 4 bytes at a 4-byte aligned shared address, ``x`` first.")
+
+    # ------------------------------------------------------------------ flags between blocks
+
+    def _u64(context, builder, ty, value):
+        return context.cast(builder, value, ty, types.uint64)
+
+    @intrinsic
+    def flag_acquire(typingctx, address):
+        """``ld.acquire.gpu.global.s32`` — an int32 flag in global memory, read with acquire
+        semantics at GPU scope: what its writer stored before releasing it is visible after."""
+        def codegen(context, builder, sig, args):
+            return _asm(builder, _I32, [_u64(context, builder, sig.args[0], args[0])],
+                        "ld.acquire.gpu.global.s32 $0, [$1];", "=r,l,~{memory}")
+        return types.int32(address), codegen
+
+    @intrinsic
+    def flag_release(typingctx, address):
+        """``st.release.gpu.global.s32 [address], 1`` — set a flag, releasing (at GPU scope)
+        every write this thread has made or seen (a barrier before it: the warpgroup's)."""
+        def codegen(context, builder, sig, args):
+            _asm(builder, ir.VoidType(), [_u64(context, builder, sig.args[0], args[0])],
+                 "st.release.gpu.global.s32 [$0], 1;", "l,~{memory}")
+            return context.get_dummy_value()
+        return types.void(address), codegen
+
+    @intrinsic
+    def flag_clear(typingctx, address):
+        """``st.relaxed.gpu.global.s32 [address], 0`` — clear a flag (its one reader, after
+        reading it, so the next launch finds it clear)."""
+        def codegen(context, builder, sig, args):
+            _asm(builder, ir.VoidType(), [_u64(context, builder, sig.args[0], args[0])],
+                 "st.relaxed.gpu.global.s32 [$0], 0;", "l,~{memory}")
+            return context.get_dummy_value()
+        return types.void(address), codegen
+
+    @intrinsic
+    def ld_global_cg_f32(typingctx, address):
+        """``ld.global.cg.f32`` — a float32 from global memory through L2 only (another SM
+        wrote it; this SM's L1 may hold an old copy)."""
+        def codegen(context, builder, sig, args):
+            return _asm(builder, _F32, [_u64(context, builder, sig.args[0], args[0])],
+                        "ld.global.cg.f32 $0, [$1];", "=f,l,~{memory}")
+        return types.float32(address), codegen
+
+    @intrinsic
+    def st_global_f32(typingctx, address, value):
+        """``st.global.f32 [address], value``."""
+        def codegen(context, builder, sig, args):
+            _asm(builder, ir.VoidType(), [_u64(context, builder, sig.args[0], args[0]),
+                                          context.cast(builder, args[1], sig.args[1],
+                                                       types.float32)],
+                 "st.global.f32 [$0], $1;", "l,f,~{memory}")
+            return context.get_dummy_value()
+        return types.void(address, value), codegen
 
     @intrinsic
     def named_barrier(typingctx, bar_id, count):

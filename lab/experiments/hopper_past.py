@@ -43,6 +43,10 @@ SIZES = (4096, 8192)
 KINDS = ("f16", "bf16")
 ODD_SHAPES = ((1, 1, 1), (17, 33, 5), (257, 129, 67), (1000, 1030, 999), (130, 260, 72),
               (384, 520, 130), (512, 768, 320))
+#: Shapes with more tiles of 128×256 than the H200 has SMs, and not a whole number of waves, so
+#: that stream-K shares out a last wave: 289 tiles (25 left over, 3 or 4 k-slices per block,
+#: up to 6 blocks per tile) and 300 tiles (36 left over, 13 k-slices each).
+STREAMK_SHAPES = ((2100, 4200, 1000), (1536, 6400, 777))
 #: Kernel 12's check: 2048, 64 units of work, one per cluster of its grid. (Its harness has the
 #: tensor maps encoded again whenever the shape or a buffer changes, and the check's launcher
 #: holds its buffers until the kernel is done.)
@@ -86,6 +90,7 @@ def explore_configs() -> dict:
         "tmastore 16-bit out whole-tile": tile,
         "tmastore 16-bit out whole-tile 240/24": replace(tile, regs=240, producer_regs=24),
         "tmastore 16-bit out whole-tile grid 128": replace(tile, grid=128),
+        "tmastore 16-bit out whole-tile stream-K": replace(tile, streamk=True),
         "cluster 16-bit out whole-tile": ctile,
         "cluster 16-bit out whole-tile grid 128": replace(ctile, grid=128),
     }
@@ -123,6 +128,11 @@ PROFILE_KERNELS = ("wgmma_cluster_fp16", "wgmma_out16_fp16", "wgmma_tile16_fp16"
 #: 8 and 9, and rung 7 with a 16-bit C changed one step at a time up to rungs 10 and 11.
 FINAL = ("cluster", "cluster 16-bit out", "tmastore 16-bit out", "tmastore 16-bit out 3 stages",
          "tmastore 16-bit out whole-tile", "tmastore 16-bit out whole-tile grid 128")
+#: The stream-K measurement (``mode`` "streamk", the ``hopper_streamk`` experiment): rung 12
+#: beside rungs 10 and 11, both input types, every child; its profile.
+STREAMK = ("tmastore 16-bit out whole-tile", "tmastore 16-bit out whole-tile grid 128",
+           "tmastore 16-bit out whole-tile stream-K")
+PROFILE_STREAMK = ("wgmma_grid128_fp16", "wgmma_streamk_fp16")
 FINAL_FP8 = ("fp8 f32 out", "fp8 bf16 out", "fp8 cluster f32 out", "fp8 cluster bf16 out",
              "fp8 bf16 out whole-tile", "fp8 bf16 out whole-tile grid 128")
 
@@ -344,6 +354,9 @@ def child(lock_path: str, index: int, mode: str, fastcu_lib: str,
         share = items[index::processes]
         labels = {kind: [lb for kd, lb in share if kd == kind] for kind in KINDS}
         fp8_labels = [lb for kd, lb in share if kd == "e4m3"]
+    elif mode == "streamk":
+        labels = {kind: list(STREAMK) for kind in KINDS}
+        fp8_labels = []
     else:
         labels = {kind: list(FINAL) for kind in KINDS}
         fp8_labels = list(FINAL_FP8)
@@ -355,7 +368,7 @@ def child(lock_path: str, index: int, mode: str, fastcu_lib: str,
         except Exception as exc:  # noqa: BLE001 - the check below reports it
             _emit({"part": "compile", "kernel": cfg.label, "error": repr(exc)[:300]})
     fn = None
-    if fastcu_lib and (index == 0 or mode == "final"):
+    if fastcu_lib and (index == 0 or mode != "explore"):
         for _ in range(600):              # the parent builds it meanwhile, then marks it
             if os.path.exists(fastcu_lib + ".done"):
                 break
@@ -371,7 +384,7 @@ def child(lock_path: str, index: int, mode: str, fastcu_lib: str,
     try:
         failed = set()
         for cfg in todo:
-            for m, n, k in ODD_SHAPES:
+            for m, n, k in ODD_SHAPES + (STREAMK_SHAPES if cfg.streamk else ()):
                 try:
                     row = (check_fp8 if cfg.fp8 else check)(cfg, m, n, k, rng)
                 except Exception as exc:  # noqa: BLE001
@@ -452,15 +465,17 @@ def summarize(rows: list[dict]) -> list[dict]:
     return out
 
 
-def run(progress, *, quick: bool = False) -> dict:
+def run(progress, *, quick: bool = False, mode: str | None = None) -> dict:
     """``quick``: the exploration (every variant once, shared among the children); else the
-    final measurement (the chosen rows in every child)."""
+    final measurement (the chosen rows in every child); ``mode`` "streamk": the stream-K rung
+    beside rungs 10 and 11 (every child), without fast.cu and FP8."""
     from lab import bench
     from lab.experiments.hopper_profile import _read_rows, _tail, wait_all
     from lab.twins import fastcu
 
     bench.require_gpu("hopper_past")
-    mode = "explore" if quick or os.environ.get("LAB_PAST_MODE") == "explore" else "final"
+    mode = mode or ("explore" if quick or os.environ.get("LAB_PAST_MODE") == "explore"
+                    else "final")
     work = os.environ.get("LAB_PROFILE_LOGS") or tempfile.mkdtemp(prefix="hopper_past_")
     os.makedirs(work, exist_ok=True)
     lock = os.path.join(tempfile.mkdtemp(prefix="hopper_past_lock_"), "gpu.lock")
@@ -468,12 +483,15 @@ def run(progress, *, quick: bool = False) -> dict:
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     lib, fastcu_error = "", fastcu.missing()
     builder = None
+    if mode == "streamk":
+        fastcu_error = "not in the stream-K measurement"
     if fastcu_error is None:
         lib = os.path.join(work, "libfastcu_k12.so")
         builder = subprocess.Popen(fastcu.build_command(fastcu.source_dir(), lib),
                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     started = []
     processes = EXPLORE_PROCESSES if mode == "explore" else PROCESSES
+    profiled = PROFILE_STREAMK if mode == "streamk" else PROFILE_KERNELS
     for index in range(processes):
         log = open(os.path.join(work, f"child{index}.log"), "w")
         started.append((f"child{index}", subprocess.Popen(
@@ -485,22 +503,22 @@ def run(progress, *, quick: bool = False) -> dict:
             fastcu_error = "nvcc failed: " + text[-600:]
         open(lib + ".done", "w").close()
     from lab.experiments import hopper_profile as P
-    ncu = P.ncu_path() if mode == "final" else None
+    ncu = P.ncu_path() if mode != "explore" else None
     metrics = []
     if ncu:
         metrics = P.usable_metrics(P.known_metrics(ncu))
         log = open(os.path.join(work, "profile.log"), "w")
         started.append(("profile", subprocess.Popen(
-            P.ncu_command(ncu, metrics, lock, PROFILE_KERNELS), stdout=log,
+            P.ncu_command(ncu, metrics, lock, profiled), stdout=log,
             stderr=subprocess.STDOUT, env=env)))
-    status = wait_all(started, progress, CHILD_TIMEOUT_S)
+    status = wait_all(started, progress, 180 if mode == "streamk" else CHILD_TIMEOUT_S)
     rows, errors = [], {}
     for label in sorted(status):
         path = os.path.join(work, f"{label}.log")
         if label == "profile":
             with open(path, errors="replace") as fh:
-                groups = P.split_by_marker(P.parse_raw_csv(fh.read()), list(PROFILE_KERNELS))
-            rows += [P.profile_row(name, groups.get(name, [])) for name in PROFILE_KERNELS]
+                groups = P.split_by_marker(P.parse_raw_csv(fh.read()), list(profiled))
+            rows += [P.profile_row(name, groups.get(name, [])) for name in profiled]
         rows += [r for r in _read_rows(path) if r.get("part") in ("check", "time", "turn",
                                                                   "compile")]
         if status[label] != "0":
@@ -510,10 +528,12 @@ def run(progress, *, quick: bool = False) -> dict:
     return {"rows": rows, "row_fields": list(ROW_FIELDS),
             "parameters": {"mode": mode, "sizes": list(SIZES), "processes": processes,
                            "odd_shapes": [list(s) for s in ODD_SHAPES],
+                           "streamk_shapes": [list(s) for s in STREAMK_SHAPES],
                            "configs": {lb: c.label for lb, c in explore_configs().items()},
                            "fp8_configs": {lb: c.label for lb, c in fp8_configs().items()},
                            "final": list(FINAL), "final_fp8": list(FINAL_FP8),
-                           "profile_kernels": list(PROFILE_KERNELS), "ncu": ncu,
+                           "streamk": list(STREAMK),
+                           "profile_kernels": list(profiled), "ncu": ncu,
                            "ncu_metrics": metrics,
                            "timing": f"GPU time per call: {BATCH} calls queued behind a busy "
                                      f"kernel, {BATCHES} batches, median/min/max; cache-hot",

@@ -82,7 +82,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
-from numba import cuda, float32, int32, uint8, uint32, uint64
+from numba import cuda, float32, int32, int64, uint8, uint32, uint64
 
 from lab import convert, hopper, ptx
 from lab import launch as routed
@@ -276,6 +276,7 @@ def build_ws(cfg: HopperConfig):
     store_tile = epilogue(MT, BN)
     store_tile_tma = epilogue_tma(cfg)
     EPI_BOXES = cfg.epi_boxes             # staging boxes per consumer warpgroup
+    STREAMK = cfg.streamk
     zero = zero_acc(ACC)
     load_stage, compute_stage = stage_ops(cfg)
     load_stage_multicast = stage_multicast(cfg)
@@ -394,11 +395,128 @@ def build_ws(cfg: HopperConfig):
                 for r in range(CLUSTER):
                     hopper.mbar_arrive_cluster(empty, r)
 
+    # region: produce
+    @cuda.jit(device=True, inline="always")
+    def produce(shared, full0, empty0, a_map, b_map, it, k0, k1, block_m, block_n, rank):
+        """The producer's copies of k-slices k0 … k1-1 of one tile; returns the ring's count."""
+        for kt in range(k0, k1):
+            s = it % STAGES
+            # wait until the consumers released this slot's previous use
+            # (and, in a cluster, the partner's consumers released its copy)
+            hopper.mbar_wait(empty0 + uint32(8 * s), ((it // STAGES) % 2) ^ 1)
+            if not ELECT or hopper.elect_one() != 0:
+                if CLUSTER == 1:
+                    load_stage(shared + uint32(s * STAGE_BYTES), full0 + uint32(8 * s),
+                               a_map, b_map, kt, block_m * BM, block_n * BN)
+                else:
+                    load_stage_multicast(shared + uint32(s * STAGE_BYTES),
+                                         full0 + uint32(8 * s), a_map, b_map, kt,
+                                         block_m * BM, block_n * BN, rank)
+            it += 1
+        return it
+    # endregion: produce
+
+    # region: mainloop
+    @cuda.jit(device=True, inline="always")
+    def mainloop(acc, shared, full0, empty0, it, count, cw, leader):
+        """A consumer's wgmma over ``count`` k-slices of one tile (added into ``acc``),
+        handing each stage back once the wgmma that read it are done; returns the count."""
+        for kt in range(count):
+            s = it % STAGES
+            hopper.mbar_wait(full0 + uint32(8 * s), (it // STAGES) % 2)
+            compute_stage(acc, shared + uint32(s * STAGE_BYTES), cw, 1)
+            hopper.wgmma_wait(DEPTH)                  # all but the DEPTH newest groups done …
+            if kt >= DEPTH:                           # … so slice it-DEPTH's slot goes back
+                release(empty0 + uint32(8 * ((it - DEPTH) % STAGES)), leader)
+            it += 1
+        hopper.wgmma_wait(0)
+        for d in range(DEPTH, 0, -1):                 # the slots still held
+            if count >= d:
+                release(empty0 + uint32(8 * ((it - d) % STAGES)), leader)
+        return it
+    # endregion: mainloop
+
+    # region: streamk
+    @cuda.jit(device=True, inline="always")
+    def streamk_range(block, blocks, sk_iters):
+        """Block ``block``'s share [lo, hi) of the last wave's k-slices, numbered tile by tile
+        (tile t of the last wave owns slices t·k_tiles … (t+1)·k_tiles − 1)."""
+        lo = int32(int64(block) * sk_iters // blocks)
+        hi = int32(int64(block + 1) * sk_iters // blocks)
+        return lo, hi
+
+    @cuda.jit(device=True, inline="always")
+    def streamk_plan(tiles, k_tiles):
+        """(tiles taken whole, k-slices shared out, this block's share [lo, hi)): every tile
+        of the whole waves whole; with stream-K the rest of the tiles' k-slices shared."""
+        if not STREAMK:
+            return tiles, int32(0), int32(0), int32(0)
+        blocks = int32(cuda.gridDim.x)
+        dp_tiles = tiles // blocks * blocks
+        sk_iters = (tiles - dp_tiles) * k_tiles
+        lo, hi = streamk_range(int32(cuda.blockIdx.x), blocks, sk_iters)
+        return dp_tiles, sk_iters, lo, hi
+
+    @cuda.jit(device=True, inline="always")
+    def streamk_consumer(acc, shared, full0, empty0, it, k_tiles, cw, leader, thread, boxes,
+                         c_map, work, flags, tiles, units_m, tiles_n, scale):
+        """This block's share of the last wave, its highest tile first. A share that ends
+        inside a tile leaves its partial sums in the block's slot of the workspace and sets
+        its flag (only the first segment done can); a share that holds a tile's last k-slice
+        waits for the flags of the blocks before it that hold the tile's first slices, adds
+        their partial sums (clearing the flags for the next launch) and stores the tile."""
+        blocks = int32(cuda.gridDim.x)
+        block = int32(cuda.blockIdx.x)
+        dp_tiles, sk_iters, sk_lo, sk_hi = streamk_plan(tiles, k_tiles)
+        bar = 1 + cw
+        base = uint64(hopper.global_address(work))
+        flag0 = uint64(hopper.global_address(flags))
+        seg_end = int32(sk_hi)
+        while seg_end > sk_lo:
+            t = int32((seg_end - 1) // k_tiles)
+            t_start = int32(t * k_tiles)
+            seg_start = int32(max(sk_lo, t_start))
+            block_m, block_n = tile_coords(dp_tiles + t, units_m, tiles_n)
+            zero(acc)
+            it = int32(mainloop(acc, shared, full0, empty0, it, seg_end - seg_start, cw,
+                                leader))
+            if seg_end - t_start < k_tiles:           # the tile's end is another block's
+                slot = uint64(block * CONSUMERS + cw)
+                # the slot: ACC rows of 128 float32, row i holding every thread's acc[i]
+                row = base + uint64(4) * (slot * uint64(ACC * 128) + uint64(thread))
+                for i in range(ACC):
+                    hopper.st_global_f32(row + uint64(4 * 128 * i), acc[i])
+                hopper.named_barrier(bar, 128)        # the warpgroup's writes, then the flag
+                if thread == 0:
+                    hopper.flag_release(flag0 + uint64(4) * slot)
+            else:
+                j = int32(block - 1)
+                while seg_start > t_start and j >= 0:  # the blocks with the tile's first slices
+                    lo_j, hi_j = streamk_range(j, blocks, sk_iters)
+                    if hi_j > lo_j and hi_j > t_start:
+                        slot = uint64(j * CONSUMERS + cw)
+                        if thread == 0:
+                            while hopper.flag_acquire(flag0 + uint64(4) * slot) == 0:
+                                pass
+                            hopper.flag_clear(flag0 + uint64(4) * slot)
+                        hopper.named_barrier(bar, 128)
+                        row = base + uint64(4) * (slot * uint64(ACC * 128) + uint64(thread))
+                        for i in range(ACC):
+                            acc[i] += hopper.ld_global_cg_f32(row + uint64(4 * 128 * i))
+                    if lo_j <= t_start:
+                        break
+                    j = int32(j - 1)
+                store_tile_tma(acc, boxes, c_map, block_m * BM + cw * WG_ROWS, block_n * BN,
+                               thread, bar, scale)
+            seg_end = seg_start
+        return it
+    # endregion: streamk
+
     # One block per SM and a register cap at entry: what setmaxnreg needs to take effect.
     bounds = {} if hopper.SIMULATOR else {"launch_bounds": (cfg.threads, 1)}
 
     @cuda.jit(device=True, inline="always")
-    def ws_body(map_a, map_b, map_c, C, k, sa, sb):
+    def ws_body(map_a, map_b, map_c, C, k, sa, sb, work, flags):
         smem = cuda.shared.array(0, dtype=uint8, alignment=1024)
         bars = cuda.shared.array(BARRIERS, dtype=uint64)
         tid = int32(cuda.threadIdx.x)
@@ -440,25 +558,24 @@ def build_ws(cfg: HopperConfig):
                 a_map = hopper.global_address(map_a)
                 b_map = hopper.global_address(map_b)
                 it = int32(0)                         # k-slices issued so far, all tiles
-                for unit in range(first, tiles, step):
+                # (computed here, after setmaxnreg: live across it they would be spilled)
+                dp_tiles, sk_iters, sk_lo, sk_hi = streamk_plan(tiles, k_tiles)
+                for unit in range(first, dp_tiles, step):
                     unit_m, block_n = tile_coords(unit, units_m, tiles_n)
                     # a block row past M (odd tile rows, cluster 2) reloads the last one
                     block_m = min(unit_m * CLUSTER + rank, tiles_m - 1)
-                    for kt in range(k_tiles):
-                        s = it % STAGES
-                        # wait until the consumers released this slot's previous use
-                        # (and, in a cluster, the partner's consumers released its copy)
-                        hopper.mbar_wait(empty0 + uint32(8 * s), ((it // STAGES) % 2) ^ 1)
-                        if not ELECT or hopper.elect_one() != 0:
-                            if CLUSTER == 1:
-                                load_stage(shared + uint32(s * STAGE_BYTES),
-                                           full0 + uint32(8 * s), a_map, b_map, kt,
-                                           block_m * BM, block_n * BN)
-                            else:
-                                load_stage_multicast(shared + uint32(s * STAGE_BYTES),
-                                                     full0 + uint32(8 * s), a_map, b_map, kt,
-                                                     block_m * BM, block_n * BN, rank)
-                        it += 1
+                    it = produce(shared, full0, empty0, a_map, b_map, it, 0, k_tiles,
+                                 block_m, block_n, rank)
+                if STREAMK:                           # this block's k-slices of the last wave
+                    seg_end = sk_hi
+                    while seg_end > sk_lo:
+                        t = (seg_end - 1) // k_tiles
+                        seg_start = max(sk_lo, t * k_tiles)
+                        block_m, block_n = tile_coords(dp_tiles + t, units_m, tiles_n)
+                        it = produce(shared, full0, empty0, a_map, b_map, it,
+                                     seg_start - t * k_tiles, seg_end - t * k_tiles,
+                                     block_m, block_n, rank)
+                        seg_end = seg_start
         # endregion: producer
         # region: consumer
         else:                                         # consumer warpgroups: wgmma only
@@ -485,7 +602,7 @@ def build_ws(cfg: HopperConfig):
             boxes = shared + uint32(EPI0 + cw * EPI_BOXES * EPI_BOX)
             c_map = hopper.global_address(map_c)
             it = int32(0)
-            for unit in range(first, tiles, step):
+            for unit in range(first, streamk_plan(tiles, k_tiles)[0], step):
                 unit_m, block_n = tile_coords(unit, units_m, tiles_n)
                 block_m = unit_m * CLUSTER + rank
                 zero(acc)
@@ -494,24 +611,17 @@ def build_ws(cfg: HopperConfig):
                                            k_tiles, cw, leader, sa, sb,
                                            block_m * BM + cw * WG_ROWS, block_n * BN, thread)
                 else:
-                    for kt in range(k_tiles):
-                        s = it % STAGES
-                        hopper.mbar_wait(full0 + uint32(8 * s), (it // STAGES) % 2)
-                        compute_stage(acc, shared + uint32(s * STAGE_BYTES), cw, 1)
-                        hopper.wgmma_wait(DEPTH)      # all but the DEPTH newest groups done …
-                        if kt >= DEPTH:               # … so slice it-DEPTH's slot goes back
-                            release(empty0 + uint32(8 * ((it - DEPTH) % STAGES)), leader)
-                        it += 1
-                    hopper.wgmma_wait(0)
-                    for d in range(DEPTH, 0, -1):     # the slots still held
-                        if k_tiles >= d:
-                            release(empty0 + uint32(8 * ((it - d) % STAGES)), leader)
+                    it = mainloop(acc, shared, full0, empty0, it, k_tiles, cw, leader)
                 if block_m < tiles_m:
                     if EPI_TMA:
                         store_tile_tma(acc, boxes, c_map, block_m * BM + cw * WG_ROWS,
                                        block_n * BN, thread, 1 + cw, scale)
                     else:
                         store_tile(C, acc, block_m * BM + cw * WG_ROWS, block_n * BN, thread)
+            if STREAMK:
+                it = streamk_consumer(acc, shared, full0, empty0, it, k_tiles, cw, leader,
+                                      thread, boxes, c_map, work, flags, tiles, units_m,
+                                      tiles_n, scale)
             if EPI_TMA and thread == 0:
                 hopper.bulk_wait(0)                   # stores done before the block exits
         # endregion: consumer
@@ -520,12 +630,18 @@ def build_ws(cfg: HopperConfig):
 
     @cuda.jit(**bounds)
     def wgmma_ws(map_a, map_b, map_c, C, k):
-        ws_body(map_a, map_b, map_c, C, k, C, C)      # (16-bit: no scales; C stands in)
+        ws_body(map_a, map_b, map_c, C, k, C, C, C, map_a)   # (no scales, no stream-K)
 
     @cuda.jit(**bounds)
     def wgmma_ws_scaled(map_a, map_b, map_c, C, k, sa, sb):
-        ws_body(map_a, map_b, map_c, C, k, sa, sb)
+        ws_body(map_a, map_b, map_c, C, k, sa, sb, C, map_a)
 
+    @cuda.jit(**bounds)
+    def wgmma_ws_sk(map_a, map_b, map_c, C, k, work, flags):
+        ws_body(map_a, map_b, map_c, C, k, C, C, work, flags)
+
+    if STREAMK:
+        return wgmma_ws_sk
     return wgmma_ws_scaled if SCALED else wgmma_ws
 
 
@@ -551,6 +667,9 @@ def signature(cfg: HopperConfig) -> str:
         return SIGNATURES["cpasync"][cfg.kind]
     if cfg.fp8:
         return SIGNATURES["fp8"].format(out="uint16" if cfg.out == "bf16" else "float32")
+    if cfg.streamk:                                  # C, then the workspace (float32)
+        return SIGNATURES["ws_sk"].replace("float32[:, ::1], int32,",
+                                           f"{OUT_ARRAY[cfg.out]}[:, ::1], int32,", 1)
     if cfg.producer and cfg.out != "f32":             # 16-bit C (BF16 as uint16 bits)
         return SIGNATURES["ws"].replace("float32", OUT_ARRAY[cfg.out])
     return SIGNATURES["ws"] if cfg.producer else SIGNATURES["tma"]
@@ -621,6 +740,17 @@ def launcher(cfg: HopperConfig):
     their blocks."""
     cfg.validate()
     dynamic = cfg.shared_bytes
+    scratch: dict = {}                  # stream-K: blocks -> (workspace, flags), kept
+
+    def streamk_scratch(blocks: int):
+        """The workspace (a partial 64×BN tile per consumer warpgroup and block, float32) and
+        the flags (int32, zero; each reader clears the one it read) of a stream-K launch."""
+        if blocks not in scratch:
+            acc = cfg.mt * cfg.bn // 2
+            scratch[blocks] = (cuda.device_array((blocks * cfg.consumers * acc, 128),
+                                                 np.float32),
+                               cuda.to_device(np.zeros(blocks * cfg.consumers, np.int32)))
+        return scratch[blocks]
 
     def launch(A, B, C, sa=None, sb=None) -> None:
         require_hopper()
@@ -666,6 +796,8 @@ def launcher(cfg: HopperConfig):
         if cfg.cluster == 1:
             blocks = min(units, _sm_count()) if cfg.persistent else units
             blocks = min(blocks, cfg.grid) if cfg.grid else blocks
+            if cfg.streamk:
+                args += streamk_scratch(blocks)
             routed.launch(kernel, signature(cfg), blocks, cfg.threads, dynamic, args)
         else:
             clusters = units
@@ -717,6 +849,11 @@ RUNG_CONFIGS["wgmma_tile16"] = replace(RUNG_CONFIGS["wgmma_tmastore"], out="f16"
 #: 8192³'s 2048 are then whole waves, and each wave one half or one whole group of the tile
 #: order.
 RUNG_CONFIGS["wgmma_grid128"] = replace(RUNG_CONFIGS["wgmma_tile16"], grid=128)
+#: Rung 12: rung 10 (one block per SM) with stream-K for the last wave: the whole waves take
+#: whole tiles, the tiles left are shared out by k-slices evenly among all blocks, and the block
+#: that holds a tile's last k-slices adds the others' partial sums (through global memory) and
+#: stores it. 4096³: 3 waves of 132 tiles, then 116 tiles' 7424 k-slices, 56 or 57 per block.
+RUNG_CONFIGS["wgmma_streamk"] = replace(RUNG_CONFIGS["wgmma_tile16"], streamk=True)
 
 #: Cheap variations of rungs 7 and 8, one change each (FP16): the sweep of the ``hopper``
 #: experiment. (5 or 6 stages of 128×256×64 do not fit: 48 KB a stage, 227 KB in all.)
@@ -749,6 +886,8 @@ TITLES = {
     "wgmma_tile16": "rung 7 + 16-bit output staged a whole tile at a time (one wait, two "
                     "barriers per tile), 3 stages",
     "wgmma_grid128": "+ a grid of 128 blocks: whole waves of tiles",
+    "wgmma_streamk": "rung 10 + stream-K for the last wave (partial tiles added through "
+                     "global memory)",
 }
 
 
@@ -776,6 +915,7 @@ def _needs(cfg: HopperConfig) -> str:
     text += ", TMA store" if cfg.epilogue == "tma" else ""
     text += ", clusters (multicast)" if cfg.cluster > 1 else ""
     text += ", whole-tile staging" if cfg.store == "tile" else ""
+    text += ", stream-K (flags between blocks)" if cfg.streamk else ""
     return text
 
 

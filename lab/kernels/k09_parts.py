@@ -16,6 +16,9 @@ SIGNATURES = {
                 "bf16": "void(uint16[:, ::1], uint16[:, ::1], float32[:, ::1])"},
     "tma": "void(uint64[::1], uint64[::1], float32[:, ::1], int32)",
     "ws": "void(uint64[::1], uint64[::1], uint64[::1], float32[:, ::1], int32)",
+    # stream-K: then the workspace of partial tiles and their flags
+    "ws_sk": "void(uint64[::1], uint64[::1], uint64[::1], float32[:, ::1], int32, "
+             "float32[:, ::1], int32[::1])",
     # FP8: C (float32 or BF16 bits), then the scales of A and of B (float32, 2-D)
     "fp8": "void(uint64[::1], uint64[::1], uint64[::1], {out}[:, ::1], int32, "
            "float32[:, ::1], float32[:, ::1])",
@@ -63,6 +66,10 @@ class HopperConfig:
     # once: one wait and two barriers per tile).
     store: str = "boxes"
     grid: int = 0              # at most this many blocks in a persistent launch; 0 = all fit
+    # stream-K for the last wave: whole tiles while every block has one, then the k-slices of
+    # the tiles left shared evenly among all blocks, partial tiles added up through global
+    # memory by the block that holds each tile's last k-slice
+    streamk: bool = False
 
     @property
     def fp8(self) -> bool:
@@ -141,6 +148,8 @@ class HopperConfig:
             parts.append("whole-tile staging")
         if self.grid:
             parts.append(f"grid {self.grid}")
+        if self.streamk:
+            parts.append("stream-K last wave")
         if self.fp8:
             parts.append(f"{self.scales} scales")
             parts.append(f"promotion every {self.promote} k" if self.promote
@@ -191,6 +200,10 @@ class HopperConfig:
             problems.append(f"store must be 'boxes' or 'tile', not {self.store!r}")
         elif self.store == "tile" and not (specialized and self.epilogue == "tma"):
             problems.append("whole-tile staging is for the specialized kernel's TMA store")
+        if self.streamk and not (specialized and self.persistent and self.cluster == 1
+                                 and self.epilogue == "tma" and not self.fp8):
+            problems.append("stream-K is for the persistent specialized 16-bit kernel with the "
+                            "TMA store, without clusters")
         if self.grid and (not self.persistent or self.grid % self.cluster or self.grid < 1):
             problems.append("grid caps a persistent launch, in whole clusters")
         if self.wait_depth not in (0, 1, 2) or self.wait_depth >= self.stages:

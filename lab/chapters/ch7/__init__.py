@@ -18,13 +18,14 @@ from lab.chapters.ch7.s2_idea import instruction_table, layout_check
 from lab.chapters.ch7.s3_rungs import config_diff, profile_table, region, region_diff, \
     region_lines
 from lab.chapters.ch7.s4_stability import cluster_table, host_figure
-from lab.chapters.ch7.s5_past import past_profile_table, past_table, steps_table
+from lab.chapters.ch7.s5_past import past_profile_table, past_table, steps_table, \
+    streamk_table
 
 __all__ = ["descriptors_figure", "epilogue_timeline_figure", "multicast_figure", "ring_figure",
            "headline_table", "ladder_figure", "instruction_table", "layout_check",
            "config_diff", "profile_table", "region", "region_diff", "region_lines",
            "cluster_table", "host_figure", "past_table", "past_profile_table", "steps_table",
-           "figure", "glue",
+           "streamk_table", "figure", "glue",
            "checks_table"]
 
 

@@ -14,16 +14,23 @@ def past_data() -> dict:
     return results.load("hopper_past")
 
 
-def summary(kernel: str, dtype: str, size: int) -> dict:
-    for r in past_data()["rows"]:
+@lru_cache(maxsize=None)
+def streamk_data() -> dict:
+    """``hopper_streamk``: rung 12 beside rungs 10 and 11 (children, GPU-only timing), and the
+    profile of rungs 11 and 12."""
+    return results.load("hopper_streamk")
+
+
+def summary(kernel: str, dtype: str, size: int, data: dict | None = None) -> dict:
+    for r in (data or past_data())["rows"]:
         if (r["part"] == "summary" and r["kernel"] == kernel and r["dtype"] == dtype
                 and r["m"] == size):
             return r
     raise KeyError(f"hopper_past.json has no summary row for {kernel} {dtype} {size}³")
 
 
-def profile(kernel: str) -> dict:
-    for r in past_data()["rows"]:
+def profile(kernel: str, data: dict | None = None) -> dict:
+    for r in (data or past_data())["rows"]:
         if r["part"] == "profile" and r["kernel"] == kernel:
             return r
     raise KeyError(f"hopper_past.json has no profile row for {kernel}")
@@ -82,6 +89,29 @@ def steps_table():
     return page.table(rows, source=results.source_line("hopper_past"))
 
 
+def streamk_table():
+    """Rung 12 (stream-K) beside rungs 10 and 11 in one run: ratio to ``torch.mm`` with the
+    range over the processes, and what Nsight Compute saw at 4096³ FP16."""
+    data = streamk_data()
+    rows = []
+    for title, kernel, prof in (("rung 10", "tmastore 16-bit out whole-tile", None),
+                                ("rung 11", "tmastore 16-bit out whole-tile grid 128",
+                                 "wgmma_grid128_fp16"),
+                                ("rung 12 (stream-K)", "tmastore 16-bit out whole-tile stream-K",
+                                 "wgmma_streamk_fp16")):
+        row = {"rung": title}
+        for dtype, short in (("float16", "FP16"), ("bfloat16", "BF16")):
+            for size in (4096, 8192):
+                r = summary(kernel, dtype, size, data)
+                row[f"{short} {size}³"] = (f"{r['ratio']:.3f} ({r['ratio_min']:.3f}–"
+                                           f"{r['ratio_max']:.3f})")
+        p = profile(prof, data) if prof else {}
+        row["µs (ncu)"] = f"{p['duration_us']:.0f}" if p else ""
+        row["tensor pipe %"] = f"{p['tensor_active_pct']:.1f}" if p else ""
+        rows.append(row)
+    return page.table(rows, source=results.source_line("hopper_streamk"))
+
+
 def values() -> dict:
     """The numbers of section 5's prose."""
     def ratio(kernel, dtype, size):
@@ -100,7 +130,28 @@ def values() -> dict:
     t7, s3 = "tmastore 16-bit out", "tmastore 16-bit out 3 stages"
     r10, r11 = "tmastore 16-bit out whole-tile", "tmastore 16-bit out whole-tile grid 128"
     f10, f11 = "fp8 bf16 out whole-tile", "fp8 bf16 out whole-tile grid 128"
+    sk = streamk_data()
+    rsk = "tmastore 16-bit out whole-tile stream-K"
+    p11s, p12 = profile("wgmma_grid128_fp16", sk), profile("wgmma_streamk_fp16", sk)
+
+    def sk_ratio(kernel, dtype, size):
+        return f"{summary(kernel, dtype, size, sk)['ratio']:.3f}"
+
     return {
+        "sk_4096_fp16": sk_ratio(rsk, "float16", 4096),
+        "sk_8192_fp16": sk_ratio(rsk, "float16", 8192),
+        "sk_4096_bf16": sk_ratio(rsk, "bfloat16", 4096),
+        "sk_8192_bf16": sk_ratio(rsk, "bfloat16", 8192),
+        "sk_r10_8192_fp16": sk_ratio(r10, "float16", 8192),
+        "sk_r11_4096_fp16": sk_ratio(r11, "float16", 4096),
+        "sk_r11_4096_bf16": sk_ratio(r11, "bfloat16", 4096),
+        "sk_processes": str(min(r["processes"] for r in sk["rows"] if r["part"] == "summary")),
+        "sk_p12_us": f"{p12['duration_us']:.0f}",
+        "sk_p11_us": f"{p11s['duration_us']:.0f}",
+        "sk_p12_tensor": f"{p12['tensor_active_pct']:.1f}",
+        "sk_p11_tensor": f"{p11s['tensor_active_pct']:.1f}",
+        "sk_p12_write_mb": f"{p12['dram_write_bytes'] / 1e6:.0f}",
+        "sk_p11_write_mb": f"{p11s['dram_write_bytes'] / 1e6:.0f}",
         "past_r11_4096_fp16": ratio(r11, "float16", 4096),
         "past_r11_8192_fp16": ratio(r11, "float16", 8192),
         "past_r11_4096_bf16": ratio(r11, "bfloat16", 4096),
