@@ -11,9 +11,10 @@ library. Numba's BF16 is uint16 bits (as everywhere in ``lab``).
 The choice (:func:`plan` says which kernel and why, for this GPU or a given capability):
 
 * compute capability 9.0, 16-bit inputs: the persistent, warp-specialised ``wgmma`` kernel with
-  the TMA-store epilogue (:mod:`lab.kernels.k09_hopper`), FP32 or 16-bit C straight from the
-  epilogue; when its 128×256 tiles would fill less than :data:`FEW_TILES` of the SMs and K is
-  long, FP16 goes to split-K on ``mma.sync`` (:mod:`lab.kernels.k11_splitk`) instead;
+  the TMA-store epilogue (:mod:`lab.kernels.k09_hopper`; :data:`HOPPER_RUNG`: rung 11 for a
+  16-bit C, rung 7 for an FP32 C), C straight from the epilogue; when its 128×256 tiles would
+  fill less than :data:`FEW_TILES` of the SMs and K is long, FP16 goes to split-K on
+  ``mma.sync`` (:mod:`lab.kernels.k11_splitk`) instead;
 * 8.x, 16-bit: chapter 5's tuned ``mma.sync`` kernel (``tc_fp16`` / ``tc_bf16``), split-K for
   the same few-tile shapes (FP16);
 * FP32 inputs anywhere, and 16-bit inputs on a GPU without ``mma.sync`` (7.5) or in the
@@ -70,8 +71,8 @@ CALLS_KEPT = 256
 #: (:mod:`lab.kernels.k12_small_m`); ``LAB_GEMM_SMALL_M=0`` in the environment turns it off
 #: (the choice falls back to split-K on 128-row tiles), to compare the two. Its partial tiles
 #: are added by 16-byte loads from L2 with several slices in flight, on 128- or 64-column
-#: tiles (both timed), so the whole decode range M <= 128 goes there; on 9.0 above 64 rows
-#: the unsplit wgmma kernel is timed beside it.
+#: tiles (both timed), so the whole decode range M <= 128 goes there; on 9.0 the stream-K
+#: wgmma kernel (16-bit C) and, above 64 rows, the unsplit wgmma kernel are timed beside it.
 SMALL_M = 128
 SMALL_M_ON = os.environ.get("LAB_GEMM_SMALL_M", "1").strip() not in ("0", "off", "no")
 
@@ -253,19 +254,30 @@ def _sm_count() -> int:
     return k09_hopper._sm_count()
 
 
-def _hopper_config(dtype: str, out_dtype: str):
-    """The Hopper kernel's configuration for this output, and whether C is written 16-bit by
-    its own epilogue (when the configuration allows it) or through a narrowing pass."""
-    from lab.kernels import k09_hopper as k09
+#: The Hopper rungs ``lab.gemm`` runs (chapter 7): for a 16-bit C rung 11 (16-bit C staged a
+#: whole tile at a time, a grid of 128 blocks: 1.016 of ``torch.mm`` at 8192³ FP16, 0.988 at
+#: 4096³ in ``hopper_past``); for an FP32 C rung 7 (a whole FP32 tile does not fit beside the
+#: stages); for M <= 128 on the first call also rung 12, stream-K, which spreads the k-slices of
+#: a decode shape's few tiles over every SM (a wgmma split-K).
+HOPPER_RUNG = {"f16": "wgmma_grid128", "f32": "wgmma_tmastore"}
+HOPPER_STREAMK = "wgmma_streamk"
 
-    kind = "bf16" if dtype == "bfloat16" else "f16"
-    base = replace(k09.RUNG_CONFIGS["wgmma_tmastore"], kind=kind)
-    if out_dtype == "float32":
-        return base, False
-    try:
-        return replace(base, out=kind).validate(), True
-    except (ValueError, TypeError):
-        return base, False
+
+def _hopper_choice(rung: str, m, n, k, dtype, out_dtype, cc, why) -> Choice:
+    """Hopper ``rung`` for this product: its registered name and how C is written (a 16-bit
+    rung writes a 16-bit C itself; an FP32 rung asked for a 16-bit C goes through a workspace
+    and the narrowing pass)."""
+    name = rung + ("_bf16" if dtype == "bfloat16" else "_fp16")
+    wide = out_dtype == "float32"
+    native = rung != HOPPER_RUNG["f32"]
+    if wide and native:
+        raise ValueError(f"{rung} writes a 16-bit C only")
+    return Choice(name, m, n, k, dtype, out_dtype, tuple(cc), tuple(why),
+                  native_out=native, narrow=not native and not wide)
+
+
+def _hopper_rung(out_dtype: str) -> str:
+    return HOPPER_RUNG["f32" if out_dtype == "float32" else "f16"]
 
 
 def choose(m: int, n: int, k: int, dtype: str, out_dtype: str, cc, sms: int) -> Choice:
@@ -307,24 +319,32 @@ def choose(m: int, n: int, k: int, dtype: str, out_dtype: str, cc, sms: int) -> 
             others = [replace(first, splits=f) for f in SPLIT_CANDIDATES
                       if f != s and f * 2 * 64 <= k]
             if hopper:
-                cfg, native = _hopper_config(dtype, out_dtype)
-                others.append(Choice("wgmma_tmastore_fp16", m, n, k, dtype, out_dtype,
-                                     tuple(cc), ("the wgmma kernel, unsplit",),
-                                     native_out=native and out_dtype != "float32",
-                                     narrow=not native and out_dtype != "float32"))
-            why.append("the split factor (and, on 9.0, the unsplit wgmma kernel) is picked by "
-                       "timing the candidates once, on the first call at this shape")
+                others.append(_hopper_choice(_hopper_rung(out_dtype), m, n, k, dtype,
+                                             out_dtype, cc, ("the wgmma kernel, unsplit",)))
+                if out_dtype != "float32":
+                    others.append(_hopper_choice(HOPPER_STREAMK, m, n, k, dtype, out_dtype,
+                                                 cc, ("the wgmma kernel, stream-K",)))
+            why.append("the split factor (and, on 9.0, the unsplit and the stream-K wgmma "
+                       "kernels) is picked by timing the candidates once, on the first call "
+                       "at this shape")
             return replace(first, why=tuple(why), candidates=tuple(others))
         if hopper:
-            cfg, native = _hopper_config(dtype, out_dtype)
-            name = "wgmma_tmastore_" + ("fp16" if fp16 else "bf16")
+            rung = _hopper_rung(out_dtype)
             why.append(f"{where} has wgmma and TMA: the persistent warp-specialised kernel "
-                       "(128x256 tiles, TMA-store epilogue)")
+                       "(128x256 tiles, TMA-store epilogue" + (
+                           ", a 16-bit C staged a whole tile at a time, 128 blocks)"
+                           if rung != HOPPER_RUNG["f32"] else ")"))
             if small:
                 why.append("few tiles, but split-K here is built for FP16 only")
-            return Choice(name, m, n, k, dtype, out_dtype, tuple(cc), tuple(why),
-                          native_out=native and out_dtype != "float32",
-                          narrow=not native and out_dtype != "float32")
+            first = _hopper_choice(rung, m, n, k, dtype, out_dtype, cc, why)
+            if tiles >= sms or out_dtype == "float32":
+                return first
+            why.append(f"{tiles} tiles fill less than one wave of {sms} SMs: the stream-K "
+                       "kernel (k-slices shared over every SM) is timed beside it on the "
+                       "first call at this shape")
+            return replace(first, why=tuple(why), candidates=(
+                _hopper_choice(HOPPER_STREAMK, m, n, k, dtype, out_dtype, cc,
+                               ("the wgmma kernel, stream-K",)),))
         name = "tc_fp16" if fp16 else "tc_bf16"
         why.append(f"{where} has mma.sync (no wgmma): chapter 5's tuned kernel")
         if small:
@@ -350,8 +370,8 @@ def choose(m: int, n: int, k: int, dtype: str, out_dtype: str, cc, sms: int) -> 
 def _small_m(m, n, k, dtype, out_dtype, cc, sms, why) -> Choice:
     """M <= SMALL_M: the small-M kernel on 128- and 64-column tiles, each with the split
     factor that fills one wave of the SMs and half of it, timed on the first call; above 64
-    rows also 64-row tiles (two tile rows: more, lighter blocks) and, on 9.0, the unsplit
-    wgmma kernel."""
+    rows also 64-row tiles (two tile rows: more, lighter blocks); on 9.0 the stream-K wgmma
+    kernel for a 16-bit C and, above 64 rows, the unsplit wgmma kernel."""
     from lab.kernels import k12_small_m as k12
 
     kind = "f16" if dtype == "float16" else "bf16"
@@ -378,17 +398,20 @@ def _small_m(m, n, k, dtype, out_dtype, cc, sms, why) -> Choice:
     first = Choice(name, m, n, k, dtype, out_dtype, cc, tuple(why), splits=s, bn=bn,
                    native_out=out_dtype != "float32")
     others = [replace(first, splits=f, bn=w, bm=r) for w, f, r in found[1:]]
-    if tuple(cc) == (9, 0) and m > 64:
-        _, native = _hopper_config(dtype, out_dtype)
-        others.append(Choice("wgmma_tmastore_" + ("fp16" if kind == "f16" else "bf16"),
-                             m, n, k, dtype, out_dtype, tuple(cc),
-                             ("the wgmma kernel, unsplit",),
-                             native_out=native and out_dtype != "float32",
-                             narrow=not native and out_dtype != "float32"))
+    wgmma = []
+    if tuple(cc) == (9, 0):
+        if m > 64:
+            wgmma.append("the unsplit wgmma kernel")
+            others.append(_hopper_choice(_hopper_rung(out_dtype), m, n, k, dtype, out_dtype,
+                                         cc, ("the wgmma kernel, unsplit",)))
+        if out_dtype != "float32":
+            wgmma.append("the stream-K wgmma kernel")
+            others.append(_hopper_choice(HOPPER_STREAMK, m, n, k, dtype, out_dtype, cc,
+                                         ("the wgmma kernel, k-slices over every SM",)))
     if others:
         why.append("tiles and split factors " + ", ".join(
-            f"{r or cfg.bm}x{w}/{f}" for w, f, r in found) + (" and the unsplit wgmma kernel"
-                                             if len(others) >= len(found) else "")
+            f"{r or cfg.bm}x{w}/{f}" for w, f, r in found)
+            + "".join(f" and {w}" for w in wgmma)
             + " timed once, on the first call at this shape")
     return replace(first, why=tuple(why), candidates=tuple(others))
 
@@ -484,8 +507,8 @@ def _launcher(choice: Choice):
             from lab.kernels import k12_small_m
             _SMALL[key] = k12_small_m.launcher(*key)
         return _SMALL[key]
-    if choice.native_out:
-        cfg, _ = _hopper_config(choice.dtype, choice.out_dtype)
+    if choice.kernel.startswith("wgmma_"):         # the kernel itself, not the registry's
+        cfg = get_spec(choice.kernel).config          # launcher (which widens a 16-bit C)
         if cfg not in _HOPPER:
             _HOPPER[cfg] = k09_hopper.launcher(cfg)
         return _HOPPER[cfg]

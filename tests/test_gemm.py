@@ -18,7 +18,7 @@ def host(m, n, k, dtype=np.float16):
 
 
 @pytest.mark.parametrize("cc, big, small", [
-    ((9, 0), "wgmma_tmastore_fp16", "tc_small_m_fp16"),
+    ((9, 0), "wgmma_grid128_fp16", "tc_small_m_fp16"),
     ((8, 0), "tc_fp16", "tc_small_m_fp16"),
     ((8, 9), "tc_fp16", "tc_small_m_fp16"),
     ((7, 5), "warptile_tuned", "warptile_tuned_splitk"),
@@ -37,7 +37,7 @@ def test_small_m_takes_the_small_tile_and_writes_16_bit_itself(m, rows):
     assert f"{rows}-row tiles" in str(choice) and "A not padded" in str(choice)
     assert choice.native_out and not choice.narrow and not choice.widen
     assert {c.splits for c in choice.candidates} and \
-        all(c.kernel == choice.kernel for c in choice.candidates)
+        {c.kernel for c in choice.candidates} == {choice.kernel, "wgmma_streamk_fp16"}
     # BF16, FP32 out: the same kernel, nothing narrowed
     c = lab.gemm.plan(*host(m, 4096, 4096, np.uint16), out_dtype="float32", cc=(8, 0))
     assert c.kernel == "tc_small_m_bf16" and not c.native_out and not c.narrow
@@ -49,15 +49,16 @@ def test_small_m_covers_decode_and_stops_past_128_rows_and_for_fp32():
     for m in (65, 128):
         choice = lab.gemm.plan(*host(m, 14336, 4096), cc=(9, 0))
         assert choice.kernel == "tc_small_m_fp16"
-        assert "wgmma_tmastore_fp16" in {c.kernel for c in choice.candidates}
-        assert "unsplit wgmma" in str(choice)
+        assert {"wgmma_grid128_fp16", "wgmma_streamk_fp16"} <= {c.kernel
+                                                                for c in choice.candidates}
+        assert "unsplit wgmma" in str(choice) and "stream-K wgmma" in str(choice)
         # no wgmma on 8.x: only the small-M kernel's own variants are timed
         c8 = lab.gemm.plan(*host(m, 14336, 4096), cc=(8, 0))
         assert {c.kernel for c in c8.candidates} == {"tc_small_m_fp16"}
     assert lab.gemm.plan(*host(1, 4096, 4096, np.float32), cc=(9, 0)).kernel.startswith(
         "warptile")
     # N <= 128 with a long M: the transposed product would need column-major operands
-    assert lab.gemm.plan(*host(8192, 64, 8192), cc=(9, 0)).kernel == "wgmma_tmastore_fp16"
+    assert lab.gemm.plan(*host(8192, 64, 8192), cc=(9, 0)).kernel == "wgmma_grid128_fp16"
 
 
 @pytest.mark.parametrize("m", [1, 64, 128])
@@ -219,3 +220,34 @@ def test_host_arrays_come_back_as_host_arrays():
     a, b = random_inputs(6, 5, 4, np.float16)
     c = lab.gemm(a, b)
     assert isinstance(c, np.ndarray) and c.dtype == np.float16 and c.shape == (6, 5)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.uint16])
+@pytest.mark.parametrize("out_dtype", ["float32", None])
+@pytest.mark.parametrize("shape", [(4096, 4096, 4096), (8192, 64, 8192), (128, 14336, 4096),
+                                   (1, 4096, 4096)])
+def test_every_hopper_choice_is_a_registered_kernel_writing_that_c(dtype, out_dtype, shape):
+    """The launcher runs the registered kernel's own configuration: a 16-bit C only from a
+    rung that writes one, an FP32 C only from rung 7 (or narrowed after it)."""
+    from lab.kernels import get_spec
+    choice = lab.gemm.plan(*host(*shape, dtype), out_dtype=out_dtype, cc=(9, 0), sms=132)
+    hopper = [c for c in (choice, *choice.candidates) if c.kernel.startswith("wgmma_")]
+    assert hopper or shape[0] == 1 and out_dtype == "float32"
+    for c in hopper:
+        cfg = get_spec(c.kernel).config
+        assert cfg.kind == ("bf16" if dtype is np.uint16 else "f16")
+        assert (cfg.out != "f32") == c.native_out
+        assert c.out_dtype == "float32" or c.native_out or c.narrow
+        if c.out_dtype == "float32":
+            assert cfg.out == "f32" and not c.narrow
+
+
+def test_less_than_one_wave_of_wgmma_tiles_times_stream_k():
+    few = lab.gemm.plan(*host(512, 4096, 4096), cc=(9, 0), sms=132)      # 64 tiles
+    assert few.kernel == "wgmma_grid128_fp16"
+    assert [c.kernel for c in few.candidates] == ["wgmma_streamk_fp16"]
+    assert "stream-K" in str(few)
+    full = lab.gemm.plan(*host(4096, 4096, 4096), cc=(9, 0), sms=132)    # 512 tiles
+    assert not full.candidates
+    wide = lab.gemm.plan(*host(512, 4096, 4096), out_dtype="float32", cc=(9, 0), sms=132)
+    assert wide.kernel == "wgmma_tmastore_fp16" and not wide.candidates
