@@ -58,6 +58,13 @@ The rungs, one change each (every rung FP16 and BF16; ``k`` = 64 per stage; 128B
 11. ``wgmma_grid128`` — rung 10 on 128 blocks instead of one per SM (132): 4096³'s 512 tiles
     and 8192³'s 2048 are then whole waves of 4 and 16, and a wave covers one half (8192³) or
     one whole (4096³) group of the grouped tile order.
+12. ``wgmma_streamk`` — rung 10 (132 blocks) with stream-K for the last wave: whole waves take
+    whole tiles, the k-slices of the tiles left are shared evenly among all blocks, and a tile's
+    partial sums meet in a global workspace. Each consumer warpgroup's slot there is ACC/4 rows
+    of 128 16-byte vectors (row q: every thread's acc[4q … 4q+3]), written with
+    ``st.global.v4.f32`` and read back with ``ld.global.cg.v4.f32``, 512 contiguous bytes per
+    warp and instruction; a release/acquire flag per slot says it is ready, and its one reader
+    clears it for the next launch.
 
 Parameters of the specialized kernel that the ``hopper`` experiment sweeps (FP16): ``group_m``
 (block rows per L2 group), ``wait_depth`` (wgmma groups a consumer keeps in flight before it
@@ -458,6 +465,23 @@ def build_ws(cfg: HopperConfig):
         return dp_tiles, sk_iters, lo, hi
 
     @cuda.jit(device=True, inline="always")
+    def slot_row(base, slot, thread):
+        """Where ``thread`` keeps its partial sums in workspace slot ``slot``: the slot is
+        ACC/4 rows of 128 16-byte vectors, row q holding every thread's acc[4q … 4q+3], so a
+        warp's 16-byte accesses to one row cover 512 contiguous bytes."""
+        return base + uint64(16) * (slot * uint64(ACC // 4 * 128) + uint64(thread))
+
+    @cuda.jit(device=True, inline="always")
+    def add_partial(acc, row):
+        """acc += the partial sums at ``row`` (another block's, in its slot), 16 bytes per
+        load. (ptxas schedules the loads itself: it keeps as many in flight as the registers
+        left beside ``acc`` and the epilogue's addresses allow, four here.)"""
+        for q in range(ACC // 4):
+            v = hopper.ld_global_cg_v4_f32(row + uint64(2048 * q))
+            for e in range(4):
+                acc[4 * q + e] += v[e]
+
+    @cuda.jit(device=True, inline="always")
     def streamk_consumer(acc, shared, full0, empty0, it, k_tiles, cw, leader, thread, boxes,
                          c_map, work, flags, tiles, units_m, tiles_n, scale):
         """This block's share of the last wave, its highest tile first. A share that ends
@@ -469,8 +493,6 @@ def build_ws(cfg: HopperConfig):
         block = int32(cuda.blockIdx.x)
         dp_tiles, sk_iters, sk_lo, sk_hi = streamk_plan(tiles, k_tiles)
         bar = 1 + cw
-        base = uint64(hopper.global_address(work))
-        flag0 = uint64(hopper.global_address(flags))
         seg_end = int32(sk_hi)
         while seg_end > sk_lo:
             t = int32((seg_end - 1) // k_tiles)
@@ -480,12 +502,15 @@ def build_ws(cfg: HopperConfig):
             zero(acc)
             it = int32(mainloop(acc, shared, full0, empty0, it, seg_end - seg_start, cw,
                                 leader))
+            # (the workspace's and flags' addresses, read from the parameters where used)
+            base = uint64(hopper.global_address(work))
+            flag0 = uint64(hopper.global_address(flags))
             if seg_end - t_start < k_tiles:           # the tile's end is another block's
                 slot = uint64(block * CONSUMERS + cw)
-                # the slot: ACC rows of 128 float32, row i holding every thread's acc[i]
-                row = base + uint64(4) * (slot * uint64(ACC * 128) + uint64(thread))
-                for i in range(ACC):
-                    hopper.st_global_f32(row + uint64(4 * 128 * i), acc[i])
+                for q in range(ACC // 4):             # 16-byte stores, 512 bytes per warp
+                    hopper.st_global_v4_f32(slot_row(base, slot, thread) + uint64(2048 * q),
+                                            acc[4 * q], acc[4 * q + 1], acc[4 * q + 2],
+                                            acc[4 * q + 3])
                 hopper.named_barrier(bar, 128)        # the warpgroup's writes, then the flag
                 if thread == 0:
                     hopper.flag_release(flag0 + uint64(4) * slot)
@@ -500,9 +525,7 @@ def build_ws(cfg: HopperConfig):
                                 pass
                             hopper.flag_clear(flag0 + uint64(4) * slot)
                         hopper.named_barrier(bar, 128)
-                        row = base + uint64(4) * (slot * uint64(ACC * 128) + uint64(thread))
-                        for i in range(ACC):
-                            acc[i] += hopper.ld_global_cg_f32(row + uint64(4 * 128 * i))
+                        add_partial(acc, slot_row(base, slot, thread))
                     if lo_j <= t_start:
                         break
                     j = int32(j - 1)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from lab import page, results
+from lab.kernels import k09_hopper
 
 
 @lru_cache(maxsize=None)
@@ -137,6 +138,11 @@ def values() -> dict:
     def sk_ratio(kernel, dtype, size):
         return f"{summary(kernel, dtype, size, sk)['ratio']:.3f}"
 
+    skc = k09_hopper.RUNG_CONFIGS["wgmma_streamk"]
+    acc = skc.mt * skc.bn // 2                        # accumulators per consumer thread
+    slot = acc * 128 * 4                              # bytes of one warpgroup's partial tile
+    gap = p12["sm_active_cycles_max"] - p11s["sm_active_cycles_max"]
+
     return {
         "sk_4096_fp16": sk_ratio(rsk, "float16", 4096),
         "sk_8192_fp16": sk_ratio(rsk, "float16", 8192),
@@ -151,6 +157,19 @@ def values() -> dict:
         "sk_p12_tensor": f"{p12['tensor_active_pct']:.1f}",
         "sk_p11_tensor": f"{p11s['tensor_active_pct']:.1f}",
         "sk_p12_write_mb": f"{p12['dram_write_bytes'] / 1e6:.0f}",
+        "sk_r11_8192_fp16": sk_ratio(r11, "float16", 8192),
+        "sk_acc": str(acc),
+        "sk_vectors": str(acc // 4),
+        "sk_slot_kb": f"{slot / 1024:.0f}",
+        "sk_workspace_mb": f"{p12['grid_size'] * skc.consumers * slot / 1e6:.0f}",
+        "sk_p12_kcycles": f"{p12['sm_active_cycles_max'] / 1e3:.0f}",
+        "sk_p11_kcycles": f"{p11s['sm_active_cycles_max'] / 1e3:.0f}",
+        "sk_gap_us": f"{gap / p12['sm_mhz']:.0f}",
+        "sk_ncu_mhz": f"{p12['sm_mhz']:.0f}",
+        "sk_p12_dram_read_mb": f"{p12['dram_read_bytes'] / 1e6:.0f}",
+        "sk_p11_dram_read_mb": f"{p11s['dram_read_bytes'] / 1e6:.0f}",
+        "sk_p12_l2_read_mb": f"{p12['l2_read_bytes'] / 1e6:.0f}",
+        "sk_p11_l2_read_mb": f"{p11s['l2_read_bytes'] / 1e6:.0f}",
         "sk_p11_write_mb": f"{p11s['dram_write_bytes'] / 1e6:.0f}",
         "past_r11_4096_fp16": ratio(r11, "float16", 4096),
         "past_r11_8192_fp16": ratio(r11, "float16", 8192),
