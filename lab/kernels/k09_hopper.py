@@ -820,6 +820,10 @@ def launcher(cfg: HopperConfig):
             blocks = min(units, _sm_count()) if cfg.persistent else units
             blocks = min(blocks, cfg.grid) if cfg.grid else blocks
             if cfg.streamk:
+                # every SM takes a share of the k-slices, however few the tiles (a decode
+                # shape's 16 tiles on 132 SMs: a split-K over all of them), at most one
+                # block per k-slice
+                blocks = min(_sm_count(), units * -(-k // BK))
                 args += streamk_scratch(blocks)
             routed.launch(kernel, signature(cfg), blocks, cfg.threads, dynamic, args)
         else:

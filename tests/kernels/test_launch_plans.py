@@ -240,7 +240,7 @@ def _check_hopper(name: str, p: Plan, m: int, n: int, k: int, sm_count: int) -> 
         return
     map_a, map_b = (p.maps[int(x[0])] for x in ln.args[:2])
     a, b = map_a.array, map_b.array
-    kp = int(ln.args[-1])
+    kp = int(ln.args[4] if cfg.producer else ln.args[3])
     assert map_a.box == (cfg.bm, 64) and map_b.box == (bk, 64), "tensor-map boxes"
     for what, x in (("A", a), ("B", b)):
         assert x.shape[1] * x.dtype.itemsize % 16 == 0, \
@@ -278,7 +278,34 @@ def _check_hopper(name: str, p: Plan, m: int, n: int, k: int, sm_count: int) -> 
             assert gx * bx >= n and gy * by >= m, "the copy back misses part of C"
     else:
         assert out is p.operands[2]
-    _check_schedule(cfg, ln, tiles_m, tiles_n, sm_count)
+    if cfg.streamk:
+        _check_streamk(cfg, ln, tiles_m, tiles_n, ceil(kp, bk), sm_count)
+    else:
+        _check_schedule(cfg, ln, tiles_m, tiles_n, sm_count)
+
+
+def _check_streamk(cfg, ln: Launch, tiles_m: int, tiles_n: int, k_tiles: int,
+                   sm_count: int) -> None:
+    """Stream-K (the kernel's ``streamk_plan``): every SM takes part, however few the tiles
+    (at most one block per k-slice); block b walks whole tiles b, b + blocks, … through the
+    whole waves; the k-slices of the tiles left are cut into one contiguous share per block,
+    the shares covering them exactly once; a workspace slot and a flag per consumer
+    warpgroup and block."""
+    order = k09.tile_order(cfg.group_m)
+    units = tiles_m * tiles_n
+    blocks = ln.grid[0]
+    assert blocks == min(sm_count, units * k_tiles), "stream-K leaves SMs idle"
+    dp = units // blocks * blocks
+    owned = [order(u, tiles_m, tiles_n) for b in range(blocks) for u in range(b, dp, blocks)]
+    sk = (units - dp) * k_tiles
+    shares = [(b * sk // blocks, (b + 1) * sk // blocks) for b in range(blocks)]
+    assert shares[0][0] == 0 and shares[-1][1] == sk
+    assert all(shares[i][1] == shares[i + 1][0] for i in range(blocks - 1))
+    owned += [order(dp + t, tiles_m, tiles_n) for t in range(units - dp)]
+    _owners(owned, tiles_m, tiles_n)
+    work, flags = ln.args[5], ln.args[6]
+    assert tuple(flags.shape) == (blocks * cfg.consumers,)
+    assert tuple(work.shape) == (blocks * cfg.consumers * (cfg.mt * cfg.bn // 2), 128)
 
 
 def _check_schedule(cfg, ln: Launch, tiles_m: int, tiles_n: int, sm_count: int) -> None:
