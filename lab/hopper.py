@@ -126,7 +126,7 @@ __all__ = ["wgmma_fence", "wgmma_commit", "wgmma_wait", "smem_desc", "mbar_init"
 __all__ += [f"wgmma_m64n{n}k{k}_{kind}" for n in WGMMA_N for kind, k in WGMMA_K.items()]
 __all__ += ["st_shared_bf16x2", "st_shared_f16x2", "flag_acquire", "flag_release",
             "flag_clear", "ld_global_cg_f32", "st_global_f32", "ld_global_cg_v4_f32",
-            "st_global_v4_f32"]
+            "st_global_v4_f32", "ld_shared_v4_f32"]
 
 if SIMULATOR:
     def _stub(name):
@@ -504,6 +504,19 @@ else:
                        [_u64(context, builder, sig.args[0], args[0])],
                        "ld.global.cg.v4.f32 {$0, $1, $2, $3}, [$4];",
                        "=f,=f,=f,=f,l,~{memory}")
+            vals = [builder.extract_value(res, i) for i in range(4)]
+            return context.make_tuple(builder, sig.return_type, vals)
+        return types.UniTuple(types.float32, 4)(address), codegen
+
+    @intrinsic
+    def ld_shared_v4_f32(typingctx, address):
+        """``ld.shared.v4.f32`` — four float32 (16 bytes, 16-byte aligned) from the shared
+        memory at ``address`` (a uint32 shared-window address), as a tuple."""
+        def codegen(context, builder, sig, args):
+            addr = context.cast(builder, args[0], sig.args[0], types.uint32)
+            res = _asm(builder, ir.LiteralStructType([_F32] * 4), [addr],
+                       "ld.shared.v4.f32 {$0, $1, $2, $3}, [$4];",
+                       "=f,=f,=f,=f,r,~{memory}")
             vals = [builder.extract_value(res, i) for i in range(4)]
             return context.make_tuple(builder, sig.return_type, vals)
         return types.UniTuple(types.float32, 4)(address), codegen

@@ -471,15 +471,28 @@ def build_ws(cfg: HopperConfig):
         warp's 16-byte accesses to one row cover 512 contiguous bytes."""
         return base + uint64(16) * (slot * uint64(ACC // 4 * 128) + uint64(thread))
 
+    #: the fix-up lands another block's partial sums in the warpgroup's epilogue staging (idle
+    #: until the tile's store) in this many rounds of 16-byte copies per thread
+    FIX_ROUNDS = max(1, ACC * 128 * 4 // (EPI_BOXES * EPI_BOX))
+    FIX_ROWS = ACC // 4 // FIX_ROUNDS
+
     @cuda.jit(device=True, inline="always")
-    def add_partial(acc, row):
-        """acc += the partial sums at ``row`` (another block's, in its slot), 16 bytes per
-        load. (ptxas schedules the loads itself: it keeps as many in flight as the registers
-        left beside ``acc`` and the epilogue's addresses allow, four here.)"""
-        for q in range(ACC // 4):
-            v = hopper.ld_global_cg_v4_f32(row + uint64(2048 * q))
-            for e in range(4):
-                acc[4 * q + e] += v[e]
+    def add_partial(acc, row, stage, thread):
+        """acc += the partial sums at ``row`` (another block's, in its slot). Each thread copies
+        its own 16-byte vectors into ``stage`` with ``cp.async`` — FIX_ROWS copies in flight
+        per thread, holding no registers while they fly, where loads into registers could
+        keep only four beside ``acc`` — waits for its own copies and adds them; no other
+        thread reads them, so no barrier is needed."""
+        for h in range(FIX_ROUNDS):
+            for qq in range(FIX_ROWS):
+                ptx.cp_async_16(stage + uint32(16 * (qq * 128 + thread)),
+                                row + uint64(2048 * (h * FIX_ROWS + qq)))
+            ptx.cp_async_commit()
+            ptx.cp_async_wait(0)
+            for qq in range(FIX_ROWS):
+                v = hopper.ld_shared_v4_f32(stage + uint32(16 * (qq * 128 + thread)))
+                for e in range(4):
+                    acc[4 * (h * FIX_ROWS + qq) + e] += v[e]
 
     @cuda.jit(device=True, inline="always")
     def streamk_consumer(acc, shared, full0, empty0, it, k_tiles, cw, leader, thread, boxes,
@@ -515,6 +528,10 @@ def build_ws(cfg: HopperConfig):
                 if thread == 0:
                     hopper.flag_release(flag0 + uint64(4) * slot)
             else:
+                if seg_start > t_start:               # partial sums to add: the staging is
+                    if thread == 0:                   # free once the last tile's stores
+                        hopper.bulk_wait_read(0)      # have read it
+                    hopper.named_barrier(bar, 128)
                 j = int32(block - 1)
                 while seg_start > t_start and j >= 0:  # the blocks with the tile's first slices
                     lo_j, hi_j = streamk_range(j, blocks, sk_iters)
@@ -525,7 +542,7 @@ def build_ws(cfg: HopperConfig):
                                 pass
                             hopper.flag_clear(flag0 + uint64(4) * slot)
                         hopper.named_barrier(bar, 128)
-                        add_partial(acc, slot_row(base, slot, thread))
+                        add_partial(acc, slot_row(base, slot, thread), boxes, thread)
                     if lo_j <= t_start:
                         break
                     j = int32(j - 1)
@@ -972,18 +989,12 @@ def checker16(name: str, cfg: HopperConfig):
         if not ok:
             raise KernelUnavailable(why)
         seed = accuracy.new_seed() if seed is None else seed
-        rng = np.random.default_rng(seed)
-        a32 = rng.uniform(-1, 1, (m, k)).astype(np.float32)
-        b32 = rng.uniform(-1, 1, (k, n)).astype(np.float32)
-        if cfg.kind == "f16":
-            a, b = a32.astype(np.float16), b32.astype(np.float16)
-            a64, b64 = a.astype(np.float64), b.astype(np.float64)
-            poison = np.full((m, n), np.nan, np.float16)
-        else:                                  # BF16 bits: the top half of float32 (exact)
-            a, b = ((x.view(np.uint32) >> 16).astype(np.uint16) for x in (a32, b32))
-            a64, b64 = ((x.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
-                        for x in (a, b))
-            poison = np.full((m, n), 0x7FC0, np.uint16)
+        f16 = cfg.kind == "f16"
+        a, b = accuracy.random_inputs(m, n, k, np.float16 if f16 else np.uint16,
+                                      np.random.default_rng(seed))
+        a64, b64 = accuracy.to_float64(a), accuracy.to_float64(b)
+        poison = (np.full((m, n), np.nan, np.float16) if f16
+                  else np.full((m, n), 0x7FC0, np.uint16))   # BF16 bits of a NaN
         out = cuda.to_device(poison)
         launcher(cfg)(cuda.to_device(a), cuda.to_device(b), out)
         host = out.copy_to_host()
