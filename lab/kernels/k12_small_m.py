@@ -610,16 +610,9 @@ def checker(name: str, kind: str):
         if not ok:
             raise KernelUnavailable(why)
         seed = accuracy.new_seed() if seed is None else seed
-        rng = np.random.default_rng(seed)
-        a32 = rng.uniform(-1, 1, (m, k)).astype(np.float32)
-        b32 = rng.uniform(-1, 1, (k, n)).astype(np.float32)
-        if kind == "f16":
-            a, b = a32.astype(np.float16), b32.astype(np.float16)
-            a64, b64 = a.astype(np.float64), b.astype(np.float64)
-        else:                                  # BF16 bits: the top half of float32 (exact)
-            a, b = ((x.view(np.uint32) >> 16).astype(np.uint16) for x in (a32, b32))
-            a64, b64 = ((x.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
-                        for x in (a, b))
+        a, b = accuracy.random_inputs(m, n, k, np.float16 if kind == "f16" else np.uint16,
+                                      np.random.default_rng(seed))
+        a64, b64 = accuracy.to_float64(a), accuracy.to_float64(b)
         ref = a64 @ b64
         da, db = cuda.to_device(a), cuda.to_device(b)
         verdicts = []
