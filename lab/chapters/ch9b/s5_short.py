@@ -88,5 +88,10 @@ def values() -> dict:
             "decode_128_tflops": f"{flop / (big['ours_us'] * 1e-6) / 1e12:.0f}",
             "decode_128_cublas_tflops": f"{flop / (big['cublas_us'] * 1e-6) / 1e12:.0f}",
             "decode_128_called": f"{big['called']:.2f}",
+            "decode_128_streamk_us": f"{t128['wgmma_streamk_fp16']:.0f}",
+            "decode_streamk_picked": ", ".join(
+                f"{r['m']}×{r['n']}×{r['k']}" for r in results.rows("sweep")
+                if r.get("impl") == "lab.gemm" and r.get("method") == "gpu_only"
+                and r["kernel"].startswith("wgmma_streamk")) or "no shape",
             "decode_wgmma_at": ", ".join(r["N×K"] for r in wide) or "no pair",
             "decode_wgmma_called": ", ".join(f"{r['called']:.2f}" for r in wide) or "-"}
