@@ -125,8 +125,7 @@ __all__ = ["wgmma_fence", "wgmma_commit", "wgmma_wait", "smem_desc", "mbar_init"
            "mbar_arrive_cluster", "elect_one"]
 __all__ += [f"wgmma_m64n{n}k{k}_{kind}" for n in WGMMA_N for kind, k in WGMMA_K.items()]
 __all__ += ["st_shared_bf16x2", "st_shared_f16x2", "flag_acquire", "flag_release",
-            "flag_clear", "ld_global_cg_f32", "st_global_f32", "ld_global_cg_v4_f32",
-            "st_global_v4_f32", "ld_shared_v4_f32"]
+            "flag_clear", "st_global_v4_f32", "ld_shared_v4_f32"]
 
 if SIMULATOR:
     def _stub(name):
@@ -472,41 +471,6 @@ else:
                  "st.relaxed.gpu.global.s32 [$0], 0;", "l,~{memory}")
             return context.get_dummy_value()
         return types.void(address), codegen
-
-    @intrinsic
-    def ld_global_cg_f32(typingctx, address):
-        """``ld.global.cg.f32`` — a float32 from global memory through L2 only (another SM
-        wrote it; this SM's L1 may hold an old copy)."""
-        def codegen(context, builder, sig, args):
-            return _asm(builder, _F32, [_u64(context, builder, sig.args[0], args[0])],
-                        "ld.global.cg.f32 $0, [$1];", "=f,l,~{memory}")
-        return types.float32(address), codegen
-
-    @intrinsic
-    def st_global_f32(typingctx, address, value):
-        """``st.global.f32 [address], value``."""
-        def codegen(context, builder, sig, args):
-            _asm(builder, ir.VoidType(), [_u64(context, builder, sig.args[0], args[0]),
-                                          context.cast(builder, args[1], sig.args[1],
-                                                       types.float32)],
-                 "st.global.f32 [$0], $1;", "l,f,~{memory}")
-            return context.get_dummy_value()
-        return types.void(address, value), codegen
-
-    @intrinsic
-    def ld_global_cg_v4_f32(typingctx, address):
-        """``ld.global.cg.v4.f32`` — four float32 (16 bytes, 16-byte aligned) from global
-        memory through L2 only, as a tuple: one instruction where ``ld_global_cg_f32`` takes
-        four, so a warp reads 512 contiguous bytes per instruction when its lanes' addresses
-        are 16 bytes apart."""
-        def codegen(context, builder, sig, args):
-            res = _asm(builder, ir.LiteralStructType([_F32] * 4),
-                       [_u64(context, builder, sig.args[0], args[0])],
-                       "ld.global.cg.v4.f32 {$0, $1, $2, $3}, [$4];",
-                       "=f,=f,=f,=f,l,~{memory}")
-            vals = [builder.extract_value(res, i) for i in range(4)]
-            return context.make_tuple(builder, sig.return_type, vals)
-        return types.UniTuple(types.float32, 4)(address), codegen
 
     @intrinsic
     def ld_shared_v4_f32(typingctx, address):
