@@ -257,8 +257,8 @@ def _sm_count() -> int:
 #: The Hopper rungs ``lab.gemm`` runs (chapter 7): for a 16-bit C rung 11 (16-bit C staged a
 #: whole tile at a time, a grid of 128 blocks: 1.016 of ``torch.mm`` at 8192³ FP16, 0.988 at
 #: 4096³ in ``hopper_past``); for an FP32 C rung 7 (a whole FP32 tile does not fit beside the
-#: stages); for M <= 128 on the first call also rung 12, stream-K, which spreads the k-slices of
-#: a decode shape's few tiles over every SM (a wgmma split-K).
+#: stages); for M <= 128, and below one wave of tiles, the first call also times chapter 7's
+#: rung 12, stream-K, which spreads the k-slices of a few tiles over every SM (a wgmma split-K).
 HOPPER_RUNG = {"f16": "wgmma_grid128", "f32": "wgmma_tmastore"}
 HOPPER_STREAMK = "wgmma_streamk"
 

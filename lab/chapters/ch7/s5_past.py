@@ -158,7 +158,7 @@ def values() -> dict:
         "sk_now_best_shape": f"{best['m']}×{best['n']}×{best['k']}",
         "sk_now_best_us": f"{best['median_ms'] * 1e3:.0f}",
         "sk_now_best_ratio": f"{best['ratio_to_cublas']:.2f}",
-        "sk_fix_rows": str(acc // 4 // max(1, acc * 128 * 4 // (skc.epi_boxes * k09_hopper.EPI_BOX))),
+        "sk_fix_rows": str(acc // 4 // max(1, slot // (skc.epi_boxes * k09_hopper.EPI_BOX))),
         "sk_4096_fp16": sk_ratio(rsk, "float16", 4096),
         "sk_8192_fp16": sk_ratio(rsk, "float16", 8192),
         "sk_4096_bf16": sk_ratio(rsk, "bfloat16", 4096),
