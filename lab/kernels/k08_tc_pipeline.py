@@ -135,6 +135,52 @@ def swizzle(row: int, chunk: int, chunks_per_row: int) -> int:
 # endregion: swizzle
 
 
+def stage_mma(cfg: TileConfig):
+    """``mma_stage(stage, a_frag, b_frag, frag_half, a_swz, b_swz, b_chunk0, a_regs, b_regs,
+    acc)``: one shared-memory stage's fragments (``ldmatrix``) and ``mma.sync`` into ``acc``, for
+    a warp whose A and B fragments start at ``a_frag`` and ``b_frag`` bytes into the stage —
+    the fed rungs' inner loop, which the small-M kernel (:mod:`lab.kernels.k12_small_m`) shares."""
+    MT, NT = cfg.wm // 16, cfg.wn // 8
+    NP = NT // 2
+    KS = cfg.bk // 16
+    A_ROW_BYTES, B_ROW_BYTES = 2 * cfg.bk, 2 * cfg.bn
+    mma = ptx.mma_f16 if cfg.kind == "f16" else ptx.mma_bf16
+
+    @cuda.jit(device=True, inline="always")
+    def mma_stage(stage, a_frag, b_frag, frag_half, a_swz, b_swz, b_chunk0, a_regs, b_regs,
+                  acc):
+        # region: fragments_and_mma
+        for ks in range(int32(KS)):
+            a_at = stage + a_frag + uint32(((2 * ks + frag_half) ^ a_swz) << 4)
+            for mi in range(int32(MT)):
+                f = ptx.ldmatrix_x4(a_at + uint32(mi * 16 * A_ROW_BYTES))
+                a_regs[4 * mi] = f[0]
+                a_regs[4 * mi + 1] = f[1]
+                a_regs[4 * mi + 2] = f[2]
+                a_regs[4 * mi + 3] = f[3]
+            b_at = stage + b_frag + uint32(ks * 16 * B_ROW_BYTES)
+            for p in range(int32(NP)):
+                f = ptx.ldmatrix_x4_trans(b_at + uint32(((b_chunk0 + 2 * p) ^ b_swz) << 4))
+                b_regs[4 * p] = f[0]
+                b_regs[4 * p + 1] = f[1]
+                b_regs[4 * p + 2] = f[2]
+                b_regs[4 * p + 3] = f[3]
+            for mi in range(int32(MT)):
+                a = (a_regs[4 * mi], a_regs[4 * mi + 1], a_regs[4 * mi + 2],
+                     a_regs[4 * mi + 3])
+                for nj in range(int32(NT)):
+                    c = 4 * (mi * NT + nj)
+                    d = mma(a, (b_regs[2 * nj], b_regs[2 * nj + 1]),
+                            (acc[c], acc[c + 1], acc[c + 2], acc[c + 3]))
+                    acc[c] = d[0]
+                    acc[c + 1] = d[1]
+                    acc[c + 2] = d[2]
+                    acc[c + 3] = d[3]
+        # endregion: fragments_and_mma
+
+    return mma_stage
+
+
 def build(cfg: TileConfig, tail=None):
     """Compile-ready ``@cuda.jit`` kernel for ``cfg`` (constants baked in as closure values).
 
@@ -151,8 +197,6 @@ def build(cfg: TileConfig, tail=None):
     THREADS = cfg.threads
     MT = WM // 16                      # 16-row A fragments per warp tile
     NT = WN // 8                       # 8-column B fragments per warp tile
-    NP = NT // 2                       # ldmatrix.x4.trans loads per k-step (two B fragments)
-    KS = BK // 16                      # mma k-steps per stage
     A_CPR = BK // 8                    # 16-byte chunks per row of the A tile
     B_CPR = BN // 8                    # … of the B tile
     A_COPIES = BM * A_CPR // THREADS   # cp.async per thread per stage
@@ -172,7 +216,7 @@ def build(cfg: TileConfig, tail=None):
     ACC = MT * NT * 4                  # FP32 accumulators per lane
     A_REGS = MT * 4
     B_REGS = NT * 2
-    mma = ptx.mma_f16 if cfg.kind == "f16" else ptx.mma_bf16
+    mma_stage = stage_mma(cfg)
     TAIL = tail is not None
     STORE = TAIL and tail.store is not None
     SPLIT = TAIL and tail.k_range is not None
@@ -290,34 +334,10 @@ def build(cfg: TileConfig, tail=None):
                 write_stage = int32(write_stage + 1) if write_stage < STAGES - 1 else int32(0)
 
             stage = shared + uint32(read_stage * STAGE_BYTES)
-            # region: fragments_and_mma
-            for ks in range(int32(KS)):
-                a_at = stage + a_frag + uint32(((2 * ks + frag_half) ^ a_swz) << 4)
-                for mi in range(int32(MT)):
-                    f = ptx.ldmatrix_x4(a_at + uint32(mi * 16 * A_ROW_BYTES))
-                    a_regs[4 * mi] = f[0]
-                    a_regs[4 * mi + 1] = f[1]
-                    a_regs[4 * mi + 2] = f[2]
-                    a_regs[4 * mi + 3] = f[3]
-                b_at = stage + b_frag + uint32(ks * 16 * B_ROW_BYTES)
-                for p in range(int32(NP)):
-                    f = ptx.ldmatrix_x4_trans(b_at + uint32(((b_chunk0 + 2 * p) ^ b_swz) << 4))
-                    b_regs[4 * p] = f[0]
-                    b_regs[4 * p + 1] = f[1]
-                    b_regs[4 * p + 2] = f[2]
-                    b_regs[4 * p + 3] = f[3]
-                for mi in range(int32(MT)):
-                    a = (a_regs[4 * mi], a_regs[4 * mi + 1], a_regs[4 * mi + 2],
-                         a_regs[4 * mi + 3])
-                    for nj in range(int32(NT)):
-                        c = 4 * (mi * NT + nj)
-                        d = mma(a, (b_regs[2 * nj], b_regs[2 * nj + 1]),
-                                (acc[c], acc[c + 1], acc[c + 2], acc[c + 3]))
-                        acc[c] = d[0]
-                        acc[c + 1] = d[1]
-                        acc[c + 2] = d[2]
-                        acc[c + 3] = d[3]
-            # endregion: fragments_and_mma
+            # region: stage_mma
+            mma_stage(stage, a_frag, b_frag, frag_half, a_swz, b_swz, b_chunk0, a_regs, b_regs,
+                      acc)
+            # endregion: stage_mma
             read_stage = int32(read_stage + 1) if read_stage < STAGES - 1 else int32(0)
             if not PIPELINED:
                 cuda.syncthreads()           # everyone done with the stage before reloading

@@ -198,8 +198,6 @@ def build(cfg: k08.TileConfig, out: str = "f32"):
     WARPS_N = BN_ // WN
     THREADS = cfg.threads
     MT, NT = WM // 16, WN // 8
-    NP = NT // 2
-    KS = BK_ // 16
     A_CPR, B_CPR = BK_ // 8, BN_ // 8
     A_COPIES = BM * A_CPR // THREADS
     B_COPIES = BK_ * B_CPR // THREADS
@@ -216,7 +214,7 @@ def build(cfg: k08.TileConfig, out: str = "f32"):
     A_REGS, B_REGS = MT * 4, NT * 2
     NV = BN_ // 4                                   # 16-byte groups per tile row
     PARTS = 8 * UNROLL
-    mma = ptx.mma_f16 if cfg.kind == "f16" else ptx.mma_bf16
+    mma_stage = k08.stage_mma(cfg)
 
     if out == "bf16":
         @cuda.jit(device=True, inline="always")
@@ -334,32 +332,8 @@ def build(cfg: k08.TileConfig, out: str = "f32"):
             ptx.cp_async_commit()
             write_stage = int32(write_stage + 1) if write_stage < STAGES_ - 1 else int32(0)
             stage = shared + uint32(read_stage * STAGE_BYTES)
-            for ks in range(int32(KS)):
-                a_at = stage + a_frag + uint32(((2 * ks + frag_half) ^ a_swz) << 4)
-                for mi in range(int32(MT)):
-                    f = ptx.ldmatrix_x4(a_at + uint32(mi * 16 * A_ROW_BYTES))
-                    a_regs[4 * mi] = f[0]
-                    a_regs[4 * mi + 1] = f[1]
-                    a_regs[4 * mi + 2] = f[2]
-                    a_regs[4 * mi + 3] = f[3]
-                b_at = stage + b_frag + uint32(ks * 16 * B_ROW_BYTES)
-                for p in range(int32(NP)):
-                    f = ptx.ldmatrix_x4_trans(b_at + uint32(((b_chunk0 + 2 * p) ^ b_swz) << 4))
-                    b_regs[4 * p] = f[0]
-                    b_regs[4 * p + 1] = f[1]
-                    b_regs[4 * p + 2] = f[2]
-                    b_regs[4 * p + 3] = f[3]
-                for mi in range(int32(MT)):
-                    a = (a_regs[4 * mi], a_regs[4 * mi + 1], a_regs[4 * mi + 2],
-                         a_regs[4 * mi + 3])
-                    for nj in range(int32(NT)):
-                        c = 4 * (mi * NT + nj)
-                        d = mma(a, (b_regs[2 * nj], b_regs[2 * nj + 1]),
-                                (acc[c], acc[c + 1], acc[c + 2], acc[c + 3]))
-                        acc[c] = d[0]
-                        acc[c + 1] = d[1]
-                        acc[c + 2] = d[2]
-                        acc[c + 3] = d[3]
+            mma_stage(stage, a_frag, b_frag, frag_half, a_swz, b_swz, b_chunk0, a_regs, b_regs,
+                      acc)
             read_stage = int32(read_stage + 1) if read_stage < STAGES_ - 1 else int32(0)
         ptx.cp_async_wait(0)
 

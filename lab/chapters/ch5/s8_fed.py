@@ -12,7 +12,7 @@ from lab.kernels import k08_tc_pipeline
 def main_loop_listing():
     """The fed rungs' main loop, the per-stage fragments and mma.sync folded to one line."""
     return page.source(k08_tc_pipeline, "main_loop",
-                       fold={"fragments_and_mma": "fragments and mma.sync for this stage "
+                       fold={"stage_mma": "fragments and mma.sync for this stage "
                                                   "(below)"})
 
 
