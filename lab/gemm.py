@@ -217,6 +217,7 @@ class Choice:
     splits: int = 1
     bn: int = 0                # tile width of the small-M kernel (0: the kernel's own)
     bm: int = 0                # its tile rows when not chosen by M (0: by M)
+    blocks: int = 0            # stream-K's block count when capped (0: one per SM)
     widen: bool = False        # 16-bit inputs widened to FP32 for a SIMT kernel
     narrow: bool = False       # FP32 workspace narrowed to the 16-bit C
     native_out: bool = False   # the kernel writes the 16-bit C itself
@@ -226,7 +227,7 @@ class Choice:
     def __str__(self) -> str:
         how = [self.kernel + (f" (split-K, {self.splits} slices)" if self.splits > 1 else "")
                + (f" ({f'{self.bm}-row, ' if self.bm else ''}{self.bn}-column tiles)"
-                  if self.bn else "")]
+                  if self.bn else "") + (f" (on {self.blocks} blocks)" if self.blocks else "")]
         if self.widen:
             how.append(f"inputs widened {self.dtype} -> float32 first")
         if self.narrow:
@@ -261,6 +262,8 @@ def _sm_count() -> int:
 #: rung 12, stream-K, which spreads the k-slices of a few tiles over every SM (a wgmma split-K).
 HOPPER_RUNG = {"f16": "wgmma_grid128", "f32": "wgmma_tmastore"}
 HOPPER_STREAMK = "wgmma_streamk"
+#: Block counts below one per SM at which the first call also times the stream-K kernel.
+STREAMK_BLOCKS = (64, 32)
 
 
 def _hopper_choice(rung: str, m, n, k, dtype, out_dtype, cc, why) -> Choice:
@@ -274,6 +277,16 @@ def _hopper_choice(rung: str, m, n, k, dtype, out_dtype, cc, why) -> Choice:
         raise ValueError(f"{rung} writes a 16-bit C only")
     return Choice(name, m, n, k, dtype, out_dtype, tuple(cc), tuple(why),
                   native_out=native, narrow=not native and not wide)
+
+
+def _streamk(m, n, k, dtype, out_dtype, cc, sms, why) -> list[Choice]:
+    """The stream-K wgmma kernel on every SM and on :data:`STREAMK_BLOCKS` of them (fewer
+    partial tiles to add up per tile, more k-slices each), where there are that many
+    k-slices to share."""
+    first = _hopper_choice(HOPPER_STREAMK, m, n, k, dtype, out_dtype, cc, why)
+    slices = -(-m // 128) * -(-n // 256) * -(-k // 64)
+    return [first] + [replace(first, blocks=b) for b in STREAMK_BLOCKS
+                      if b < min(sms, slices)]
 
 
 def _hopper_rung(out_dtype: str) -> str:
@@ -322,8 +335,8 @@ def choose(m: int, n: int, k: int, dtype: str, out_dtype: str, cc, sms: int) -> 
                 others.append(_hopper_choice(_hopper_rung(out_dtype), m, n, k, dtype,
                                              out_dtype, cc, ("the wgmma kernel, unsplit",)))
                 if out_dtype != "float32":
-                    others.append(_hopper_choice(HOPPER_STREAMK, m, n, k, dtype, out_dtype,
-                                                 cc, ("the wgmma kernel, stream-K",)))
+                    others += _streamk(m, n, k, dtype, out_dtype, cc, sms,
+                                       ("the wgmma kernel, stream-K",))
             why.append("the split factor (and, on 9.0, the unsplit and the stream-K wgmma "
                        "kernels) is picked by timing the candidates once, on the first call "
                        "at this shape")
@@ -342,9 +355,8 @@ def choose(m: int, n: int, k: int, dtype: str, out_dtype: str, cc, sms: int) -> 
             why.append(f"{tiles} tiles fill less than one wave of {sms} SMs: the stream-K "
                        "kernel (k-slices shared over every SM) is timed beside it on the "
                        "first call at this shape")
-            return replace(first, why=tuple(why), candidates=(
-                _hopper_choice(HOPPER_STREAMK, m, n, k, dtype, out_dtype, cc,
-                               ("the wgmma kernel, stream-K",)),))
+            return replace(first, why=tuple(why), candidates=tuple(
+                _streamk(m, n, k, dtype, out_dtype, cc, sms, ("the wgmma kernel, stream-K",))))
         name = "tc_fp16" if fp16 else "tc_bf16"
         why.append(f"{where} has mma.sync (no wgmma): chapter 5's tuned kernel")
         if small:
@@ -406,8 +418,8 @@ def _small_m(m, n, k, dtype, out_dtype, cc, sms, why) -> Choice:
                                          cc, ("the wgmma kernel, unsplit",)))
         if out_dtype != "float32":
             wgmma.append("the stream-K wgmma kernel")
-            others.append(_hopper_choice(HOPPER_STREAMK, m, n, k, dtype, out_dtype, cc,
-                                         ("the wgmma kernel, k-slices over every SM",)))
+            others += _streamk(m, n, k, dtype, out_dtype, cc, sms,
+                               ("the wgmma kernel, k-slices shared over the SMs",))
     if others:
         why.append("tiles and split factors " + ", ".join(
             f"{r or cfg.bm}x{w}/{f}" for w, f, r in found)
@@ -450,7 +462,8 @@ def tune(choice: Choice, a, b, c, handle: int = 0) -> Choice:
         times.append((cuda.event_elapsed_time(start, stop) / TUNE_CALLS, cand))
     ms, best = min(times, key=lambda t: t[0])
     label = ", ".join(f"{c.kernel}{f'/{c.bm or chr(77)}x{c.bn}' if c.bn else ''}"
-                      f"{'/' + str(c.splits) if c.splits > 1 else ''} {1e3 * ms:.1f} us"
+                      f"{'/' + str(c.splits) if c.splits > 1 else ''}"
+                      f"{f'/{c.blocks} blocks' if c.blocks else ''} {1e3 * ms:.1f} us"
                       for ms, c in times)
     best = replace(best, why=choice.why, candidates=(), tuned=f"first call timed: {label}")
     _TUNED[key] = best
@@ -509,6 +522,8 @@ def _launcher(choice: Choice):
         return _SMALL[key]
     if choice.kernel.startswith("wgmma_"):         # the kernel itself, not the registry's
         cfg = get_spec(choice.kernel).config          # launcher (which widens a 16-bit C)
+        if choice.blocks:
+            cfg = replace(cfg, grid=choice.blocks)
         if cfg not in _HOPPER:
             _HOPPER[cfg] = k09_hopper.launcher(cfg)
         return _HOPPER[cfg]

@@ -125,7 +125,8 @@ __all__ = ["wgmma_fence", "wgmma_commit", "wgmma_wait", "smem_desc", "mbar_init"
            "mbar_arrive_cluster", "elect_one"]
 __all__ += [f"wgmma_m64n{n}k{k}_{kind}" for n in WGMMA_N for kind, k in WGMMA_K.items()]
 __all__ += ["st_shared_bf16x2", "st_shared_f16x2", "flag_acquire", "flag_release",
-            "flag_clear", "st_global_v4_f32", "ld_shared_v4_f32"]
+            "flag_clear", "st_global_v4_f32", "ld_shared_v4_f32", "globaltimer",
+            "st_global_u64"]
 
 if SIMULATOR:
     def _stub(name):
@@ -495,6 +496,24 @@ else:
                  "st.global.v4.f32 [$0], {$1, $2, $3, $4};", "l,f,f,f,f,~{memory}")
             return context.get_dummy_value()
         return types.void(address, x, y, z, w), codegen
+
+    @intrinsic
+    def globaltimer(typingctx):
+        """``mov.u64 %globaltimer`` — the GPU's global nanosecond timer (one clock for every
+        SM, so events of different blocks can be put on one time axis)."""
+        def codegen(context, builder, sig, args):
+            return _asm(builder, _I64, [], "mov.u64 $0, %globaltimer;", "=l")
+        return types.uint64(), codegen
+
+    @intrinsic
+    def st_global_u64(typingctx, address, value):
+        """``st.global.u64 [address], value`` — 8 bytes at an 8-byte aligned global address."""
+        def codegen(context, builder, sig, args):
+            _asm(builder, ir.VoidType(), [_u64(context, builder, sig.args[0], args[0]),
+                                          _u64(context, builder, sig.args[1], args[1])],
+                 "st.global.u64 [$0], $1;", "l,l,~{memory}")
+            return context.get_dummy_value()
+        return types.void(address, value), codegen
 
     @intrinsic
     def named_barrier(typingctx, bar_id, count):

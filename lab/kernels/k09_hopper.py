@@ -95,7 +95,7 @@ from lab.kernels.k07_tensor_core import pad_inputs, pad_operand
 from lab.kernels.k09_parts import (BK, EPI_BOX, OUT_BYTES, ROW, SIGNATURES, HopperConfig,
                                    epilogue, epilogue_tma, stage_multicast, stage_ops,
                                    tile_order, zero_acc)
-from lab.kernels.k09_streamk import streamk_ops
+from lab.kernels.k09_streamk import flag_words, streamk_ops
 
 
 # ----------------------------------------------------------------------------- rung 1
@@ -441,7 +441,7 @@ def build_ws(cfg: HopperConfig):
         return it
     # endregion: mainloop
 
-    streamk_plan, streamk_consumer = streamk_ops(cfg, mainloop)
+    streamk_plan, streamk_consumer, log = streamk_ops(cfg, mainloop)
 
     # One block per SM and a register cap at entry: what setmaxnreg needs to take effect.
     bounds = {} if hopper.SIMULATOR else {"launch_bounds": (cfg.threads, 1)}
@@ -533,6 +533,7 @@ def build_ws(cfg: HopperConfig):
             boxes = shared + uint32(EPI0 + cw * EPI_BOXES * EPI_BOX)
             c_map = hopper.global_address(map_c)
             it = int32(0)
+            tn = log(flags, cw, thread, int32(0), 1)  # (events of a traced kernel)
             for unit in range(first, streamk_plan(tiles, k_tiles)[0], step):
                 unit_m, block_n = tile_coords(unit, units_m, tiles_n)
                 block_m = unit_m * CLUSTER + rank
@@ -543,18 +544,21 @@ def build_ws(cfg: HopperConfig):
                                            block_m * BM + cw * WG_ROWS, block_n * BN, thread)
                 else:
                     it = mainloop(acc, shared, full0, empty0, it, k_tiles, cw, leader)
+                tn = log(flags, cw, thread, tn, 2)
                 if block_m < tiles_m:
                     if EPI_TMA:
                         store_tile_tma(acc, boxes, c_map, block_m * BM + cw * WG_ROWS,
                                        block_n * BN, thread, 1 + cw, scale)
                     else:
                         store_tile(C, acc, block_m * BM + cw * WG_ROWS, block_n * BN, thread)
+                tn = log(flags, cw, thread, tn, 3)
             if STREAMK:
-                it = streamk_consumer(acc, shared, full0, empty0, it, k_tiles, cw, leader,
-                                      thread, boxes, c_map, work, flags, tiles, units_m,
-                                      tiles_n, scale)
+                it, tn = streamk_consumer(acc, shared, full0, empty0, it, k_tiles, cw, leader,
+                                          thread, boxes, c_map, work, flags, tiles, units_m,
+                                          tiles_n, scale, tn)
             if EPI_TMA and thread == 0:
                 hopper.bulk_wait(0)                   # stores done before the block exits
+            log(flags, cw, thread, tn, 10)
         # endregion: consumer
         if CLUSTER > 1:
             hopper.cluster_sync()     # no block exits while its partner may still signal it
@@ -678,9 +682,10 @@ def launcher(cfg: HopperConfig):
         the flags (int32, zero; each reader clears the one it read) of a stream-K launch."""
         if blocks not in scratch:
             acc = cfg.mt * cfg.bn // 2
+            words = flag_words(blocks, cfg.consumers, cfg.trace)
             scratch[blocks] = (cuda.device_array((blocks * cfg.consumers * acc, 128),
                                                  np.float32),
-                               cuda.to_device(np.zeros(blocks * cfg.consumers, np.int32)))
+                               cuda.to_device(np.zeros(words, np.int32)))
         return scratch[blocks]
 
     def launch(A, B, C, sa=None, sb=None) -> None:
@@ -730,8 +735,8 @@ def launcher(cfg: HopperConfig):
             if cfg.streamk:
                 # every SM takes a share of the k-slices, however few the tiles (a decode
                 # shape's 16 tiles on 132 SMs: a split-K over all of them), at most one
-                # block per k-slice
-                blocks = min(_sm_count(), units * -(-k // BK))
+                # block per k-slice and at most cfg.grid blocks
+                blocks = min(_sm_count(), units * -(-k // BK), cfg.grid or _sm_count())
                 args += streamk_scratch(blocks)
             routed.launch(kernel, signature(cfg), blocks, cfg.threads, dynamic, args)
         else:
@@ -747,7 +752,9 @@ def launcher(cfg: HopperConfig):
             routed.launch(_copy_columns, None, (-(-n // 32), -(-m // 8)), (32, 8), 0, (out, C))
         launch.keep = (map_a, map_b, map_c, out, keep)   # alive until the next call
 
-    return routed.memo(launch)     # a repeated call replays its launch plans (lab.launch)
+    run = routed.memo(launch)      # a repeated call replays its launch plans (lab.launch)
+    run.scratch = scratch           # stream-K: blocks -> (workspace, flags), for a trace
+    return run
 
 
 def make_config(**changes) -> HopperConfig:

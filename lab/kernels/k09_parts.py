@@ -70,6 +70,9 @@ class HopperConfig:
     # the tiles left shared evenly among all blocks, partial tiles added up through global
     # memory by the block that holds each tile's last k-slice
     streamk: bool = False
+    # stream-K only, for the experiment ``streamk_trace``: every consumer warpgroup logs the
+    # GPU's nanosecond timer at each step of its work (:data:`TRACE_EVENTS`) after the flags
+    trace: bool = False
 
     @property
     def fp8(self) -> bool:
@@ -149,7 +152,7 @@ class HopperConfig:
         if self.grid:
             parts.append(f"grid {self.grid}")
         if self.streamk:
-            parts.append("stream-K last wave")
+            parts.append("stream-K last wave" + (" (traced)" if self.trace else ""))
         if self.fp8:
             parts.append(f"{self.scales} scales")
             parts.append(f"promotion every {self.promote} k" if self.promote
@@ -204,6 +207,8 @@ class HopperConfig:
                                  and self.epilogue == "tma" and not self.fp8):
             problems.append("stream-K is for the persistent specialized 16-bit kernel with the "
                             "TMA store, without clusters")
+        if self.trace and not self.streamk:
+            problems.append("trace logs stream-K's steps: it needs streamk")
         if self.grid and (not self.persistent or self.grid % self.cluster or self.grid < 1):
             problems.append("grid caps a persistent launch, in whole clusters")
         if self.wait_depth not in (0, 1, 2) or self.wait_depth >= self.stages:

@@ -18,11 +18,45 @@ from numba import cuda, int32, int64, uint32, uint64
 from lab import hopper, ptx
 from lab.kernels.k09_parts import EPI_BOX, HopperConfig, epilogue_tma, tile_order, zero_acc
 
+#: A traced kernel's (``HopperConfig.trace``) events: thread 0 of every consumer warpgroup
+#: writes ``code << 56 | globaltimer`` (ns, low 56 bits) at each, in order, into its row of
+#: :data:`TRACE_SLOTS` after the flags (:func:`trace_rows` reads them back).
+TRACE_EVENTS = {1: "start", 2: "tile multiplied", 3: "tile stored",
+                4: "share multiplied", 5: "partial sums published", 6: "fix-up begins",
+                7: "partial sums of one block seen", 8: "partial sums added",
+                9: "shared tile stored", 10: "end"}
+TRACE_SLOTS = 48
+
+
+def flag_words(blocks: int, consumers: int, trace: bool) -> int:
+    """int32 words of a launch's flags: one per consumer warpgroup and block, then (traced)
+    TRACE_SLOTS 8-byte events per warpgroup, from an 8-byte boundary."""
+    slots = blocks * consumers
+    return slots + (slots % 2 + 2 * TRACE_SLOTS * slots if trace else 0)
+
+
+def trace_rows(flags, blocks: int, consumers: int):
+    """A traced launch's events from its flags (host int32 array): a list per (block, warpgroup)
+    of (code, ns) in the order written."""
+    import numpy as np
+
+    slots = blocks * consumers
+    start = slots + slots % 2
+    words = np.ascontiguousarray(flags[start:start + 2 * TRACE_SLOTS * slots]).view(np.uint64)
+    words = words.reshape(slots, TRACE_SLOTS)
+    out = []
+    for row in words:
+        events = [(int(w >> np.uint64(56)), int(w & np.uint64((1 << 56) - 1))) for w in row
+                  if int(w >> np.uint64(56))]
+        out.append(events)
+    return out
+
 
 def streamk_ops(cfg: HopperConfig, mainloop):
-    """``(streamk_plan, streamk_consumer)`` for the specialized kernel of ``cfg``, whose
+    """``(streamk_plan, streamk_consumer, log)`` for the specialized kernel of ``cfg``, whose
     consumers multiply with ``mainloop(acc, shared, full0, empty0, it, count, cw, leader)``.
-    Without ``cfg.streamk`` the plan takes every tile whole."""
+    Without ``cfg.streamk`` the plan takes every tile whole; without ``cfg.trace`` ``log``
+    writes nothing."""
     BM, BN, MT = cfg.bm, cfg.bn, cfg.mt
     ACC = MT * BN // 2
     CONSUMERS = cfg.consumers
@@ -32,6 +66,20 @@ def streamk_ops(cfg: HopperConfig, mainloop):
     tile_coords = tile_order(cfg.group_m)
     store_tile_tma = epilogue_tma(cfg)
     zero = zero_acc(ACC)
+    TRACE = cfg.trace
+
+    @cuda.jit(device=True, inline="always")
+    def log(flags, cw, thread, n, code):
+        """(traced kernels) Thread 0 of the warpgroup writes event ``code`` and the time into
+        the warpgroup's slot ``n`` of the trace; returns n + 1."""
+        if TRACE and thread == 0 and n < TRACE_SLOTS:
+            slots = int32(cuda.gridDim.x) * CONSUMERS
+            base = uint64(hopper.global_address(flags)) + uint64(4 * (slots + slots % 2))
+            row = uint64(int32(cuda.blockIdx.x) * CONSUMERS + cw) * uint64(TRACE_SLOTS)
+            stamp = hopper.globaltimer() & uint64((1 << 56) - 1)
+            hopper.st_global_u64(base + uint64(8) * (row + uint64(n)),
+                                 (uint64(code) << uint64(56)) | stamp)
+        return n + 1
 
     # region: streamk
     @cuda.jit(device=True, inline="always")
@@ -86,12 +134,13 @@ def streamk_ops(cfg: HopperConfig, mainloop):
 
     @cuda.jit(device=True, inline="always")
     def streamk_consumer(acc, shared, full0, empty0, it, k_tiles, cw, leader, thread, boxes,
-                         c_map, work, flags, tiles, units_m, tiles_n, scale):
+                         c_map, work, flags, tiles, units_m, tiles_n, scale, tn):
         """This block's share of the last wave, its highest tile first. A share that ends
         inside a tile leaves its partial sums in the block's slot of the workspace and sets
         its flag (only the first segment done can); a share that holds a tile's last k-slice
         waits for the flags of the blocks before it that hold the tile's first slices, adds
-        their partial sums (clearing the flags for the next launch) and stores the tile."""
+        their partial sums (clearing the flags for the next launch) and stores the tile.
+        Returns the pipeline's count and the trace's (``tn``, events logged)."""
         blocks = int32(cuda.gridDim.x)
         block = int32(cuda.blockIdx.x)
         dp_tiles, sk_iters, sk_lo, sk_hi = streamk_plan(tiles, k_tiles)
@@ -105,6 +154,7 @@ def streamk_ops(cfg: HopperConfig, mainloop):
             zero(acc)
             it = int32(mainloop(acc, shared, full0, empty0, it, seg_end - seg_start, cw,
                                 leader))
+            tn = log(flags, cw, thread, tn, 4)
             # (the workspace's and flags' addresses, read from the parameters where used)
             base = uint64(hopper.global_address(work))
             flag0 = uint64(hopper.global_address(flags))
@@ -117,11 +167,13 @@ def streamk_ops(cfg: HopperConfig, mainloop):
                 hopper.named_barrier(bar, 128)        # the warpgroup's writes, then the flag
                 if thread == 0:
                     hopper.flag_release(flag0 + uint64(4) * slot)
+                tn = log(flags, cw, thread, tn, 5)
             else:
                 if seg_start > t_start:               # partial sums to add: the staging is
                     if thread == 0:                   # free once the last tile's stores
                         hopper.bulk_wait_read(0)      # have read it
                     hopper.named_barrier(bar, 128)
+                    tn = log(flags, cw, thread, tn, 6)
                 j = int32(block - 1)
                 while seg_start > t_start and j >= 0:  # the blocks with the tile's first slices
                     lo_j, hi_j = streamk_range(j, blocks, sk_iters)
@@ -131,15 +183,18 @@ def streamk_ops(cfg: HopperConfig, mainloop):
                             while hopper.flag_acquire(flag0 + uint64(4) * slot) == 0:
                                 pass
                             hopper.flag_clear(flag0 + uint64(4) * slot)
+                        tn = log(flags, cw, thread, tn, 7)
                         hopper.named_barrier(bar, 128)
                         add_partial(acc, slot_row(base, slot, thread), boxes, thread)
+                        tn = log(flags, cw, thread, tn, 8)
                     if lo_j <= t_start:
                         break
                     j = int32(j - 1)
                 store_tile_tma(acc, boxes, c_map, block_m * BM + cw * WG_ROWS, block_n * BN,
                                thread, bar, scale)
+                tn = log(flags, cw, thread, tn, 9)
             seg_end = seg_start
-        return it
+        return it, tn
     # endregion: streamk
 
-    return streamk_plan, streamk_consumer
+    return streamk_plan, streamk_consumer, log

@@ -33,6 +33,7 @@ from lab.kernels import k07_tensor_core as k07
 from lab.kernels import k08_tc_pipeline as k08
 from lab.kernels import k09_fp8 as fp8
 from lab.kernels import k09_hopper as k09
+from lab.kernels import k09_streamk
 from lab.kernels import k09_parts
 from lab.kernels import k10_epilogue as k10
 from lab.kernels import k11_splitk as k11
@@ -133,7 +134,7 @@ def recorder(monkeypatch):
     monkeypatch.setattr(k09.hopper, "max_active_clusters",
                         lambda kernel, sig, threads, shared, cluster: sms["count"] // cluster)
 
-    def plan(name: str, m: int, n: int, k: int, sm_count: int = 132) -> Plan:
+    def plan(name: str, m: int, n: int, k: int, sm_count: int = 132, config=None) -> Plan:
         from numba import cuda
 
         spec = lab.get_spec(name)
@@ -142,7 +143,7 @@ def recorder(monkeypatch):
         a = cuda.device_array((m, k), dtype=spec.dtype)
         b = cuda.device_array((k, n), dtype=spec.dtype)
         c = cuda.device_array((m, n), dtype=np.float32)
-        spec.launch(a, b, c)
+        (k09.launcher16(config) if config else spec.launch)(a, b, c)
         current[-1].operands = (a, b, c)
         return current[-1]
 
@@ -224,8 +225,9 @@ def _check_tc(name: str, p: Plan, m: int, n: int, k: int) -> None:
         assert len(ln.grid) == 1 or ln.grid[1:] == (1, 1)
 
 
-def _check_hopper(name: str, p: Plan, m: int, n: int, k: int, sm_count: int) -> None:
-    cfg = lab.get_spec(name).config
+def _check_hopper(name: str, p: Plan, m: int, n: int, k: int, sm_count: int,
+                  cfg=None) -> None:
+    cfg = cfg or lab.get_spec(name).config
     bk = k09.BK
     ln = p.main()
     assert ln.block[0] == cfg.threads and ln.shared == cfg.shared_bytes
@@ -294,7 +296,8 @@ def _check_streamk(cfg, ln: Launch, tiles_m: int, tiles_n: int, k_tiles: int,
     order = k09.tile_order(cfg.group_m)
     units = tiles_m * tiles_n
     blocks = ln.grid[0]
-    assert blocks == min(sm_count, units * k_tiles), "stream-K leaves SMs idle"
+    assert blocks == min(sm_count, units * k_tiles, cfg.grid or sm_count), \
+        "stream-K leaves SMs idle (or passes its cap)"
     dp = units // blocks * blocks
     owned = [order(u, tiles_m, tiles_n) for b in range(blocks) for u in range(b, dp, blocks)]
     sk = (units - dp) * k_tiles
@@ -304,7 +307,7 @@ def _check_streamk(cfg, ln: Launch, tiles_m: int, tiles_n: int, k_tiles: int,
     owned += [order(dp + t, tiles_m, tiles_n) for t in range(units - dp)]
     _owners(owned, tiles_m, tiles_n)
     work, flags = ln.args[5], ln.args[6]
-    assert tuple(flags.shape) == (blocks * cfg.consumers,)
+    assert tuple(flags.shape) == (k09_streamk.flag_words(blocks, cfg.consumers, cfg.trace),)
     assert tuple(work.shape) == (blocks * cfg.consumers * (cfg.mt * cfg.bn // 2), 128)
 
 
@@ -430,6 +433,21 @@ def test_the_registered_launch_plan_covers_the_shape(name, recorder):
                 check_plan(name, p, m, n, k, sms)
             except AssertionError as exc:
                 raise AssertionError(f"{name} at {m}x{n}x{k} ({sms} SMs): {exc}") from None
+
+
+@pytest.mark.parametrize("grid,trace", [(64, False), (32, True), (0, True)])
+def test_stream_k_on_fewer_blocks_and_traced(recorder, grid, trace):
+    """Stream-K capped at ``grid`` blocks (lab.gemm times 64 and 32 at decode shapes) and the
+    traced kernel (experiment streamk_trace): the same schedule on the blocks launched, the
+    flags with room for the trace."""
+    from dataclasses import replace
+
+    cfg = replace(lab.get_spec("wgmma_streamk_fp16").config, grid=grid, trace=trace)
+    for m, n, k in [(128, 4096, 14336), (1, 1, 1), (2049, 8200, 520), (97, 4100, 3000)]:
+        p = recorder("wgmma_streamk_fp16", m, n, k, config=cfg)
+        _check_hopper("wgmma_streamk_fp16", p, m, n, k, 132, cfg)
+        if grid:
+            assert p.main().grid[0] <= grid
 
 
 # ----------------------------------------------------------------------------- check shapes
