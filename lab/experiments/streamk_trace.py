@@ -6,8 +6,12 @@ wait, each block's partial sums seen and added; the shared tile stored; the end)
 block's steps lie on one time axis — at 4096³ and 8192³, where stream-K lost to rung 11, and at
 decode shapes, where it took far longer than its arithmetic.
 
-Then the block count: at decode shapes (a few tiles, long K) stream-K on 132, 96, 64, 48, 32
-and 16 blocks — fewer blocks mean fewer partial tiles per tile to add up, more k-slices each.
+Both fix-ups are traced: the finisher's (the block holding a tile's last k-slice waits for the
+others' partial sums, adds them one after another and stores the tile) and the spread one
+(every block with a part of a shared tile publishes it; then each adds up its own share of the
+tile's rows from all the parts and stores them). Then the block count: at decode shapes (a few
+tiles, long K) each fix-up on 132, 96 and 64 blocks — fewer blocks mean fewer parts per shared
+tile, more k-slices each.
 
 Every configuration is checked first (fresh inputs, C poisoned with NaN, float64 reference,
 :func:`lab.experiments.hopper_past.check`) at :data:`CHECK_SHAPES`. Timing is GPU-only
@@ -27,13 +31,14 @@ SUMMARY = ("stream-K traced: every consumer warpgroup's steps on the GPU's globa
            "4096³, 8192³ and decode shapes; stream-K's block count at decode shapes")
 NEEDS = ("torch",)
 NEEDS_KERNELS = ("wgmma_streamk_fp16", "wgmma_grid128_fp16")
-H200_SECONDS = 150  # estimate: three compiles, checks, about 60 timed rows
+H200_SECONDS = 200  # measured 109 s with one fix-up; two: about 90 timed rows
 
 TRACE_SHAPES = ((4096, 4096, 4096), (8192, 8192, 8192), (128, 4096, 14336),
                 (128, 14336, 4096), (1, 4096, 4096))
 GRID_SHAPES = ((128, 4096, 14336), (128, 14336, 4096), (128, 4096, 4096), (64, 4096, 14336),
                (64, 14336, 4096), (1, 4096, 14336), (256, 4096, 14336), (512, 4096, 14336))
-GRIDS = (132, 96, 64, 48, 32, 16)
+GRIDS = (132, 96, 64)
+FIXUPS = ("finisher", "spread")
 #: 1×1×1; 17 tiles of 128×256 with 47 k-slices (split over many blocks); a K of 224 k-slices
 #: over 4 tiles; 514 tiles with an odd edge (whole waves, then a shared last one)
 CHECK_SHAPES = ((1, 1, 1), (97, 4100, 3000), (128, 1000, 14336), (2049, 8200, 520))
@@ -45,14 +50,22 @@ def _k():
     return K
 
 
+def label(fixup: str, grid: int = 0, traced: bool = False) -> str:
+    return (f"stream-K, {fixup} fix-up" + (f", {grid} blocks" if grid else "")
+            + (", traced" if traced else ""))
+
+
 def configs() -> dict:
-    """label -> configuration: stream-K (FP16 in and out) traced, and on each of GRIDS."""
+    """label -> configuration: stream-K (FP16 in and out) with each fix-up, traced, and on
+    each of GRIDS."""
     from lab.kernels import get_spec
 
     sk = get_spec("wgmma_streamk_fp16").config
-    out = {"stream-K, traced": replace(sk, trace=True).validate()}
-    for g in GRIDS:
-        out[f"stream-K on {g} blocks"] = replace(sk, grid=g).validate()
+    out = {}
+    for f in FIXUPS:
+        out[label(f, traced=True)] = replace(sk, fixup=f, trace=True).validate()
+        for g in GRIDS:
+            out[label(f, g)] = replace(sk, fixup=f, grid=g).validate()
     return out
 
 
@@ -117,12 +130,12 @@ def run(progress) -> dict:
     rung11 = get_spec("wgmma_grid128_fp16").config
     rng = np.random.default_rng(2024)
     rows = []
-    for label, cfg in progress(list(cfgs.items()) + [("rung 11", rung11)], desc="checks"):
+    for name, cfg in progress(list(cfgs.items()) + [("rung 11", rung11)], desc="checks"):
         for m, n, k in CHECK_SHAPES:
             r = hopper_past.check(cfg, m, n, k, rng)
             if not r["passed"]:
-                raise AssertionError(f"{label} failed its check at {m}x{n}x{k}: {r['line']}")
-            rows.append({"part": "check", "kernel": label, "m": m, "n": n, "k": k,
+                raise AssertionError(f"{name} failed its check at {m}x{n}x{k}: {r['line']}")
+            rows.append({"part": "check", "kernel": name, "m": m, "n": n, "k": k,
                          "passed": True, "line": r["line"]})
 
     def providers(m, n, k):
@@ -138,46 +151,50 @@ def run(progress) -> dict:
         t, covered = bench.time_queued(lambda i: call(), batch=BATCH, batches=BATCHES)
         return {**_ms(t), "spin_covered": covered}
 
-    traced = cfgs["stream-K, traced"]
     for m, n, k in progress(TRACE_SHAPES, desc="traces"):
         d_a, d_b, c, calls, keep = providers(m, n, k)
-        launchers = {"rung 11": K.launcher(rung11),
-                     "stream-K": K.launcher(replace(traced, trace=False)),
-                     "stream-K, traced": K.launcher(traced)}
-        for label, launch in launchers.items():
-            calls[label] = (lambda launch=launch: launch(d_a, d_b, c))
-        for label, call in calls.items():
+        launchers = {"rung 11": K.launcher(rung11)}
+        for f in FIXUPS:
+            launchers[label(f)] = K.launcher(replace(cfgs[label(f, traced=True)], trace=False))
+            launchers[label(f, traced=True)] = K.launcher(cfgs[label(f, traced=True)])
+        for name, launch in launchers.items():
+            calls[name] = (lambda launch=launch: launch(d_a, d_b, c))
+        for name, call in calls.items():
             t = timed(call)
-            rows.append({"part": "time", "kernel": label, "m": m, "n": n, "k": k, **t,
+            rows.append({"part": "time", "kernel": name, "m": m, "n": n, "k": k, **t,
                          "tflops": 2.0 * m * n * k / (t["median_ms"] * 1e9)})
-        launch = launchers["stream-K, traced"]
-        cuda.synchronize()
-        launch(d_a, d_b, c)
-        cuda.synchronize()
-        (blocks, (_, flags)), = launch.scratch.items()
-        events = trace_rows(flags.copy_to_host(), blocks, traced.consumers)
-        trace, summary = timeline(events, traced.consumers)
-        for r in trace:
-            r.update({"kernel": "stream-K, traced", "m": m, "n": n, "k": k})
-        rows += trace
-        rows.append({"part": "steps", "kernel": "stream-K, traced", "m": m, "n": n, "k": k,
-                     "blocks": blocks, **summary})
+        for f in FIXUPS:
+            name = label(f, traced=True)
+            launch, cfg = launchers[name], cfgs[name]
+            cuda.synchronize()
+            launch(d_a, d_b, c)
+            cuda.synchronize()
+            (blocks, (_, flags)), = launch.scratch.items()
+            events = trace_rows(flags.copy_to_host(), blocks, cfg.consumers,
+                                cfg.fixup == "spread")
+            trace, summary = timeline(events, cfg.consumers)
+            for r in trace:
+                r.update({"kernel": name, "m": m, "n": n, "k": k})
+            rows += trace
+            rows.append({"part": "steps", "kernel": name, "m": m, "n": n, "k": k,
+                         "blocks": blocks, **summary})
         del keep
     for m, n, k in progress(GRID_SHAPES, desc="block counts"):
         d_a, d_b, c, calls, keep = providers(m, n, k)
         calls["rung 11"] = (lambda launch=K.launcher(rung11): launch(d_a, d_b, c))
-        for g in GRIDS:
-            launch = K.launcher(cfgs[f"stream-K on {g} blocks"])
-            calls[f"stream-K on {g} blocks"] = (lambda launch=launch: launch(d_a, d_b, c))
-        for label, call in calls.items():
+        for f in FIXUPS:
+            for g in GRIDS:
+                launch = K.launcher(cfgs[label(f, g)])
+                calls[label(f, g)] = (lambda launch=launch: launch(d_a, d_b, c))
+        for name, call in calls.items():
             t = timed(call)
-            rows.append({"part": "grid", "kernel": label, "m": m, "n": n, "k": k, **t,
+            rows.append({"part": "grid", "kernel": name, "m": m, "n": n, "k": k, **t,
                          "tflops": 2.0 * m * n * k / (t["median_ms"] * 1e9)})
         del keep
     return {"rows": rows, "row_fields": ["part", "kernel", "m", "n", "k"],
             "parameters": {"trace_shapes": [list(s) for s in TRACE_SHAPES],
                            "grid_shapes": [list(s) for s in GRID_SHAPES],
-                           "grids": list(GRIDS), "check_shapes": [list(s) for s in CHECK_SHAPES],
+                           "grids": list(GRIDS), "fixups": list(FIXUPS), "check_shapes": [list(s) for s in CHECK_SHAPES],
                            "batch": BATCH, "batches": BATCHES, "dtype": "float16",
                            "out_dtype": "float16",
                            "events": {str(c): e for c, e in TRACE_EVENTS.items()}},

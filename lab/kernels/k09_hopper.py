@@ -555,7 +555,7 @@ def build_ws(cfg: HopperConfig):
             if STREAMK:
                 it, tn = streamk_consumer(acc, shared, full0, empty0, it, k_tiles, cw, leader,
                                           thread, boxes, c_map, work, flags, tiles, units_m,
-                                          tiles_n, scale, tn)
+                                          tiles_n, scale, tn, C)
             if EPI_TMA and thread == 0:
                 hopper.bulk_wait(0)                   # stores done before the block exits
             log(flags, cw, thread, tn, 10)
@@ -682,9 +682,10 @@ def launcher(cfg: HopperConfig):
         the flags (int32, zero; each reader clears the one it read) of a stream-K launch."""
         if blocks not in scratch:
             acc = cfg.mt * cfg.bn // 2
-            words = flag_words(blocks, cfg.consumers, cfg.trace)
-            scratch[blocks] = (cuda.device_array((blocks * cfg.consumers * acc, 128),
-                                                 np.float32),
+            spread = cfg.fixup == "spread"            # (two slots per warpgroup and block)
+            words = flag_words(blocks, cfg.consumers, cfg.trace, spread)
+            scratch[blocks] = (cuda.device_array(((1 + spread) * blocks * cfg.consumers * acc,
+                                                  128), np.float32),
                                cuda.to_device(np.zeros(words, np.int32)))
         return scratch[blocks]
 

@@ -70,6 +70,10 @@ class HopperConfig:
     # the tiles left shared evenly among all blocks, partial tiles added up through global
     # memory by the block that holds each tile's last k-slice
     streamk: bool = False
+    # stream-K's fix-up: "finisher" (the block holding a tile's last k-slice adds the others'
+    # partial sums and stores the tile) or "spread" (every block of a shared tile publishes its
+    # partial sums, then each adds up and stores its own share of the tile's rows)
+    fixup: str = "finisher"
     # stream-K only, for the experiment ``streamk_trace``: every consumer warpgroup logs the
     # GPU's nanosecond timer at each step of its work (:data:`TRACE_EVENTS`) after the flags
     trace: bool = False
@@ -152,7 +156,8 @@ class HopperConfig:
         if self.grid:
             parts.append(f"grid {self.grid}")
         if self.streamk:
-            parts.append("stream-K last wave" + (" (traced)" if self.trace else ""))
+            parts.append("stream-K last wave" + (", fix-up spread" if self.fixup == "spread"
+                                                 else "") + (" (traced)" if self.trace else ""))
         if self.fp8:
             parts.append(f"{self.scales} scales")
             parts.append(f"promotion every {self.promote} k" if self.promote
@@ -207,6 +212,12 @@ class HopperConfig:
                                  and self.epilogue == "tma" and not self.fp8):
             problems.append("stream-K is for the persistent specialized 16-bit kernel with the "
                             "TMA store, without clusters")
+        if self.fixup not in ("finisher", "spread"):
+            problems.append(f"fixup must be 'finisher' or 'spread', not {self.fixup!r}")
+        elif self.fixup == "spread" and not (self.streamk and self.out != "f32"
+                                             and self.mt == 1):
+            problems.append("the spread fix-up is stream-K's, for a 16-bit C and one m64 "
+                            "block per consumer warpgroup")
         if self.trace and not self.streamk:
             problems.append("trace logs stream-K's steps: it needs streamk")
         if self.grid and (not self.persistent or self.grid % self.cluster or self.grid < 1):
