@@ -3,14 +3,16 @@
 The page's sections, in order, one module each: :mod:`.s1_result` (the ladder against cuBLAS,
 medians of three processes), :mod:`.s2_idea` (what wgmma changes, the shared layout),
 :mod:`.s3_rungs` (what each rung changes and what Nsight Compute saw), :mod:`.s4_stability`
-(how steady the numbers are, and why rung 8 was not), :mod:`.s5_past` (past rung 8); the drawings in :mod:`.figures`, the
+(how steady the numbers are, and why rung 8 was not), :mod:`.s5_past` (past rung 8),
+:mod:`.s6_trace` (stream-K traced, step by step); the drawings in :mod:`.figures`, the
 exercises' solutions in :mod:`.solutions`, the results files' rows in :mod:`.common`. The
 notebook calls only the names imported here.
 """
 from __future__ import annotations
 
 from lab import page
-from lab.chapters.ch7 import s1_result, s2_idea, s3_rungs, s4_stability, s5_past, solutions
+from lab.chapters.ch7 import s1_result, s2_idea, s3_rungs, s4_stability, s5_past, s6_trace, \
+    solutions
 from lab.chapters.ch7.figures import (descriptors_figure, epilogue_timeline_figure,
                                       multicast_figure, ring_figure)
 from lab.chapters.ch7.s1_result import headline_table, ladder_figure
@@ -20,12 +22,13 @@ from lab.chapters.ch7.s3_rungs import config_diff, profile_table, region, region
 from lab.chapters.ch7.s4_stability import cluster_table, host_figure
 from lab.chapters.ch7.s5_past import past_profile_table, past_table, steps_table, \
     streamk_table
+from lab.chapters.ch7.s6_trace import trace_figure
 
 __all__ = ["descriptors_figure", "epilogue_timeline_figure", "multicast_figure", "ring_figure",
            "headline_table", "ladder_figure", "instruction_table", "layout_check",
            "config_diff", "profile_table", "region", "region_diff", "region_lines",
            "cluster_table", "host_figure", "past_table", "past_profile_table", "steps_table",
-           "streamk_table", "figure", "glue",
+           "streamk_table", "trace_figure", "figure", "glue",
            "checks_table"]
 
 
@@ -55,6 +58,6 @@ def glue():
     """Glue every value the prose quotes (each section's and the solutions'); returns them as
     one checked text block (for a removed cell)."""
     values = {**s1_result.values(), **s3_rungs.values(), **s4_stability.values(),
-              **s5_past.values(), **solutions.values()}
+              **s5_past.values(), **s6_trace.values(), **solutions.values()}
     page.glue_values(values)
     return page.values_text(values)
