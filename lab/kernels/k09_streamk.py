@@ -292,14 +292,7 @@ def streamk_ops(cfg: HopperConfig, mainloop):
                             thread, bar)
                     tn = log(flags, cw, thread, tn, 5)
             elif seg_end - t_start < k_tiles:         # the tile's end is another block's
-                slot = uint64(block * CONSUMERS + cw)
-                for q in range(ACC // 4):             # 16-byte stores, 512 bytes per warp
-                    hopper.st_global_v4_f32(slot_row(base, slot, thread) + uint64(2048 * q),
-                                            acc[4 * q], acc[4 * q + 1], acc[4 * q + 2],
-                                            acc[4 * q + 3])
-                hopper.named_barrier(bar, 128)        # the warpgroup's writes, then the flag
-                if thread == 0:
-                    hopper.flag_release(flag0 + uint64(4) * slot)
+                publish(acc, base, flag0, uint64(block * CONSUMERS + cw), thread, bar)
                 tn = log(flags, cw, thread, tn, 5)
             else:
                 if seg_start > t_start:               # partial sums to add: the staging is
