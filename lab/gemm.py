@@ -218,6 +218,7 @@ class Choice:
     bn: int = 0                # tile width of the small-M kernel (0: the kernel's own)
     bm: int = 0                # its tile rows when not chosen by M (0: by M)
     blocks: int = 0            # stream-K's block count when capped (0: one per SM)
+    fixup: str = ""            # stream-K's fix-up when not the kernel's own (the finisher's)
     widen: bool = False        # 16-bit inputs widened to FP32 for a SIMT kernel
     narrow: bool = False       # FP32 workspace narrowed to the 16-bit C
     native_out: bool = False   # the kernel writes the 16-bit C itself
@@ -227,7 +228,8 @@ class Choice:
     def __str__(self) -> str:
         how = [self.kernel + (f" (split-K, {self.splits} slices)" if self.splits > 1 else "")
                + (f" ({f'{self.bm}-row, ' if self.bm else ''}{self.bn}-column tiles)"
-                  if self.bn else "") + (f" (on {self.blocks} blocks)" if self.blocks else "")]
+                  if self.bn else "") + (f" (on {self.blocks} blocks)" if self.blocks else "")
+               + (f" (fix-up {self.fixup})" if self.fixup else "")]
         if self.widen:
             how.append(f"inputs widened {self.dtype} -> float32 first")
         if self.narrow:
@@ -264,6 +266,8 @@ HOPPER_RUNG = {"f16": "wgmma_grid128", "f32": "wgmma_tmastore"}
 HOPPER_STREAMK = "wgmma_streamk"
 #: Block counts below one per SM at which the first call also times the stream-K kernel.
 STREAMK_BLOCKS = (96, 64)
+#: Stream-K's fix-ups the first call times ("": the kernel's own, the finisher's).
+STREAMK_FIXUPS = ("", "atomic")
 
 
 def _hopper_choice(rung: str, m, n, k, dtype, out_dtype, cc, why) -> Choice:
@@ -280,13 +284,14 @@ def _hopper_choice(rung: str, m, n, k, dtype, out_dtype, cc, why) -> Choice:
 
 
 def _streamk(m, n, k, dtype, out_dtype, cc, sms, why) -> list[Choice]:
-    """The stream-K wgmma kernel on every SM and on :data:`STREAMK_BLOCKS` of them (fewer
-    parts per shared tile, more k-slices each), where there are that many k-slices to share.
-    (Its spread fix-up is not among them: slower everywhere in ``streamk_trace``.)"""
+    """The stream-K wgmma kernel with each of :data:`STREAMK_FIXUPS` on every SM and on
+    :data:`STREAMK_BLOCKS` of them (fewer parts per shared tile, more k-slices each), where
+    there are that many k-slices to share. (Its spread fix-up is not among them: slower
+    everywhere in ``streamk_trace``.)"""
     first = _hopper_choice(HOPPER_STREAMK, m, n, k, dtype, out_dtype, cc, why)
     slices = -(-m // 128) * -(-n // 256) * -(-k // 64)
-    return [first] + [replace(first, blocks=b) for b in STREAMK_BLOCKS
-                      if b < min(sms, slices)]
+    grids = [0] + [b for b in STREAMK_BLOCKS if b < min(sms, slices)]
+    return [replace(first, blocks=b, fixup=f) for f in STREAMK_FIXUPS for b in grids]
 
 
 def _hopper_rung(out_dtype: str) -> str:
@@ -463,7 +468,8 @@ def tune(choice: Choice, a, b, c, handle: int = 0) -> Choice:
     ms, best = min(times, key=lambda t: t[0])
     label = ", ".join(f"{c.kernel}{f'/{c.bm or chr(77)}x{c.bn}' if c.bn else ''}"
                       f"{'/' + str(c.splits) if c.splits > 1 else ''}"
-                      f"{f'/{c.blocks} blocks' if c.blocks else ''} {1e3 * ms:.1f} us"
+                      f"{f'/{c.blocks} blocks' if c.blocks else ''}"
+                      f"{'/' + c.fixup if c.fixup else ''} {1e3 * ms:.1f} us"
                       for ms, c in times)
     best = replace(best, why=choice.why, candidates=(), tuned=f"first call timed: {label}")
     _TUNED[key] = best
@@ -522,8 +528,8 @@ def _launcher(choice: Choice):
         return _SMALL[key]
     if choice.kernel.startswith("wgmma_"):         # the kernel itself, not the registry's
         cfg = get_spec(choice.kernel).config          # launcher (which widens a 16-bit C)
-        if choice.blocks:
-            cfg = replace(cfg, grid=choice.blocks)
+        if choice.blocks or choice.fixup:
+            cfg = replace(cfg, grid=choice.blocks, fixup=choice.fixup or cfg.fixup)
         if cfg not in _HOPPER:
             _HOPPER[cfg] = k09_hopper.launcher(cfg)
         return _HOPPER[cfg]

@@ -126,7 +126,8 @@ __all__ = ["wgmma_fence", "wgmma_commit", "wgmma_wait", "smem_desc", "mbar_init"
 __all__ += [f"wgmma_m64n{n}k{k}_{kind}" for n in WGMMA_N for kind, k in WGMMA_K.items()]
 __all__ += ["st_shared_bf16x2", "st_shared_f16x2", "flag_acquire", "flag_release",
             "flag_clear", "st_global_v4_f32", "ld_shared_v4_f32", "globaltimer",
-            "st_global_u64", "st_global_bf16x2", "st_global_f16x2", "count_arrival"]
+            "st_global_u64", "st_global_bf16x2", "st_global_f16x2", "count_arrival",
+            "red_global_add_v4_f32"]
 
 if SIMULATOR:
     def _stub(name):
@@ -518,6 +519,19 @@ else:
                     for i in range(1, 5)]
             _asm(builder, ir.VoidType(), [_u64(context, builder, sig.args[0], args[0])] + vals,
                  "st.global.v4.f32 [$0], {$1, $2, $3, $4};", "l,f,f,f,f,~{memory}")
+            return context.get_dummy_value()
+        return types.void(address, x, y, z, w), codegen
+
+    @intrinsic
+    def red_global_add_v4_f32(typingctx, address, x, y, z, w):
+        """``red.global.add.v4.f32 [address], {x, y, z, w}`` — add four float32 to the 16 bytes
+        at ``address`` (16-byte aligned) where they live, in L2 (sm_90), with nothing returned:
+        a relaxed atomic at GPU scope, so several blocks may add to the same 16 bytes."""
+        def codegen(context, builder, sig, args):
+            vals = [context.cast(builder, args[i], sig.args[i], types.float32)
+                    for i in range(1, 5)]
+            _asm(builder, ir.VoidType(), [_u64(context, builder, sig.args[0], args[0])] + vals,
+                 "red.global.add.v4.f32 [$0], {$1, $2, $3, $4};", "l,f,f,f,f,~{memory}")
             return context.get_dummy_value()
         return types.void(address, x, y, z, w), codegen
 

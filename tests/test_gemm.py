@@ -245,10 +245,11 @@ def test_every_hopper_choice_is_a_registered_kernel_writing_that_c(dtype, out_dt
 def test_less_than_one_wave_of_wgmma_tiles_times_stream_k():
     few = lab.gemm.plan(*host(512, 4096, 4096), cc=(9, 0), sms=132)      # 64 tiles
     assert few.kernel == "wgmma_grid128_fp16"
-    assert [(c.kernel, c.blocks) for c in few.candidates] == [
-        ("wgmma_streamk_fp16", b) for b in (0, 96, 64)]
+    assert [(c.kernel, c.blocks, c.fixup) for c in few.candidates] == [
+        ("wgmma_streamk_fp16", b, f) for f in ("", "atomic") for b in (0, 96, 64)]
     assert "stream-K" in str(few)
     assert "(on 96 blocks)" in str(few.candidates[1])
+    assert "(on 64 blocks) (fix-up atomic)" in str(few.candidates[5])
     tiny = lab.gemm.plan(*host(1, 256, 128), cc=(9, 0), sms=132)   # 1 tile, 2 k-slices
     assert not any(c.blocks for c in tiny.candidates)
     full = lab.gemm.plan(*host(4096, 4096, 4096), cc=(9, 0), sms=132)    # 512 tiles

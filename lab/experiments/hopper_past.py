@@ -143,10 +143,11 @@ def _emit(row: dict) -> None:
 
 # ----------------------------------------------------------------------------- checking
 
-def check(cfg, m: int, n: int, k: int, rng) -> dict:
+def check(cfg, m: int, n: int, k: int, rng, launch=None) -> dict:
     """One check of a 16-bit-input configuration: fresh inputs, C poisoned with NaN (in its
-    output type), one launch, float64 reference, the elementwise bound of
-    :mod:`lab.accuracy` (with the output's rounding for a 16-bit C)."""
+    output type), one launch (by ``launch``, a launcher of ``cfg`` that may have run before;
+    default a new one), float64 reference, the elementwise bound of :mod:`lab.accuracy` (with
+    the output's rounding for a 16-bit C)."""
     from numba import cuda
 
     from lab import accuracy, bench, fp8
@@ -160,7 +161,7 @@ def check(cfg, m: int, n: int, k: int, rng) -> dict:
     else:
         poison = np.full((m, n), 0x7FC0, np.uint16)             # BF16 NaN
     d_c = cuda.to_device(poison)
-    K.launcher(cfg)(cuda.to_device(a), cuda.to_device(b), d_c)
+    (launch or K.launcher(cfg))(cuda.to_device(a), cuda.to_device(b), d_c)
     out = d_c.copy_to_host()
     if cfg.out == "bf16":
         value = fp8.bf16_bits_to_float32(out)

@@ -38,8 +38,9 @@ SIGNATURE_BF16 = "void(uint16[:, ::1], uint16[:, ::1], float32[:, ::1])"
 
 @cuda.jit
 def pad_kernel(src, dst):
-    """dst[i, j] = src[i, j] inside src, 0 outside (dst at least as large as src)."""
-    i, j = cuda.grid(2)
+    """dst[i, j] = src[i, j] inside src, 0 outside (dst at least as large as src). Column j
+    runs along x, so a warp reads and writes 32 neighbours of one row (coalesced)."""
+    j, i = cuda.grid(2)
     rows, cols = dst.shape
     if i < rows and j < cols:
         if i < src.shape[0] and j < src.shape[1]:
@@ -69,10 +70,15 @@ def pad_operand(x, rows: int, cols: int, slot: str):
         if len(_PAD_CACHE) > 16:
             _PAD_CACHE.clear()
         dst = _PAD_CACHE[key] = cuda.device_array((rows, cols), dtype=x.dtype)
-    threads = (16, 16)
-    grid = (round_up(rows, 16) // 16, round_up(cols, 16) // 16)
-    routed.launch(pad_kernel, None, grid, threads, 0, (x, dst))
+    pad_into(x, dst)
     return dst
+
+
+def pad_into(x, dst) -> None:
+    """Launch :func:`pad_kernel`: ``dst`` = ``x`` zero-padded (32 × 8 threads per block)."""
+    rows, cols = dst.shape
+    routed.launch(pad_kernel, None, (round_up(cols, 32) // 32, round_up(rows, 8) // 8),
+                  (32, 8), 0, (x, dst))
 
 
 def pad_inputs(A, B, tile_m: int, tile_n: int, tile_k: int):

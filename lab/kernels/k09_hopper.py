@@ -678,15 +678,17 @@ def launcher(cfg: HopperConfig):
     scratch: dict = {}                  # stream-K: blocks -> (workspace, flags), kept
 
     def streamk_scratch(blocks: int):
-        """The workspace (a partial 64×BN tile per consumer warpgroup and block, float32) and
-        the flags (int32, zero; each reader clears the one it read) of a stream-K launch."""
+        """The workspace (a partial 64×BN tile per consumer warpgroup and block, float32; zero
+        for the atomic fix-up, whose finishers zero each slot again after reading it) and the
+        flags (int32, zero; each reader clears the one it read) of a stream-K launch."""
         if blocks not in scratch:
             acc = cfg.mt * cfg.bn // 2
             spread = cfg.fixup == "spread"            # (two slots per warpgroup and block)
             words = flag_words(blocks, cfg.consumers, cfg.trace, spread)
-            scratch[blocks] = (cuda.device_array(((1 + spread) * blocks * cfg.consumers * acc,
-                                                  128), np.float32),
-                               cuda.to_device(np.zeros(words, np.int32)))
+            shape = ((1 + spread) * blocks * cfg.consumers * acc, 128)
+            work = (cuda.to_device(np.zeros(shape, np.float32)) if cfg.fixup == "atomic"
+                    else cuda.device_array(shape, np.float32))
+            scratch[blocks] = (work, cuda.to_device(np.zeros(words, np.int32)))
         return scratch[blocks]
 
     def launch(A, B, C, sa=None, sb=None) -> None:

@@ -13,7 +13,7 @@ for were the first thing their writers did.
 """
 from __future__ import annotations
 
-from numba import cuda, int32, int64, uint32, uint64
+from numba import cuda, float32, int32, int64, uint32, uint64
 
 from lab import hopper, ptx
 from lab.kernels.k09_parts import EPI_BOX, HopperConfig, epilogue_tma, tile_order, zero_acc
@@ -72,6 +72,7 @@ def streamk_ops(cfg: HopperConfig, mainloop):
     zero = zero_acc(ACC)
     TRACE = cfg.trace
     SPREAD = cfg.fixup == "spread"
+    ATOMIC = cfg.fixup == "atomic"
     FLAG_WORDS = 3 if SPREAD else 1                   # per consumer warpgroup and block
     Q = ACC // 4                                      # 16-byte rows of a workspace slot
     OUT_BF16 = cfg.out == "bf16"
@@ -153,6 +154,20 @@ def streamk_ops(cfg: HopperConfig, mainloop):
         hopper.named_barrier(bar, 128)
         if thread == 0:
             hopper.flag_release(flag0 + uint64(4) * slot)
+
+    @cuda.jit(device=True, inline="always")
+    def accumulate(acc, base, flag0, slot, thread, bar):
+        """(atomic fix-up) The warpgroup's partial sums added into the shared tile's workspace
+        slot where it lives in L2 (``red.global.add``, 16 bytes at a time, nothing returned),
+        then the slot's counter raised by one (the barrier orders the warpgroup's adds before
+        thread 0's release)."""
+        for q in range(Q):
+            hopper.red_global_add_v4_f32(slot_row(base, slot, thread) + uint64(2048 * q),
+                                         acc[4 * q], acc[4 * q + 1], acc[4 * q + 2],
+                                         acc[4 * q + 3])
+        hopper.named_barrier(bar, 128)
+        if thread == 0:
+            hopper.count_arrival(flag0 + uint64(4) * slot)
 
     @cuda.jit(device=True, inline="always")
     def block_of(s, blocks, sk_iters):
@@ -292,7 +307,10 @@ def streamk_ops(cfg: HopperConfig, mainloop):
                             thread, bar)
                     tn = log(flags, cw, thread, tn, 5)
             elif seg_end - t_start < k_tiles:         # the tile's end is another block's
-                publish(acc, base, flag0, uint64(block * CONSUMERS + cw), thread, bar)
+                if ATOMIC:                            # (the slots: one per shared tile)
+                    accumulate(acc, base, flag0, uint64(t * CONSUMERS + cw), thread, bar)
+                else:
+                    publish(acc, base, flag0, uint64(block * CONSUMERS + cw), thread, bar)
                 tn = log(flags, cw, thread, tn, 5)
             else:
                 if seg_start > t_start:               # partial sums to add: the staging is
@@ -301,9 +319,12 @@ def streamk_ops(cfg: HopperConfig, mainloop):
                     hopper.named_barrier(bar, 128)
                     tn = log(flags, cw, thread, tn, 6)
                 j = int32(block - 1)
+                others = int32(0)
                 while seg_start > t_start and j >= 0:  # the blocks with the tile's first slices
                     lo_j, hi_j = streamk_range(j, blocks, sk_iters)
-                    if hi_j > lo_j and hi_j > t_start:
+                    if ATOMIC and hi_j > lo_j and hi_j > t_start:
+                        others += 1                   # (atomic: counted, added up below)
+                    elif hi_j > lo_j and hi_j > t_start:
                         slot = uint64(j * CONSUMERS + cw)
                         if thread == 0:
                             while hopper.flag_acquire(flag0 + uint64(4) * slot) == 0:
@@ -316,6 +337,20 @@ def streamk_ops(cfg: HopperConfig, mainloop):
                     if lo_j <= t_start:
                         break
                     j = int32(j - 1)
+                if ATOMIC and others > 0:             # their sums, added up in the tile's slot
+                    slot = uint64(t * CONSUMERS + cw)
+                    if thread == 0:
+                        while hopper.flag_acquire(flag0 + uint64(4) * slot) != others:
+                            pass
+                        hopper.flag_clear(flag0 + uint64(4) * slot)
+                    tn = log(flags, cw, thread, tn, 7)
+                    hopper.named_barrier(bar, 128)
+                    row = slot_row(base, slot, thread)
+                    add_partial(acc, row, boxes, thread)
+                    for q in range(Q):                # the slot zeroed for the next launch (each
+                        hopper.st_global_v4_f32(row + uint64(2048 * q), float32(0),
+                                                float32(0), float32(0), float32(0))
+                    tn = log(flags, cw, thread, tn, 8)   # thread its own vectors, read above)
                 store_tile_tma(acc, boxes, c_map, block_m * BM + cw * WG_ROWS, block_n * BN,
                                thread, bar, scale)
                 tn = log(flags, cw, thread, tn, 9)
