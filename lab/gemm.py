@@ -294,6 +294,45 @@ def _streamk(m, n, k, dtype, out_dtype, cc, sms, why) -> list[Choice]:
     return [replace(first, blocks=b, fixup=f) for f in STREAMK_FIXUPS for b in grids]
 
 
+#: Narrower wgmma tiles (128 rows × this many columns) and the stages they run with, timed
+#: where 128×256 tiles are few: a decode shape's N = 14336 is 56 tiles of 256 columns (56
+#: SMs busy, or a stream-K fix-up) but 112 of 128; N = 64 fills a quarter of a 256-wide tile.
+NARROW_STAGES = {128: 6, 64: 8}
+
+
+def _narrow(m, n, k, dtype, out_dtype, cc, sms, why) -> list[Choice]:
+    """For a 16-bit C: rung 11 and the stream-K kernel (atomic fix-up) on 128-column tiles,
+    and on 64-column tiles too when N <= 128, where 128×256 tiles fill less than a wave."""
+    if out_dtype == "float32":
+        return []
+    out = []
+    for bn in NARROW_STAGES:
+        if bn == 64 and n > 128:
+            continue
+        out.append(replace(_hopper_choice(_hopper_rung(out_dtype), m, n, k, dtype, out_dtype,
+                                          cc, why), bn=bn))
+        out.append(replace(_hopper_choice(HOPPER_STREAMK, m, n, k, dtype, out_dtype, cc, why),
+                           bn=bn, fixup="atomic"))
+    return out
+
+
+def variants() -> list:
+    """The Hopper configurations ``lab.gemm`` may run that are not registered kernels (each
+    FP16 and BF16): stream-K with the atomic fix-up, and rung 11 and stream-K (atomic) on
+    each narrower tile of :data:`NARROW_STAGES` — for the sweep to check."""
+    from lab.kernels import get_spec
+
+    out = []
+    for kind in ("fp16", "bf16"):
+        sk = replace(get_spec(f"{HOPPER_STREAMK}_{kind}").config, fixup="atomic")
+        out.append(sk)
+        for bn, stages in NARROW_STAGES.items():
+            out.append(replace(get_spec(f"{HOPPER_RUNG['f16']}_{kind}").config, bn=bn,
+                               stages=stages))
+            out.append(replace(sk, bn=bn, stages=stages))
+    return [c.validate() for c in out]
+
+
 def _hopper_rung(out_dtype: str) -> str:
     return HOPPER_RUNG["f32" if out_dtype == "float32" else "f16"]
 
@@ -342,9 +381,11 @@ def choose(m: int, n: int, k: int, dtype: str, out_dtype: str, cc, sms: int) -> 
                 if out_dtype != "float32":
                     others += _streamk(m, n, k, dtype, out_dtype, cc, sms,
                                        ("the wgmma kernel, stream-K",))
+                    others += _narrow(m, n, k, dtype, out_dtype, cc, sms,
+                                      ("the wgmma kernels on narrower tiles",))
             why.append("the split factor (and, on 9.0, the unsplit and the stream-K wgmma "
-                       "kernels) is picked by timing the candidates once, on the first call "
-                       "at this shape")
+                       "kernels, also on narrower tiles) is picked by timing the candidates "
+                       "once, on the first call at this shape")
             return replace(first, why=tuple(why), candidates=tuple(others))
         if hopper:
             rung = _hopper_rung(out_dtype)
@@ -361,7 +402,9 @@ def choose(m: int, n: int, k: int, dtype: str, out_dtype: str, cc, sms: int) -> 
                        "kernel (k-slices shared over every SM) is timed beside it on the "
                        "first call at this shape")
             return replace(first, why=tuple(why), candidates=tuple(
-                _streamk(m, n, k, dtype, out_dtype, cc, sms, ("the wgmma kernel, stream-K",))))
+                _streamk(m, n, k, dtype, out_dtype, cc, sms, ("the wgmma kernel, stream-K",))
+                + _narrow(m, n, k, dtype, out_dtype, cc, sms,
+                          ("the wgmma kernels on narrower tiles",))))
         name = "tc_fp16" if fp16 else "tc_bf16"
         why.append(f"{where} has mma.sync (no wgmma): chapter 5's tuned kernel")
         if small:
@@ -425,6 +468,10 @@ def _small_m(m, n, k, dtype, out_dtype, cc, sms, why) -> Choice:
             wgmma.append("the stream-K wgmma kernel")
             others += _streamk(m, n, k, dtype, out_dtype, cc, sms,
                                ("the wgmma kernel, k-slices shared over the SMs",))
+            wgmma.append("both on 128-column tiles")
+            others += [c for c in _narrow(m, n, k, dtype, out_dtype, cc, sms,
+                                          ("the wgmma kernels on narrower tiles",))
+                       if c.bn == 128 and (m > 64 or c.kernel.startswith(HOPPER_STREAMK))]
     if others:
         why.append("tiles and split factors " + ", ".join(
             f"{r or cfg.bm}x{w}/{f}" for w, f, r in found)
@@ -530,6 +577,8 @@ def _launcher(choice: Choice):
         cfg = get_spec(choice.kernel).config          # launcher (which widens a 16-bit C)
         if choice.blocks or choice.fixup:
             cfg = replace(cfg, grid=choice.blocks, fixup=choice.fixup or cfg.fixup)
+        if choice.bn:                                 # narrower tiles, more stages
+            cfg = replace(cfg, bn=choice.bn, stages=NARROW_STAGES[choice.bn])
         if cfg not in _HOPPER:
             _HOPPER[cfg] = k09_hopper.launcher(cfg)
         return _HOPPER[cfg]
@@ -790,3 +839,4 @@ gemm.graph = graph
 gemm.call_plan = call_plan
 gemm.GemmError = GemmError
 gemm.Choice = Choice
+gemm.variants = variants

@@ -40,6 +40,8 @@ from lab import device
 PLANS_KEPT = 512
 #: Launcher call plans kept by each :func:`memo`.
 CALLS_KEPT = 256
+#: A recorded call of several launches becomes one CUDA graph at this many replays.
+GRAPH_AFTER = 2
 
 _PLANS: OrderedDict = OrderedDict()
 _STREAMS: list = []            # the stack of :func:`stream` blocks (driver handles, ints)
@@ -52,7 +54,8 @@ NUMBA_LAUNCH = False
 DIRECT = True
 #: True: each new plan keeps its arguments (``.args``), to compare with Numba's marshalling.
 KEEP_ARGS = False
-STATS = {"plans_built": 0, "plan_hits": 0, "calls_built": 0, "call_hits": 0}
+STATS = {"plans_built": 0, "plan_hits": 0, "calls_built": 0, "call_hits": 0,
+         "graph_failures": 0}
 
 
 class LaunchError(ValueError):
@@ -397,16 +400,35 @@ class _Recording:
 
 # region: call_plan
 class CallPlan:
-    """The launches one launcher call made, replayable: :meth:`launch` re-issues them."""
+    """The launches one launcher call made, replayable: :meth:`launch` re-issues them (one
+    driver call each, or, once :meth:`as_graph` has run, one CUDA graph for them all)."""
 
     def __init__(self, plans, keep, result=None):
         self.plans = tuple(plans)
         self.keep = tuple(keep)
         self.result = result
+        self.replays = 0
+        self.graph = None
 
     def launch(self, stream=None) -> None:
+        if self.graph is not None:
+            self.graph.launch(stream)
+            return
         for p in self.plans:
             p.launch(stream)
+
+    def as_graph(self) -> None:
+        """From now on, launch the plans as one CUDA graph: a call that launches several
+        kernels (pads, the kernel, a copy back) then costs the host one driver call, not one
+        per kernel. The device is synchronised first, so that the graph's one run before its
+        capture (:class:`Graph`) reads what the caller's streams wrote."""
+        from numba import cuda
+
+        cuda.synchronize()
+        try:
+            self.graph = Graph(lambda: [p.launch() for p in self.plans])
+        except Exception:  # noqa: BLE001 - not capturable: launched one by one, as before
+            STATS["graph_failures"] += 1
 
     @property
     def kernels(self) -> list[str]:
@@ -447,6 +469,9 @@ def memo(launcher):
                 calls.popitem(last=False)
             return cp
         STATS["call_hits"] += 1
+        cp.replays += 1
+        if cp.replays == GRAPH_AFTER and len(cp.plans) > 1 and cp.graph is None:
+            cp.as_graph()
         cp.launch()
         return cp
 

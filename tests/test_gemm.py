@@ -245,8 +245,13 @@ def test_every_hopper_choice_is_a_registered_kernel_writing_that_c(dtype, out_dt
 def test_less_than_one_wave_of_wgmma_tiles_times_stream_k():
     few = lab.gemm.plan(*host(512, 4096, 4096), cc=(9, 0), sms=132)      # 64 tiles
     assert few.kernel == "wgmma_grid128_fp16"
-    assert [(c.kernel, c.blocks, c.fixup) for c in few.candidates] == [
+    assert [(c.kernel, c.blocks, c.fixup) for c in few.candidates[:6]] == [
         ("wgmma_streamk_fp16", b, f) for f in ("", "atomic") for b in (0, 96, 64)]
+    assert [(c.kernel, c.bn, c.fixup) for c in few.candidates[6:]] == [
+        ("wgmma_grid128_fp16", 128, ""), ("wgmma_streamk_fp16", 128, "atomic")]
+    assert "(128-column tiles)" in str(few.candidates[6])
+    narrow = lab.gemm.plan(*host(8192, 64, 8192), cc=(9, 0), sms=132)     # N = 64
+    assert {c.bn for c in narrow.candidates} == {0, 128, 64}
     assert "stream-K" in str(few)
     assert "(on 96 blocks)" in str(few.candidates[1])
     assert "(on 64 blocks) (fix-up atomic)" in str(few.candidates[5])
@@ -256,3 +261,11 @@ def test_less_than_one_wave_of_wgmma_tiles_times_stream_k():
     assert not full.candidates
     wide = lab.gemm.plan(*host(512, 4096, 4096), out_dtype="float32", cc=(9, 0), sms=132)
     assert wide.kernel == "wgmma_tmastore_fp16" and not wide.candidates
+
+
+def test_variants_are_the_configurations_gemm_builds_beyond_the_registry():
+    got = lab.gemm.variants()
+    assert len(got) == 10                  # (stream-K atomic + 2 narrow widths × 2) × 2 types
+    assert {c.bn for c in got} == {256, 128, 64}
+    assert all(c.fixup == "atomic" for c in got if c.streamk)
+    assert {c.kind for c in got} == {"f16", "bf16"}

@@ -1,5 +1,7 @@
 """Experiment ``sweep`` (chapter 9b): ``lab.gemm`` against cuBLAS over squares, LLM shapes,
-skinny and odd sizes — GPU-only and as called from Python, in one process.
+skinny and odd sizes — GPU-only and as called from Python, in :data:`PROCESSES` processes one
+after another (each its own first calls, tuning included); each row is the median process's
+(by ``ratio_to_cublas``), with every process's ratio beside it.
 
 Shapes (:data:`SQUARES`, :data:`LLM_M` × :data:`LLM_NK`, :data:`ODD`): FP16 inputs, FP16
 output (``lab.gemm`` with an FP16 ``out``; cuBLAS through ``torch.mm``, which writes FP16),
@@ -30,6 +32,9 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
+import tempfile
 import time
 
 import numpy as np
@@ -38,7 +43,9 @@ CHAPTER = 9
 NEEDS = ("torch",)
 #: None: lab.gemm picks a kernel this GPU runs (any compute capability from 7.5).
 NEEDS_KERNELS = ()
-H200_SECONDS = 70  # estimate: 51 s measured beside launch_cost, plus the larger sizes' repeats
+H200_SECONDS = 300  # one process measured 90 s; three, each compiling its own kernels
+#: Processes, one after another; a row's headline ratio is the median of theirs.
+PROCESSES = 3
 
 SQUARES = (256, 512, 1024, 2048, 4096, 8192, 16384)
 LLM_M = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
@@ -240,41 +247,132 @@ def measure_shape(group: str, m: int, n: int, k: int, out_types=("float16",),
     return rows
 
 
-def run(progress, quick: bool = False) -> dict:
+#: Tile-edge shapes at which process 0 checks the kernels ``lab.gemm`` builds beyond the
+#: registered ones (:func:`lab.gemm.variants`: narrower tiles, stream-K's atomic fix-up).
+CHECK_SHAPES = ((1, 1, 1), (97, 4100, 3000), (257, 129, 67), (128, 1000, 14336))
+
+
+def check_variants(path: str) -> None:
+    """Each variant's check (fresh inputs, C poisoned with NaN, float64 reference) at
+    :data:`CHECK_SHAPES`, twice through one launcher; a failure stops the sweep."""
+    import lab
+    from lab.experiments import hopper_past
+    from lab.kernels import k09_hopper as K
+
+    rng = np.random.default_rng(7)
+    for cfg in lab.gemm.variants():
+        launch = K.launcher(cfg)
+        for rep in range(2):
+            for m, n, k in CHECK_SHAPES:
+                r = hopper_past.check(cfg, m, n, k, rng, launch)
+                if not r["passed"]:
+                    raise AssertionError(f"{cfg.label} failed at {m}x{n}x{k}: {r['line']}")
+                with open(path, "a") as f:
+                    f.write(json.dumps({"group": "check", "impl": cfg.label, "method":
+                                        f"call {rep + 1}", "m": m, "n": n, "k": k,
+                                        "out_dtype": cfg.out, "passed": True,
+                                        "line": r["line"]}) + "\n")
+
+
+def child(path: str, index: int) -> None:
+    """One process's sweep: every shape in turn, each row appended to ``path`` (JSON lines)
+    as soon as it is measured, tagged with the process's ``index``; process 0 first checks
+    :func:`lab.gemm.variants`."""
     import torch
 
     from lab import clocks
 
-    raw = os.environ.get("LAB_RAW_ROWS")
-    rows = []
-    todo = shapes()
+    if index == 0:
+        check_variants(path)
+
     why_not = clocks.reason()
     sampler = clocks.Sampler() if why_not is None else None
     with (sampler if sampler else _nothing()):
-        for group, m, n, k in progress(todo):
+        for group, m, n, k in shapes():
             outs = ("float16", "float32") if group == "square" else ("float16",)
             try:
                 got = measure_shape(group, m, n, k, outs, sampler)
             except Exception as exc:  # noqa: BLE001 - a failed shape is recorded, not fatal
                 got = [{"group": group, "m": m, "n": n, "k": k, "impl": "lab.gemm",
                         "error": f"{type(exc).__name__}: {exc}"[:300]}]
-            rows += got
-            if raw:
-                with open(raw, "a") as f:
-                    for r in got:
-                        f.write(json.dumps(r) + "\n")
+            with open(path, "a") as f:
+                for r in got:
+                    r.pop("ms", None)
+                    f.write(json.dumps(dict(r, process=index)) + "\n")
             torch.cuda.empty_cache()
+    from lab import launch as routed
+    with open(path, "a") as f:
+        f.write(json.dumps({"part": "board", "process": index,
+                            "power_limit_w": sampler.power_limit_w if sampler else None,
+                            "max_sm_mhz": sampler.max_sm_mhz if sampler else None,
+                            "graph_failures": routed.STATS["graph_failures"]}) + "\n")
+
+
+def merge(rows: list[dict], processes: int) -> list[dict]:
+    """One row per (group, impl, method, shape, output type): the row of the process whose
+    ``ratio_to_cublas`` is the median (the lower middle of an even count), with every
+    process's ratio (``ratios``, in process order), their min and max, and the kernels the
+    processes picked. A shape that failed in any process keeps one error row instead."""
+    checks = [r for r in rows if r.get("group") == "check"]
+    rows = [r for r in rows if r.get("group") != "check"]
+    failed: dict = {}
+    for r in rows:
+        if "error" in r:
+            failed.setdefault((r["group"], r["m"], r["n"], r["k"]), dict(r))
+    keyed: dict = {}
+    for r in rows:
+        if r.get("part") == "board" or (r["group"], r["m"], r["n"], r["k"]) in failed:
+            continue
+        key = (r["group"], r.get("impl"), r.get("method"), r["m"], r["n"], r["k"],
+               r.get("out_dtype"))
+        keyed.setdefault(key, []).append(r)
+    short = [k for k, g in keyed.items() if len(g) != processes]
+    if short:
+        raise RuntimeError(f"sweep: {len(short)} rows missing from some process, e.g. "
+                           f"{short[0]}")
+    out = checks + [dict(r, processes=processes) for r in failed.values()]
+    for group in keyed.values():
+        ordered = sorted(group, key=lambda r: r["ratio_to_cublas"])
+        middle = dict(ordered[(len(ordered) - 1) // 2])
+        middle.pop("process", None)
+        ratios = [r["ratio_to_cublas"] for r in sorted(group, key=lambda r: r["process"])]
+        middle.update(processes=len(group), ratios=ratios, ratio_min=min(ratios),
+                      ratio_max=max(ratios), kernels=sorted({r["kernel"] for r in group}))
+        out.append(middle)
+    return out
+
+
+def run(progress, quick: bool = False) -> dict:
+    import torch
+
+    from lab import clocks
+
+    why_not = clocks.reason()
+    work = tempfile.mkdtemp(prefix="sweep_")
+    raw = []
+    for index in progress(range(PROCESSES), desc="processes"):
+        path = os.path.join(work, f"process{index}.jsonl")
+        done = subprocess.run([sys.executable, "-m", "lab.experiments.sweep", "--child", path,
+                               str(index)], capture_output=True, text=True)
+        if done.returncode:
+            raise RuntimeError(f"sweep process {index} failed: {done.stderr[-800:]}")
+        with open(path) as f:
+            raw += [json.loads(line) for line in f]
+    boards = [r for r in raw if r.get("part") == "board"]
+    board = boards[0] if boards else {}
+    rows = merge(raw, PROCESSES)
     return {"rows": rows,
             "row_fields": ["group", "impl", "method", "m", "n", "k", "out_dtype"],
             "parameters": {"squares": list(SQUARES), "llm_m": list(LLM_M),
                            "llm_nk": [list(x) for x in LLM_NK], "odd": [list(x) for x in ODD],
                            "tolerance": TOLERANCE, "graph_calls": GRAPH_CALLS,
                            "target_s": TARGET_S, "repeats": [MIN_REPEATS, MAX_REPEATS],
-                           "rounds": ROUNDS,
+                           "rounds": ROUNDS, "processes": PROCESSES,
                            "clocks": ("NVML every {:.0f} ms".format(1e3 * clocks.INTERVAL_S)
-                                      if sampler else f"not sampled: {why_not}"),
-                           "power_limit_w": sampler.power_limit_w if sampler else None,
-                           "max_sm_mhz": sampler.max_sm_mhz if sampler else None,
+                                      if why_not is None else f"not sampled: {why_not}"),
+                           "power_limit_w": board.get("power_limit_w"),
+                           "max_sm_mhz": board.get("max_sm_mhz"),
+                           "graph_failures": sum(b.get("graph_failures", 0) for b in boards),
                            "inputs": "PyTorch tensors, uniform(-1, 1) in FP16, cache-hot",
                            "cublas": "torch.mm (FP16 out), torch.mm(out_dtype=float32) "
                                      "(FP32 out)",
@@ -285,4 +383,9 @@ def run(progress, quick: bool = False) -> dict:
                      "max |entry| against float64 on the GPU, out poisoned with NaN first. "
                      "Timings in rounds (ours, cuBLAS, cuBLAS, ours), samples pooled; sm_mhz "
                      "and power_w: NVML's median SM clock and mean power over a row's "
-                     "timings."}
+                     "timings. Each row is the median process's (by ratio_to_cublas); ratios: "
+                     "every process's, in order; kernels: what the processes picked."}
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["--child"]:
+    child(sys.argv[2], int(sys.argv[3]))
