@@ -116,8 +116,8 @@ def streamk_table():
 def streamk_in_sweep() -> list[dict]:
     """The shapes where ``lab.gemm`` (chapter 9b's sweep, the current stream-K kernel) picked
     rung 12 on its first call: GPU-only rows, smallest product first."""
-    rows = [r for r in results.rows("sweep") if r["kernel"].startswith("wgmma_streamk")
-            and r["method"] == "gpu_only" and r["impl"] == "lab.gemm"]
+    rows = [r for r in results.rows("sweep") if r["impl"] == "lab.gemm"
+            and r["method"] == "gpu_only" and r["kernel"].startswith("wgmma_streamk")]
     return sorted(rows, key=lambda r: r["m"] * r["n"] * r["k"])
 
 

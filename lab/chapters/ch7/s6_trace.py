@@ -11,6 +11,7 @@ from lab import results
 
 FINISHER = "stream-K, finisher fix-up"
 SPREAD = "stream-K, spread fix-up"
+ATOMIC = "stream-K, atomic fix-up"
 #: colour and label of each step, by the event that ends it (lab.kernels.k09_streamk)
 STEPS = {2: ("#9ecae1", "whole tile multiplied"), 3: ("#08519c", "tile stored"),
          4: ("#fdae6b", "share of k-slices multiplied"), 5: ("#d62728", "partial sums published"),
@@ -113,6 +114,9 @@ def values() -> dict:
             and (r["m"], r["n"], r["k"]) == dec}
     best = min((r for r in grid.values() if r["kernel"].startswith(FINISHER)),
                key=lambda r: r["median_ms"])
+    best_at = min((r for r in grid.values() if r["kernel"].startswith(ATOMIC)),
+                  key=lambda r: r["median_ms"])
+    sa, sad = _row("steps", ATOMIC + ", traced", big), _row("steps", ATOMIC + ", traced", dec)
     return {
         "tr_tile_us": f"{st['tile_median_us']:.1f}",
         "tr_wave_us": f"{st['last_wave_median_us']:.1f}",
@@ -144,4 +148,15 @@ def values() -> dict:
         "tr_spread_dec": f"{ratio(SPREAD, dec):.2f}",
         "tr_spread_add_us": f"{_row('steps', SPREAD + ', traced', dec)['add_median_us']:.0f}",
         "tr_checks": str(sum(1 for r in trace_data()["rows"] if r["part"] == "check")),
+        "tr_atomic_dec_us": f"{us(ATOMIC, dec):.0f}",
+        "tr_atomic_best_blocks": best_at["kernel"].rsplit(", ", 1)[1].split()[0],
+        "tr_atomic_best_us": f"{best_at['median_ms'] * 1e3:.0f}",
+        "tr_atomic_best_ratio": f"{us('torch.mm', dec) / (best_at['median_ms'] * 1e3):.2f}",
+        "tr_atomic_4096_us": f"{us(ATOMIC, big):.0f}",
+        "tr_atomic_publish_us": f"{sa['publish_median_us']:.1f}",
+        "tr_atomic_dec_add_us": f"{sad['add_median_us']:.1f}",
+        "tr_atomic_dec_end_max_us": f"{sad['end_max_us']:.0f}",
+        "tr_atomic_d14": f"{ratio(ATOMIC, d14):.2f}",
+        "tr_atomic_one": f"{us(ATOMIC, (1, 4096, 4096)):.0f}",
+        "tr_finisher_one": f"{us(FINISHER, (1, 4096, 4096)):.0f}",
     }

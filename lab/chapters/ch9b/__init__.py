@@ -12,14 +12,14 @@ from __future__ import annotations
 from lab import page
 from lab.chapters.ch9b import (s1_result, s2_host_cost, s3_sweep, s4_dispatch, s5_short,
                                solutions)
-from lab.chapters.ch9b.s1_result import targets, targets_table
+from lab.chapters.ch9b.s1_result import odd_rows, odd_table, targets, targets_table
 from lab.chapters.ch9b.s2_host_cost import host_rows, host_table
 from lab.chapters.ch9b.s3_sweep import sweep_figure, sweep_rows, sweep_table
 from lab.chapters.ch9b.s4_dispatch import (call_plan_source, choice_rows, choice_table,
                                            explain, plan_source, simulator_check)
 from lab.chapters.ch9b.s5_short import decode_rows, decode_table
 
-__all__ = ["targets", "targets_table", "host_rows", "host_table", "sweep_figure", "sweep_rows",
+__all__ = ["targets", "targets_table", "odd_rows", "odd_table", "host_rows", "host_table", "sweep_figure", "sweep_rows",
            "sweep_table", "call_plan_source", "choice_rows", "choice_table", "explain",
            "plan_source", "simulator_check", "decode_rows", "decode_table", "values", "glue",
            "figure", "solutions"]

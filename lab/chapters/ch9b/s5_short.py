@@ -62,11 +62,22 @@ def variant(name: str, m: int) -> str:
 
 
 def _words(name: str) -> str:
-    """A Hopper first-call candidate (``wgmma_streamk_fp16/96 blocks``) in words."""
-    kernel, _, blocks = name.partition("/")
+    """A Hopper first-call candidate (``wgmma_streamk_fp16/Mx128/96 blocks/atomic``: kernel,
+    then any of 128-row × N-column tiles, a block count, a fix-up) in words."""
+    kernel, *parts = name.split("/")
+    tiles = next((f"128×{p.split('x')[1]} tiles" for p in parts if p.startswith("Mx")),
+                 "128×256 tiles")
+    blocks = next((p for p in parts if p.endswith("blocks")), "every SM")
+    fixup = next((p for p in parts if p in ("atomic", "spread")), "finisher")
     if kernel.startswith("wgmma_streamk"):
-        return f"stream-K on {blocks}" if blocks else "stream-K on every SM"
-    return kernel
+        return f"stream-K ({fixup} fix-up) on {tiles}, {blocks}"
+    return f"{kernel} on {tiles}"
+
+
+def _odd(m: int, n: int, k: int, method: str = "as_called") -> dict:
+    return next(r for r in results.rows("sweep") if r.get("impl") == "lab.gemm"
+                and r.get("method") == method and r.get("out_dtype") == "float16"
+                and (r["m"], r["n"], r["k"]) == (m, n, k))
 
 
 def values() -> dict:
@@ -105,4 +116,25 @@ def values() -> dict:
                 if r.get("impl") == "lab.gemm" and r.get("method") == "gpu_only"
                 and r["kernel"].startswith("wgmma_streamk")) or "no shape",
             "decode_wgmma_at": ", ".join(r["N×K"] for r in wide) or "no pair",
-            "decode_wgmma_called": ", ".join(f"{r['called']:.2f}" for r in wide) or "-"}
+            "decode_wgmma_called": ", ".join(f"{r['called']:.2f}" for r in wide) or "-",
+            "decode_wgmma_kernel": ", ".join(_words(min(first_call(128, *map(
+                int, r["N×K"].split("×"))).items(), key=lambda x: x[1])[0]) for r in wide)
+            or "-",
+            "odd_narrow_called": f"{_odd(8192, 64, 8192)['ratio_to_cublas']:.2f}",
+            "odd_narrow_kernel": _words(min(first_call(8192, 64, 8192).items(),
+                                            key=lambda x: x[1])[0]),
+            "odd_1000_gpu": f"{_odd(1000, 1030, 999, 'gpu_only')['ratio_to_cublas']:.2f}",
+            "odd_1000_called": f"{_odd(1000, 1030, 999)['ratio_to_cublas']:.2f}",
+            "odd_1000_host_us": f"{_odd(1000, 1030, 999)['host_us']:.0f}",
+            "odd_host_us": f"{_odd_host_typical():.0f}",
+            "odd_127_gpu": f"{_odd(127, 4099, 4096, 'gpu_only')['ratio_to_cublas']:.2f}",
+            "odd_127_us": f"{1e3 * _odd(127, 4099, 4096, 'gpu_only')['median_ms']:.0f}",
+            "odd_127_aligned_us": f"{1e3 * _odd(128, 4096, 4096, 'gpu_only')['median_ms']:.0f}"}
+
+
+def _odd_host_typical() -> float:
+    """The median host µs per call of lab.gemm over the sweep's aligned shapes."""
+    import numpy as np
+    return float(np.median([r["host_us"] for r in results.rows("sweep")
+                            if r.get("impl") == "lab.gemm" and r.get("method") == "as_called"
+                            and "host_us" in r and r["k"] % 8 == 0 and r["n"] % 8 == 0]))
