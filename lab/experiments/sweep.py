@@ -40,6 +40,8 @@ import time
 import numpy as np
 
 CHAPTER = 9
+SUMMARY = ("lab.gemm against cuBLAS over squares, LLM shapes, skinny and odd sizes — GPU-only "
+           "and as called from Python, in three processes one after another")
 NEEDS = ("torch",)
 #: None: lab.gemm picks a kernel this GPU runs (any compute capability from 7.5).
 NEEDS_KERNELS = ()
