@@ -286,8 +286,7 @@ def _hopper_choice(rung: str, m, n, k, dtype, out_dtype, cc, why) -> Choice:
 def _streamk(m, n, k, dtype, out_dtype, cc, sms, why) -> list[Choice]:
     """The stream-K wgmma kernel with each of :data:`STREAMK_FIXUPS` on every SM and on
     :data:`STREAMK_BLOCKS` of them (fewer parts per shared tile, more k-slices each), where
-    there are that many k-slices to share. (Its spread fix-up is not among them: slower
-    everywhere in ``streamk_trace``.)"""
+    there are that many k-slices to share."""
     first = _hopper_choice(HOPPER_STREAMK, m, n, k, dtype, out_dtype, cc, why)
     slices = -(-m // 128) * -(-n // 256) * -(-k // 64)
     grids = [0] + [b for b in STREAMK_BLOCKS if b < min(sms, slices)]

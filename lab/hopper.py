@@ -126,8 +126,7 @@ __all__ = ["wgmma_fence", "wgmma_commit", "wgmma_wait", "smem_desc", "mbar_init"
 __all__ += [f"wgmma_m64n{n}k{k}_{kind}" for n in WGMMA_N for kind, k in WGMMA_K.items()]
 __all__ += ["st_shared_bf16x2", "st_shared_f16x2", "flag_acquire", "flag_release",
             "flag_clear", "st_global_v4_f32", "ld_shared_v4_f32", "globaltimer",
-            "st_global_u64", "st_global_bf16x2", "st_global_f16x2", "count_arrival",
-            "red_global_add_v4_f32"]
+            "st_global_u64", "count_arrival", "red_global_add_v4_f32"]
 
 if SIMULATOR:
     def _stub(name):
@@ -415,18 +414,16 @@ else:
     def _u64(context, builder, ty, value):
         return context.cast(builder, value, ty, types.uint64)
 
-    def _st_shared_pair(name: str, text: str, doc: str, space: str = "shared"):
+    def _st_shared_pair(name: str, text: str, doc: str):
         """An intrinsic ``name(address, x, y)`` storing two float32 values as ``text`` says
-        (a 32-bit shared-window address, or with ``space="global"`` a 64-bit one)."""
-        wide = space == "global"
+        (a 32-bit shared-window address)."""
 
         def impl(typingctx, address, x, y):
             def codegen(context, builder, sig, args):
-                ops = [(_u64 if wide else _u32)(context, builder, sig.args[0], args[0])]
+                ops = [_u32(context, builder, sig.args[0], args[0])]
                 ops += [context.cast(builder, v, t, types.float32)
                         for v, t in zip(args[1:], sig.args[1:])]
-                _asm(builder, ir.VoidType(), ops, text,
-                     ("l" if wide else "r") + ",f,f,~{memory}")
+                _asm(builder, ir.VoidType(), ops, text, "r,f,f,~{memory}")
                 return context.get_dummy_value()
             return types.void(address, x, y), codegen
         impl.__name__ = name
@@ -446,16 +443,6 @@ else:
         "{\n.reg .b32 t;\ncvt.rn.f16x2.f32 t, $2, $1;\nst.shared.b32 [$0], t;\n}",
         "``cvt.rn.f16x2.f32`` + ``st.shared.b32``: ``x`` and ``y`` rounded to FP16 (to nearest "
         "even), stored as 4 bytes at a 4-byte aligned shared address, ``x`` first.")
-    st_global_bf16x2 = _st_shared_pair(
-        "st_global_bf16x2",
-        "{\n.reg .b32 t;\ncvt.rn.bf16x2.f32 t, $2, $1;\nst.global.b32 [$0], t;\n}",
-        "``cvt.rn.bf16x2.f32`` + ``st.global.b32``: ``x`` and ``y`` rounded to BF16, stored as "
-        "4 bytes at a 4-byte aligned global address, ``x`` first.", space="global")
-    st_global_f16x2 = _st_shared_pair(
-        "st_global_f16x2",
-        "{\n.reg .b32 t;\ncvt.rn.f16x2.f32 t, $2, $1;\nst.global.b32 [$0], t;\n}",
-        "``cvt.rn.f16x2.f32`` + ``st.global.b32``: ``x`` and ``y`` rounded to FP16, stored as "
-        "4 bytes at a 4-byte aligned global address, ``x`` first.", space="global")
 
     # ------------------------------------------------------------------ flags between blocks
 

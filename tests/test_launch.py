@@ -112,3 +112,35 @@ def test_memo_runs_the_launcher_every_time_in_the_simulator():
     run(1)
     run(1)
     assert calls == [1, 1] and run.splits == 4
+
+
+def test_a_repeated_call_of_several_launches_becomes_one_graph(monkeypatch):
+    launched, graphs = [], []
+
+    class Fake:
+        def __init__(self, name):
+            self.name = name
+
+        def launch(self, stream=None):
+            launched.append(self.name)
+
+    def fake_record(call, inputs=()):
+        n = call()
+        return routed.CallPlan([Fake(f"k{i}") for i in range(n)], ())
+
+    def fake_graph(self):
+        graphs.append(self.kernels)
+        self.graph = Fake("graph")
+
+    monkeypatch.setattr(routed, "record", fake_record)
+    monkeypatch.setattr(routed.CallPlan, "as_graph", fake_graph)
+    run = routed.memo(lambda n: n)
+    for _ in range(routed.GRAPH_AFTER + 2):
+        run.plan_for(3)                   # pads, the kernel, a copy back: three launches
+    assert graphs == [["k0", "k1", "k2"]]        # converted once, at the GRAPH_AFTER-th replay
+    replays = ["k0", "k1", "k2"] * (routed.GRAPH_AFTER - 1)
+    assert launched == replays + ["graph"] * 2
+    launched.clear()
+    for _ in range(routed.GRAPH_AFTER + 2):
+        run.plan_for(1)                   # one launch: never a graph
+    assert graphs == [["k0", "k1", "k2"]] and launched == ["k0"] * (routed.GRAPH_AFTER + 1)

@@ -6,14 +6,12 @@ wait, each block's partial sums seen and added; the shared tile stored; the end)
 block's steps lie on one time axis — at 4096³ and 8192³, where stream-K lost to rung 11, and at
 decode shapes, where it took far longer than its arithmetic.
 
-Three fix-ups are traced: the finisher's (the block holding a tile's last k-slice waits for
-the others' partial sums, adds them one after another and stores the tile), the spread one
-(every block with a part of a shared tile publishes it; then each adds up its own share of the
-tile's rows from all the parts and stores them) and the atomic one (every block but the
-finisher adds its part into the tile's one slot where it lives in L2, ``red.global.add``; the
-finisher waits for their count and adds the slot once). Then the block count: at decode shapes
-(a few tiles, long K) each fix-up on 132, 96 and 64 blocks — fewer blocks mean fewer parts per
-shared tile, more k-slices each.
+Both fix-ups are traced: the finisher's (the block holding a tile's last k-slice waits for the
+others' partial sums, adds them one after another and stores the tile) and the atomic one
+(every block but the finisher adds its part into the tile's one slot where it lives in L2,
+``red.global.add``; the finisher waits for their count and adds the slot once). Then the block
+count: at decode shapes (a few tiles, long K) each fix-up on 132, 96 and 64 blocks — fewer
+blocks mean fewer parts per shared tile, more k-slices each.
 
 Every configuration is checked first (fresh inputs, C poisoned with NaN, float64 reference,
 :func:`lab.experiments.hopper_past.check`) at :data:`CHECK_SHAPES`, twice through one launcher
@@ -34,14 +32,14 @@ SUMMARY = ("stream-K traced: every consumer warpgroup's steps on the GPU's globa
            "4096³, 8192³ and decode shapes; stream-K's block count at decode shapes")
 NEEDS = ("torch",)
 NEEDS_KERNELS = ("wgmma_streamk_fp16", "wgmma_grid128_fp16")
-H200_SECONDS = 300  # measured 109 s with one fix-up; three: about 130 timed rows
+H200_SECONDS = 200  # measured: one fix-up 109 s, three (an earlier build) 208 s
 
 TRACE_SHAPES = ((4096, 4096, 4096), (8192, 8192, 8192), (128, 4096, 14336),
                 (128, 14336, 4096), (1, 4096, 4096))
 GRID_SHAPES = ((128, 4096, 14336), (128, 14336, 4096), (128, 4096, 4096), (64, 4096, 14336),
                (64, 14336, 4096), (1, 4096, 14336), (256, 4096, 14336), (512, 4096, 14336))
 GRIDS = (132, 96, 64)
-FIXUPS = ("finisher", "spread", "atomic")
+FIXUPS = ("finisher", "atomic")
 #: 1×1×1; 17 tiles of 128×256 with 47 k-slices (split over many blocks); a K of 224 k-slices
 #: over 4 tiles; 514 tiles with an odd edge (whole waves, then a shared last one)
 CHECK_SHAPES = ((1, 1, 1), (97, 4100, 3000), (128, 1000, 14336), (2049, 8200, 520))
@@ -178,8 +176,7 @@ def run(progress) -> dict:
             launch(d_a, d_b, c)
             cuda.synchronize()
             (blocks, (_, flags)), = launch.scratch.items()
-            events = trace_rows(flags.copy_to_host(), blocks, cfg.consumers,
-                                cfg.fixup == "spread")
+            events = trace_rows(flags.copy_to_host(), blocks, cfg.consumers)
             trace, summary = timeline(events, cfg.consumers)
             for r in trace:
                 r.update({"kernel": name, "m": m, "n": n, "k": k})

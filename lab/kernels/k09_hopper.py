@@ -683,9 +683,8 @@ def launcher(cfg: HopperConfig):
         flags (int32, zero; each reader clears the one it read) of a stream-K launch."""
         if blocks not in scratch:
             acc = cfg.mt * cfg.bn // 2
-            spread = cfg.fixup == "spread"            # (two slots per warpgroup and block)
-            words = flag_words(blocks, cfg.consumers, cfg.trace, spread)
-            shape = ((1 + spread) * blocks * cfg.consumers * acc, 128)
+            words = flag_words(blocks, cfg.consumers, cfg.trace)
+            shape = (blocks * cfg.consumers * acc, 128)
             work = (cuda.to_device(np.zeros(shape, np.float32)) if cfg.fixup == "atomic"
                     else cuda.device_array(shape, np.float32))
             scratch[blocks] = (work, cuda.to_device(np.zeros(words, np.int32)))

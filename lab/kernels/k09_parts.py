@@ -71,10 +71,9 @@ class HopperConfig:
     # memory by the block that holds each tile's last k-slice
     streamk: bool = False
     # stream-K's fix-up: "finisher" (the block holding a tile's last k-slice adds the others'
-    # partial sums and stores the tile) or "spread" (every block of a shared tile publishes its
-    # partial sums, then each adds up and stores its own share of the tile's rows) or "atomic"
-    # (every block but the finisher adds its partial sums into the tile's one slot in L2 with
-    # ``red.global.add``; the finisher waits for their count, adds the slot once and zeroes it)
+    # partial sums and stores the tile) or "atomic" (every block but the finisher adds its
+    # partial sums into the tile's one slot in L2 with ``red.global.add``; the finisher waits
+    # for their count, adds the slot once and zeroes it)
     fixup: str = "finisher"
     # stream-K only, for the experiment ``streamk_trace``: every consumer warpgroup logs the
     # GPU's nanosecond timer at each step of its work (:data:`TRACE_EVENTS`) after the flags
@@ -215,15 +214,10 @@ class HopperConfig:
                                  and self.epilogue == "tma" and not self.fp8):
             problems.append("stream-K is for the persistent specialized 16-bit kernel with the "
                             "TMA store, without clusters")
-        if self.fixup not in ("finisher", "spread", "atomic"):
-            problems.append(f"fixup must be 'finisher', 'spread' or 'atomic', not "
-                            f"{self.fixup!r}")
+        if self.fixup not in ("finisher", "atomic"):
+            problems.append(f"fixup must be 'finisher' or 'atomic', not {self.fixup!r}")
         elif self.fixup == "atomic" and not self.streamk:
             problems.append("the atomic fix-up is stream-K's")
-        elif self.fixup == "spread" and not (self.streamk and self.out != "f32"
-                                             and self.mt == 1):
-            problems.append("the spread fix-up is stream-K's, for a 16-bit C and one m64 "
-                            "block per consumer warpgroup")
         if self.trace and not self.streamk:
             problems.append("trace logs stream-K's steps: it needs streamk")
         if self.grid and (not self.persistent or self.grid % self.cluster or self.grid < 1):

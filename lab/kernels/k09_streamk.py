@@ -10,6 +10,12 @@ blocks before it (acquire), copies each partial tile into its warpgroup's epilog
 (idle until the tile's store) with ``cp.async``, adds it, clears the flags for the next launch
 and stores the tile. Each block does its highest tile first, so the partial sums a block waits
 for were the first thing their writers did.
+
+The atomic fix-up (``HopperConfig.fixup="atomic"``) keeps one slot per shared tile instead,
+zero between launches: a share that ends inside a tile adds its partial sums into the tile's
+slot where it lives in L2 (``red.global.add.v4.f32``) and raises the tile's counter; the
+finisher waits for the count of the blocks before it, adds the slot once, zeroes it and stores
+the tile.
 """
 from __future__ import annotations
 
@@ -28,23 +34,21 @@ TRACE_EVENTS = {1: "start", 2: "tile multiplied", 3: "tile stored",
 TRACE_SLOTS = 48
 
 
-def flag_words(blocks: int, consumers: int, trace: bool, spread: bool = False) -> int:
-    """int32 words of a launch's flags: one per consumer warpgroup and block (the spread
-    fix-up: two, one per partial tile a block can hold, then a counter per warpgroup and
-    shared tile), then (traced) TRACE_SLOTS 8-byte events per warpgroup, from an 8-byte
-    boundary."""
+def flag_words(blocks: int, consumers: int, trace: bool) -> int:
+    """int32 words of a launch's flags: one per consumer warpgroup and block (the atomic
+    fix-up: a counter per warpgroup and shared tile, fewer tiles than blocks), then (traced)
+    TRACE_SLOTS 8-byte events per warpgroup, from an 8-byte boundary."""
     slots = blocks * consumers
-    words = 3 * slots if spread else slots
-    return words + (words % 2 + 2 * TRACE_SLOTS * slots if trace else 0)
+    return slots + (slots % 2 + 2 * TRACE_SLOTS * slots if trace else 0)
 
 
-def trace_rows(flags, blocks: int, consumers: int, spread: bool = False):
+def trace_rows(flags, blocks: int, consumers: int):
     """A traced launch's events from its flags (host int32 array): a list per (block, warpgroup)
     of (code, ns) in the order written."""
     import numpy as np
 
     slots = blocks * consumers
-    start = flag_words(blocks, consumers, False, spread)
+    start = flag_words(blocks, consumers, False)
     start += start % 2
     words = np.ascontiguousarray(flags[start:start + 2 * TRACE_SLOTS * slots]).view(np.uint64)
     words = words.reshape(slots, TRACE_SLOTS)
@@ -71,9 +75,7 @@ def streamk_ops(cfg: HopperConfig, mainloop):
     store_tile_tma = epilogue_tma(cfg)
     zero = zero_acc(ACC)
     TRACE = cfg.trace
-    SPREAD = cfg.fixup == "spread"
     ATOMIC = cfg.fixup == "atomic"
-    FLAG_WORDS = 3 if SPREAD else 1                   # per consumer warpgroup and block
     Q = ACC // 4                                      # 16-byte rows of a workspace slot
     OUT_BF16 = cfg.out == "bf16"
 
@@ -83,7 +85,7 @@ def streamk_ops(cfg: HopperConfig, mainloop):
         the warpgroup's slot ``n`` of the trace; returns n + 1."""
         if TRACE and thread == 0 and n < TRACE_SLOTS:
             slots = int32(cuda.gridDim.x) * CONSUMERS
-            words = FLAG_WORDS * slots
+            words = slots
             base = uint64(hopper.global_address(flags)) + uint64(4 * (words + words % 2))
             row = uint64(int32(cuda.blockIdx.x) * CONSUMERS + cw) * uint64(TRACE_SLOTS)
             stamp = hopper.globaltimer() & uint64((1 << 56) - 1)
@@ -170,116 +172,16 @@ def streamk_ops(cfg: HopperConfig, mainloop):
             hopper.count_arrival(flag0 + uint64(4) * slot)
 
     @cuda.jit(device=True, inline="always")
-    def block_of(s, blocks, sk_iters):
-        """The block whose share holds k-slice ``s`` (of equal starts the last: the one whose
-        share is not empty)."""
-        b = int32(int64(s) * blocks // sk_iters)
-        while b + 1 < blocks and streamk_range(b + 1, blocks, sk_iters)[0] <= s:
-            b += 1
-        while b > 0 and streamk_range(b, blocks, sk_iters)[0] > s:
-            b -= 1
-        return b
-
-    @cuda.jit(device=True, inline="always")
-    def spread_slot(j, t, blocks, sk_iters, k_tiles, cw):
-        """The workspace slot (and flag) of block ``j``'s part of shared tile ``t``: its first
-        (highest) tile's, or its last one's."""
-        hi_j = streamk_range(j, blocks, sk_iters)[1]
-        s = int32(0) if (hi_j - 1) // k_tiles == t else int32(1)
-        return uint64((j * 2 + s) * CONSUMERS + cw)
-
-    @cuda.jit(device=True, inline="always")
-    def spread_tile(acc, t, block, blocks, sk_iters, k_tiles, cw, thread, bar, base, flag0,
-                    stage, C, row0, col0, flags, tn):
-        """The spread fix-up of shared tile ``t``: wait until every block with a part of it has
-        published, then add up this block's share of the slot rows (rows q_lo … q_hi − 1 of
-        Q, the i-th of the P parts for the i-th of the P blocks) from every part, landed in
-        the staging with ``cp.async``, and store those accumulators to C directly, rounded to
-        16 bits. The last of the P to finish clears the flags and the tile's counter for the
-        next launch."""
-        t_first = t * k_tiles
-        j_lo = block_of(t_first, blocks, sk_iters)
-        j_hi = block_of(t_first + k_tiles - 1, blocks, sk_iters)
-        parts = int32(0)
-        me = int32(0)
-        for j in range(j_lo, j_hi + 1):
-            lo_j, hi_j = streamk_range(j, blocks, sk_iters)
-            if hi_j > lo_j:
-                if j == block:
-                    me = parts
-                parts += 1
-        q_lo = me * Q // parts
-        q_hi = (me + 1) * Q // parts
-        tn = log(flags, cw, thread, tn, 6)
-        if thread == 0:
-            hopper.bulk_wait_read(0)              # the staging is free once read by TMA
-            for j in range(j_lo, j_hi + 1):
-                lo_j, hi_j = streamk_range(j, blocks, sk_iters)
-                if hi_j > lo_j:
-                    slot = spread_slot(j, t, blocks, sk_iters, k_tiles, cw)
-                    while hopper.flag_acquire(flag0 + uint64(4) * slot) == 0:
-                        pass
-        hopper.named_barrier(bar, 128)
-        tn = log(flags, cw, thread, tn, 7)
-        zero(acc)
-        for j in range(j_lo, j_hi + 1):
-            lo_j, hi_j = streamk_range(j, blocks, sk_iters)
-            if hi_j > lo_j:
-                row = slot_row(base, spread_slot(j, t, blocks, sk_iters, k_tiles, cw), thread)
-                for q in range(Q):
-                    if q >= q_lo and q < q_hi:
-                        ptx.cp_async_16(stage + uint32(16 * ((q - q_lo) * 128 + thread)),
-                                        row + uint64(2048 * q))
-                ptx.cp_async_commit()
-                ptx.cp_async_wait(0)
-                for q in range(Q):
-                    if q >= q_lo and q < q_hi:
-                        v = hopper.ld_shared_v4_f32(stage + uint32(16 * ((q - q_lo) * 128
-                                                                         + thread)))
-                        for e in range(4):
-                            acc[4 * q + e] += v[e]
-        tn = log(flags, cw, thread, tn, 8)
-        # accumulator 4q + e of a thread: row 16·warp + lane/4 (+ 8 for e = 2, 3), column
-        # 8q + 2·(lane % 4) (+ 1 for odd e) of the warpgroup's 64 × BN block
-        m = int32(C.shape[0])
-        pitch = int32(C.shape[1])
-        c0 = uint64(hopper.global_address(C))
-        r = row0 + 16 * (thread // 32) + (thread % 32) // 4
-        for q in range(Q):
-            if q >= q_lo and q < q_hi:
-                col = col0 + 8 * q + 2 * (thread % 4)
-                if col < pitch:
-                    for h in range(2):
-                        if r + 8 * h < m:
-                            address = c0 + uint64(2) * uint64(int64(r + 8 * h) * pitch + col)
-                            if OUT_BF16:
-                                hopper.st_global_bf16x2(address, acc[4 * q + 2 * h],
-                                                        acc[4 * q + 2 * h + 1])
-                            else:
-                                hopper.st_global_f16x2(address, acc[4 * q + 2 * h],
-                                                       acc[4 * q + 2 * h + 1])
-        tn = log(flags, cw, thread, tn, 9)
-        if thread == 0:
-            counter = flag0 + uint64(4 * (2 * blocks * CONSUMERS + t * CONSUMERS + cw))
-            if hopper.count_arrival(counter) == parts - 1:
-                for j in range(j_lo, j_hi + 1):
-                    lo_j, hi_j = streamk_range(j, blocks, sk_iters)
-                    if hi_j > lo_j:
-                        hopper.flag_clear(flag0 + uint64(4) * spread_slot(j, t, blocks,
-                                                                          sk_iters, k_tiles,
-                                                                          cw))
-                hopper.flag_clear(counter)
-        return tn
-
-    @cuda.jit(device=True, inline="always")
     def streamk_consumer(acc, shared, full0, empty0, it, k_tiles, cw, leader, thread, boxes,
                          c_map, work, flags, tiles, units_m, tiles_n, scale, tn, C):
         """This block's share of the last wave, its highest tile first. A share that ends
         inside a tile leaves its partial sums in the block's slot of the workspace and sets
-        its flag (only the first segment done can); a share that holds a tile's last k-slice
-        waits for the flags of the blocks before it that hold the tile's first slices, adds
-        their partial sums (clearing the flags for the next launch) and stores the tile.
-        Returns the pipeline's count and the trace's (``tn``, events logged)."""
+        its flag (only the first segment done can; the atomic fix-up: adds them into the
+        tile's slot and raises its counter); a share that holds a tile's last k-slice waits
+        for the flags of the blocks before it that hold the tile's first slices, adds their
+        partial sums (clearing the flags for the next launch; atomic: waits for the count and
+        adds the tile's slot once) and stores the tile. Returns the pipeline's count and the
+        trace's (``tn``, events logged)."""
         blocks = int32(cuda.gridDim.x)
         block = int32(cuda.blockIdx.x)
         dp_tiles, sk_iters, sk_lo, sk_hi = streamk_plan(tiles, k_tiles)
@@ -297,16 +199,7 @@ def streamk_ops(cfg: HopperConfig, mainloop):
             # (the workspace's and flags' addresses, read from the parameters where used)
             base = uint64(hopper.global_address(work))
             flag0 = uint64(hopper.global_address(flags))
-            if SPREAD:
-                if seg_start == t_start and seg_end - t_start == k_tiles:   # a whole tile
-                    store_tile_tma(acc, boxes, c_map, block_m * BM + cw * WG_ROWS,
-                                   block_n * BN, thread, bar, scale)
-                else:                                 # a part: published, added up below
-                    top = int32(0) if seg_end == sk_hi else int32(1)
-                    publish(acc, base, flag0, uint64((block * 2 + top) * CONSUMERS + cw),
-                            thread, bar)
-                    tn = log(flags, cw, thread, tn, 5)
-            elif seg_end - t_start < k_tiles:         # the tile's end is another block's
+            if seg_end - t_start < k_tiles:           # the tile's end is another block's
                 if ATOMIC:                            # (the slots: one per shared tile)
                     accumulate(acc, base, flag0, uint64(t * CONSUMERS + cw), thread, bar)
                 else:
@@ -355,18 +248,6 @@ def streamk_ops(cfg: HopperConfig, mainloop):
                                thread, bar, scale)
                 tn = log(flags, cw, thread, tn, 9)
             seg_end = seg_start
-        if SPREAD and sk_hi > sk_lo:                  # every part published: add up ours
-            base = uint64(hopper.global_address(work))
-            flag0 = uint64(hopper.global_address(flags))
-            for low in range(2):                      # the highest tile's part, the lowest's
-                t = int32((sk_hi - 1) // k_tiles if low == 0 else sk_lo // k_tiles)
-                t_start = int32(t * k_tiles)
-                is_part = sk_lo > t_start or sk_hi < t_start + k_tiles
-                if is_part and (low == 0 or t != (sk_hi - 1) // k_tiles):
-                    block_m, block_n = tile_coords(dp_tiles + t, units_m, tiles_n)
-                    tn = spread_tile(acc, t, block, blocks, sk_iters, k_tiles, cw, thread, bar,
-                                     base, flag0, boxes, C, block_m * BM + cw * WG_ROWS,
-                                     block_n * BN, flags, tn)
         return it, tn
     # endregion: streamk
 

@@ -307,11 +307,9 @@ def _check_streamk(cfg, ln: Launch, tiles_m: int, tiles_n: int, k_tiles: int,
     owned += [order(dp + t, tiles_m, tiles_n) for t in range(units - dp)]
     _owners(owned, tiles_m, tiles_n)
     work, flags = ln.args[5], ln.args[6]
-    spread = cfg.fixup == "spread"
-    assert tuple(flags.shape) == (k09_streamk.flag_words(blocks, cfg.consumers, cfg.trace,
-                                                         spread),)
-    assert tuple(work.shape) == ((1 + spread) * blocks * cfg.consumers
-                                 * (cfg.mt * cfg.bn // 2), 128)
+    assert tuple(flags.shape) == (k09_streamk.flag_words(blocks, cfg.consumers, cfg.trace),)
+    assert tuple(work.shape) == (blocks * cfg.consumers * (cfg.mt * cfg.bn // 2), 128)
+    assert units - dp < blocks, "a shared tile's slot or counter past the workspace"
 
 
 def _check_schedule(cfg, ln: Launch, tiles_m: int, tiles_n: int, sm_count: int) -> None:
@@ -438,17 +436,19 @@ def test_the_registered_launch_plan_covers_the_shape(name, recorder):
                 raise AssertionError(f"{name} at {m}x{n}x{k} ({sms} SMs): {exc}") from None
 
 
-@pytest.mark.parametrize("grid,trace,fixup", [(64, False, "finisher"), (32, True, "finisher"),
-                                              (0, True, "spread"), (96, False, "spread")])
-def test_stream_k_on_fewer_blocks_and_traced(recorder, grid, trace, fixup):
-    """Stream-K capped at ``grid`` blocks (lab.gemm times 64 and 32 at decode shapes) and the
-    traced kernel (experiment streamk_trace), with either fix-up: the same schedule on the
-    blocks launched, the flags with room for the trace (and the spread fix-up's second part
-    and counters), its workspace two parts per warpgroup and block."""
+@pytest.mark.parametrize("grid,trace,fixup,bn", [
+    (64, False, "finisher", 256), (32, True, "finisher", 256), (0, True, "atomic", 256),
+    (96, False, "atomic", 256), (0, False, "atomic", 128), (96, False, "atomic", 64)])
+def test_stream_k_on_fewer_blocks_and_traced(recorder, grid, trace, fixup, bn):
+    """Stream-K capped at ``grid`` blocks (lab.gemm times 96 and 64 at decode shapes), the
+    traced kernel (experiment streamk_trace), either fix-up and the narrower tiles lab.gemm
+    times: the same schedule on the blocks launched, the flags with room for the trace, the
+    workspace one slot per warpgroup and block (the atomic fix-up's slot per shared tile fits:
+    fewer shared tiles than blocks)."""
     from dataclasses import replace
 
     cfg = replace(lab.get_spec("wgmma_streamk_fp16").config, grid=grid, trace=trace,
-                  fixup=fixup)
+                  fixup=fixup, bn=bn, stages={256: 3, 128: 6, 64: 8}[bn])
     for m, n, k in [(128, 4096, 14336), (1, 1, 1), (2049, 8200, 520), (97, 4100, 3000)]:
         p = recorder("wgmma_streamk_fp16", m, n, k, config=cfg)
         _check_hopper("wgmma_streamk_fp16", p, m, n, k, 132, cfg)

@@ -10,7 +10,6 @@ import numpy as np
 from lab import results
 
 FINISHER = "stream-K, finisher fix-up"
-SPREAD = "stream-K, spread fix-up"
 ATOMIC = "stream-K, atomic fix-up"
 #: colour and label of each step, by the event that ends it (lab.kernels.k09_streamk)
 STEPS = {2: ("#9ecae1", "whole tile multiplied"), 3: ("#08519c", "tile stored"),
@@ -100,7 +99,7 @@ def _k_slice_us(shape: tuple) -> tuple[float, float]:
 
 def values() -> dict:
     big, dec, d14 = (4096, 4096, 4096), (128, 4096, 14336), (128, 14336, 4096)
-    st, sp = _row("steps", FINISHER + ", traced", big), _row("steps", SPREAD + ", traced", big)
+    st = _row("steps", FINISHER + ", traced", big)
     sd = _row("steps", FINISHER + ", traced", dec)
 
     def us(kernel, shape):
@@ -143,10 +142,6 @@ def values() -> dict:
         "tr_dec_best_us": f"{best['median_ms'] * 1e3:.0f}",
         "tr_dec_best_ratio": f"{us('torch.mm', dec) / (best['median_ms'] * 1e3):.2f}",
         "tr_d14_r11_ratio": f"{ratio('rung 11', d14):.2f}",
-        "tr_spread_tile_us": f"{sp['tile_median_us']:.1f}",
-        "tr_spread_4096": f"{ratio(SPREAD, big):.2f}",
-        "tr_spread_dec": f"{ratio(SPREAD, dec):.2f}",
-        "tr_spread_add_us": f"{_row('steps', SPREAD + ', traced', dec)['add_median_us']:.0f}",
         "tr_checks": str(sum(1 for r in trace_data()["rows"] if r["part"] == "check")),
         "tr_atomic_dec_us": f"{us(ATOMIC, dec):.0f}",
         "tr_atomic_best_blocks": best_at["kernel"].rsplit(", ", 1)[1].split()[0],

@@ -68,7 +68,7 @@ def _words(name: str) -> str:
     tiles = next((f"128×{p.split('x')[1]} tiles" for p in parts if p.startswith("Mx")),
                  "128×256 tiles")
     blocks = next((p for p in parts if p.endswith("blocks")), "every SM")
-    fixup = next((p for p in parts if p in ("atomic", "spread")), "finisher")
+    fixup = next((p for p in parts if p == "atomic"), "finisher")
     if kernel.startswith("wgmma_streamk"):
         return f"stream-K ({fixup} fix-up) on {tiles}, {blocks}"
     return f"{kernel} on {tiles}"
