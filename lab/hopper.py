@@ -414,31 +414,37 @@ else:
     def _u64(context, builder, ty, value):
         return context.cast(builder, value, ty, types.uint64)
 
-    def _st_shared_pair(name: str, text: str, doc: str):
-        """An intrinsic ``name(address, x, y)`` storing two float32 values as ``text`` says
-        (a 32-bit shared-window address)."""
+    def _store_f32(name: str, text: str, doc: str, count: int = 2, wide: bool = False):
+        """An intrinsic ``name(address, x, y)`` (``count`` 4: ``x, y, z, w``) storing float32
+        values as ``text`` says, at a 32-bit shared-window address (``wide``: a 64-bit global
+        one)."""
+        def codegen(context, builder, sig, args):
+            ops = [(_u64 if wide else _u32)(context, builder, sig.args[0], args[0])]
+            ops += [context.cast(builder, v, t, types.float32)
+                    for v, t in zip(args[1:], sig.args[1:])]
+            _asm(builder, ir.VoidType(), ops, text,
+                 ("l" if wide else "r") + ",f" * count + ",~{memory}")
+            return context.get_dummy_value()
 
-        def impl(typingctx, address, x, y):
-            def codegen(context, builder, sig, args):
-                ops = [_u32(context, builder, sig.args[0], args[0])]
-                ops += [context.cast(builder, v, t, types.float32)
-                        for v, t in zip(args[1:], sig.args[1:])]
-                _asm(builder, ir.VoidType(), ops, text, "r,f,f,~{memory}")
-                return context.get_dummy_value()
-            return types.void(address, x, y), codegen
+        if count == 2:
+            def impl(typingctx, address, x, y):
+                return types.void(address, x, y), codegen
+        else:
+            def impl(typingctx, address, x, y, z, w):
+                return types.void(address, x, y, z, w), codegen
         impl.__name__ = name
         impl.__doc__ = doc
         return intrinsic(impl)
 
-    st_shared_v2_f32 = _st_shared_pair(
+    st_shared_v2_f32 = _store_f32(
         "st_shared_v2_f32", "st.shared.v2.f32 [$0], {$1, $2};",
         "``st.shared.v2.f32 [address], {x, y}`` — 8 bytes at an 8-byte aligned shared address.")
-    st_shared_bf16x2 = _st_shared_pair(
+    st_shared_bf16x2 = _store_f32(
         "st_shared_bf16x2",
         "{\n.reg .b32 t;\ncvt.rn.bf16x2.f32 t, $2, $1;\nst.shared.b32 [$0], t;\n}",
         "``cvt.rn.bf16x2.f32`` + ``st.shared.b32``: ``x`` and ``y`` rounded to BF16 (to nearest "
         "even), stored as 4 bytes at a 4-byte aligned shared address, ``x`` first.")
-    st_shared_f16x2 = _st_shared_pair(
+    st_shared_f16x2 = _store_f32(
         "st_shared_f16x2",
         "{\n.reg .b32 t;\ncvt.rn.f16x2.f32 t, $2, $1;\nst.shared.b32 [$0], t;\n}",
         "``cvt.rn.f16x2.f32`` + ``st.shared.b32``: ``x`` and ``y`` rounded to FP16 (to nearest "
@@ -498,29 +504,16 @@ else:
             return context.make_tuple(builder, sig.return_type, vals)
         return types.UniTuple(types.float32, 4)(address), codegen
 
-    @intrinsic
-    def st_global_v4_f32(typingctx, address, x, y, z, w):
-        """``st.global.v4.f32 [address], {x, y, z, w}`` — 16 bytes (16-byte aligned address)."""
-        def codegen(context, builder, sig, args):
-            vals = [context.cast(builder, args[i], sig.args[i], types.float32)
-                    for i in range(1, 5)]
-            _asm(builder, ir.VoidType(), [_u64(context, builder, sig.args[0], args[0])] + vals,
-                 "st.global.v4.f32 [$0], {$1, $2, $3, $4};", "l,f,f,f,f,~{memory}")
-            return context.get_dummy_value()
-        return types.void(address, x, y, z, w), codegen
-
-    @intrinsic
-    def red_global_add_v4_f32(typingctx, address, x, y, z, w):
-        """``red.global.add.v4.f32 [address], {x, y, z, w}`` — add four float32 to the 16 bytes
-        at ``address`` (16-byte aligned) where they live, in L2 (sm_90), with nothing returned:
-        a relaxed atomic at GPU scope, so several blocks may add to the same 16 bytes."""
-        def codegen(context, builder, sig, args):
-            vals = [context.cast(builder, args[i], sig.args[i], types.float32)
-                    for i in range(1, 5)]
-            _asm(builder, ir.VoidType(), [_u64(context, builder, sig.args[0], args[0])] + vals,
-                 "red.global.add.v4.f32 [$0], {$1, $2, $3, $4};", "l,f,f,f,f,~{memory}")
-            return context.get_dummy_value()
-        return types.void(address, x, y, z, w), codegen
+    st_global_v4_f32 = _store_f32(
+        "st_global_v4_f32", "st.global.v4.f32 [$0], {$1, $2, $3, $4};",
+        "``st.global.v4.f32 [address], {x, y, z, w}`` — 16 bytes (16-byte aligned address).",
+        4, wide=True)
+    red_global_add_v4_f32 = _store_f32(
+        "red_global_add_v4_f32", "red.global.add.v4.f32 [$0], {$1, $2, $3, $4};",
+        "``red.global.add.v4.f32 [address], {x, y, z, w}`` — add four float32 to the 16 bytes "
+        "at ``address`` (16-byte aligned) where they live, in L2 (sm_90), with nothing "
+        "returned: a relaxed atomic at GPU scope, so several blocks may add to the same 16 "
+        "bytes.", 4, wide=True)
 
     @intrinsic
     def globaltimer(typingctx):
