@@ -555,7 +555,7 @@ def build_ws(cfg: HopperConfig):
             if STREAMK:
                 it, tn = streamk_consumer(acc, shared, full0, empty0, it, k_tiles, cw, leader,
                                           thread, boxes, c_map, work, flags, tiles, units_m,
-                                          tiles_n, scale, tn, C)
+                                          tiles_n, scale, tn)
             if EPI_TMA and thread == 0:
                 hopper.bulk_wait(0)                   # stores done before the block exits
             log(flags, cw, thread, tn, 10)

@@ -77,7 +77,6 @@ def streamk_ops(cfg: HopperConfig, mainloop):
     TRACE = cfg.trace
     ATOMIC = cfg.fixup == "atomic"
     Q = ACC // 4                                      # 16-byte rows of a workspace slot
-    OUT_BF16 = cfg.out == "bf16"
 
     @cuda.jit(device=True, inline="always")
     def log(flags, cw, thread, n, code):
@@ -173,7 +172,7 @@ def streamk_ops(cfg: HopperConfig, mainloop):
 
     @cuda.jit(device=True, inline="always")
     def streamk_consumer(acc, shared, full0, empty0, it, k_tiles, cw, leader, thread, boxes,
-                         c_map, work, flags, tiles, units_m, tiles_n, scale, tn, C):
+                         c_map, work, flags, tiles, units_m, tiles_n, scale, tn):
         """This block's share of the last wave, its highest tile first. A share that ends
         inside a tile leaves its partial sums in the block's slot of the workspace and sets
         its flag (only the first segment done can; the atomic fix-up: adds them into the
