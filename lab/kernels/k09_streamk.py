@@ -145,30 +145,25 @@ def streamk_ops(cfg: HopperConfig, mainloop):
 
     @cuda.jit(device=True, inline="always")
     def publish(acc, base, flag0, slot, thread, bar):
-        """The warpgroup's partial sums into workspace slot ``slot`` (16-byte stores, 512
-        bytes per warp), then its flag set (release: the barrier orders the warpgroup's
-        stores before thread 0's)."""
+        """The warpgroup's partial sums into workspace slot ``slot``, 16 bytes per instruction
+        (512 bytes per warp), then its flag set — the finisher's fix-up: stored into the
+        block's slot, the flag released; the atomic one: added into the shared tile's slot
+        where it lives in L2 (``red.global.add``, nothing returned), its counter raised. The
+        barrier orders the warpgroup's stores or adds before thread 0's release."""
         for q in range(Q):
-            hopper.st_global_v4_f32(slot_row(base, slot, thread) + uint64(2048 * q),
-                                    acc[4 * q], acc[4 * q + 1], acc[4 * q + 2],
-                                    acc[4 * q + 3])
+            row = slot_row(base, slot, thread) + uint64(2048 * q)
+            if ATOMIC:
+                hopper.red_global_add_v4_f32(row, acc[4 * q], acc[4 * q + 1], acc[4 * q + 2],
+                                             acc[4 * q + 3])
+            else:
+                hopper.st_global_v4_f32(row, acc[4 * q], acc[4 * q + 1], acc[4 * q + 2],
+                                        acc[4 * q + 3])
         hopper.named_barrier(bar, 128)
         if thread == 0:
-            hopper.flag_release(flag0 + uint64(4) * slot)
-
-    @cuda.jit(device=True, inline="always")
-    def accumulate(acc, base, flag0, slot, thread, bar):
-        """(atomic fix-up) The warpgroup's partial sums added into the shared tile's workspace
-        slot where it lives in L2 (``red.global.add``, 16 bytes at a time, nothing returned),
-        then the slot's counter raised by one (the barrier orders the warpgroup's adds before
-        thread 0's release)."""
-        for q in range(Q):
-            hopper.red_global_add_v4_f32(slot_row(base, slot, thread) + uint64(2048 * q),
-                                         acc[4 * q], acc[4 * q + 1], acc[4 * q + 2],
-                                         acc[4 * q + 3])
-        hopper.named_barrier(bar, 128)
-        if thread == 0:
-            hopper.count_arrival(flag0 + uint64(4) * slot)
+            if ATOMIC:
+                hopper.count_arrival(flag0 + uint64(4) * slot)
+            else:
+                hopper.flag_release(flag0 + uint64(4) * slot)
 
     @cuda.jit(device=True, inline="always")
     def streamk_consumer(acc, shared, full0, empty0, it, k_tiles, cw, leader, thread, boxes,
@@ -199,10 +194,8 @@ def streamk_ops(cfg: HopperConfig, mainloop):
             base = uint64(hopper.global_address(work))
             flag0 = uint64(hopper.global_address(flags))
             if seg_end - t_start < k_tiles:           # the tile's end is another block's
-                if ATOMIC:                            # (the slots: one per shared tile)
-                    accumulate(acc, base, flag0, uint64(t * CONSUMERS + cw), thread, bar)
-                else:
-                    publish(acc, base, flag0, uint64(block * CONSUMERS + cw), thread, bar)
+                mine = t if ATOMIC else block         # (atomic: a slot per shared tile)
+                publish(acc, base, flag0, uint64(mine * CONSUMERS + cw), thread, bar)
                 tn = log(flags, cw, thread, tn, 5)
             else:
                 if seg_start > t_start:               # partial sums to add: the staging is
