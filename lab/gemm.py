@@ -315,20 +315,30 @@ def _narrow(m, n, k, dtype, out_dtype, cc, sms, why) -> list[Choice]:
     return out
 
 
+def hopper_config(kernel: str, blocks: int = 0, fixup: str = "", bn: int = 0):
+    """The configuration ``lab.gemm`` runs for a Hopper choice: the registered ``kernel``'s,
+    capped at ``blocks`` (stream-K), with stream-K's ``fixup`` and on ``bn``-column tiles
+    (with the stages of :data:`NARROW_STAGES`) when they are given."""
+    from lab.kernels import get_spec
+
+    cfg = get_spec(kernel).config
+    if blocks or fixup:
+        cfg = replace(cfg, grid=blocks, fixup=fixup or cfg.fixup)
+    if bn:
+        cfg = replace(cfg, bn=bn, stages=NARROW_STAGES[bn])
+    return cfg
+
+
 def variants() -> list:
     """The Hopper configurations ``lab.gemm`` may run that are not registered kernels (each
     FP16 and BF16): stream-K with the atomic fix-up, and rung 11 and stream-K (atomic) on
     each narrower tile of :data:`NARROW_STAGES` — for the sweep to check."""
-    from lab.kernels import get_spec
-
     out = []
     for kind in ("fp16", "bf16"):
-        sk = replace(get_spec(f"{HOPPER_STREAMK}_{kind}").config, fixup="atomic")
-        out.append(sk)
-        for bn, stages in NARROW_STAGES.items():
-            out.append(replace(get_spec(f"{HOPPER_RUNG['f16']}_{kind}").config, bn=bn,
-                               stages=stages))
-            out.append(replace(sk, bn=bn, stages=stages))
+        streamk, rung = f"{HOPPER_STREAMK}_{kind}", f"{HOPPER_RUNG['f16']}_{kind}"
+        out.append(hopper_config(streamk, fixup="atomic"))
+        for bn in NARROW_STAGES:
+            out += [hopper_config(rung, bn=bn), hopper_config(streamk, fixup="atomic", bn=bn)]
     return [c.validate() for c in out]
 
 
@@ -572,12 +582,9 @@ def _launcher(choice: Choice):
             from lab.kernels import k12_small_m
             _SMALL[key] = k12_small_m.launcher(*key)
         return _SMALL[key]
-    if choice.kernel.startswith("wgmma_"):         # the kernel itself, not the registry's
-        cfg = get_spec(choice.kernel).config          # launcher (which widens a 16-bit C)
-        if choice.blocks or choice.fixup:
-            cfg = replace(cfg, grid=choice.blocks, fixup=choice.fixup or cfg.fixup)
-        if choice.bn:                                 # narrower tiles, more stages
-            cfg = replace(cfg, bn=choice.bn, stages=NARROW_STAGES[choice.bn])
+    if choice.kernel.startswith("wgmma_"):
+        # the kernel itself, not the registry's launcher (which widens a 16-bit C)
+        cfg = hopper_config(choice.kernel, choice.blocks, choice.fixup, choice.bn)
         if cfg not in _HOPPER:
             _HOPPER[cfg] = k09_hopper.launcher(cfg)
         return _HOPPER[cfg]
@@ -839,3 +846,4 @@ gemm.call_plan = call_plan
 gemm.GemmError = GemmError
 gemm.Choice = Choice
 gemm.variants = variants
+gemm.hopper_config = hopper_config

@@ -269,3 +269,14 @@ def test_variants_are_the_configurations_gemm_builds_beyond_the_registry():
     assert {c.bn for c in got} == {256, 128, 64}
     assert all(c.fixup == "atomic" for c in got if c.streamk)
     assert {c.kind for c in got} == {"f16", "bf16"}
+
+
+def test_the_sweep_checks_what_the_launcher_runs():
+    """Every Hopper candidate lab.gemm may time beyond a registered kernel is one of the
+    configurations the sweep checks (lab.gemm.variants), built the same way."""
+    checked = set(lab.gemm.variants())
+    for shape in [(128, 14336, 4096), (8192, 64, 8192), (128, 4096, 14336), (512, 4096, 4096)]:
+        for c in lab.gemm.plan(*host(*shape), cc=(9, 0), sms=132).candidates:
+            if c.kernel.startswith("wgmma_") and (c.bn or c.fixup):
+                cfg = lab.gemm.hopper_config(c.kernel, 0, c.fixup, c.bn)
+                assert cfg in checked, (shape, c)
