@@ -672,18 +672,19 @@ def _fast_key(A, B, out, out_dtype, stream):
 # region: hot_path
 class Hot:
     """A repeated call's fast path: what the recorded call plan depends on in each operand
-    (address, shape, strides, dtype, read by the library's cheap accessors), the driver call
-    of each of its launch plans, and how to read the caller's current stream."""
+    (address, shape, strides, dtype, read by the library's cheap accessors), how to read the
+    caller's current stream, and the launch: the driver call itself for a call of one kernel,
+    else the call plan (which becomes one CUDA graph at its second replay)."""
 
-    __slots__ = ("state", "calls", "params", "plans", "stream", "read")
+    __slots__ = ("state", "call", "params", "plan", "stream", "read")
 
-    def __init__(self, read, arrays, plans, stream):
+    def __init__(self, read, arrays, plan, stream):
         self.read = read
         self.state = tuple(read(x) for x in arrays)
-        self.plans = plans
-        direct = all(p._direct is not None for p in plans)
-        self.calls = tuple(p._direct for p in plans) if direct else None
-        self.params = tuple(p.params for p in plans)
+        self.plan = plan
+        only = plan.plans[0] if len(plan.plans) == 1 else None
+        self.call = only._direct if only is not None else None
+        self.params = only.params if only is not None else None
         self.stream = stream
 
     def same(self, A, B, out) -> bool:
@@ -692,14 +693,12 @@ class Hot:
 
     def launch(self) -> None:
         handle = self.stream()
-        if self.calls is None:
-            for p in self.plans:
-                p.launch(handle)
+        if self.call is None:
+            self.plan.launch(handle)
             return
-        for call, params in zip(self.calls, self.params):
-            err = call(handle, params, None)
-            if err:
-                raise RuntimeError(f"launching a recorded lab.gemm call failed: {err}")
+        err = self.call(handle, self.params, None)
+        if err:
+            raise RuntimeError(f"launching a recorded lab.gemm call failed: {err}")
 
 
 def _torch_state(x):
@@ -710,17 +709,17 @@ def _cupy_state(x):
     return (x.data.ptr, x.shape, x.strides, x.dtype)
 
 
-def _hot_for(a: Operand, cp) -> Hot | None:
-    """The :class:`Hot` path of call plan ``cp`` for operands of ``a``'s library (PyTorch or
-    CuPy; None for others, which take the checked path every call)."""
+def _hot_for(a: Operand, cp, arrays) -> Hot | None:
+    """The :class:`Hot` path of call plan ``cp`` for ``arrays`` (A, B, out) of ``a``'s library
+    (PyTorch or CuPy; None for others, which take the checked path every call)."""
     if a.family == "torch":
         import torch
         get, index = torch._C._cuda_getCurrentRawStream, a.obj.device.index
-        return Hot(_torch_state, (), cp.plans, lambda: get(index))
+        return Hot(_torch_state, arrays, cp, lambda: get(index))
     if a.family == "cupy":
         import cupy
         current = cupy.cuda.get_current_stream
-        return Hot(_cupy_state, (), cp.plans, lambda: current().ptr)
+        return Hot(_cupy_state, arrays, cp, lambda: current().ptr)
     return None
 
 
@@ -788,9 +787,8 @@ def gemm(A, B, out=None, *, out_dtype=None, stream=None):
     cp.choice = choice
     _CALLS[key] = cp
     if given and stream is None and o.family == a.family == b.family:
-        hot = _hot_for(a, cp)
+        hot = _hot_for(a, cp, (A, B, out))
         if hot is not None:
-            hot.state = tuple(hot.read(x) for x in (A, B, out))
             _HOT[(id(A), id(B), id(out), out_dtype)] = hot
             while len(_HOT) > CALLS_KEPT:
                 _HOT.popitem(last=False)

@@ -220,6 +220,17 @@ def _check(res, what: str):
     return res[1] if isinstance(res, tuple) and len(res) == 2 else None
 
 
+def capturing(stream=None) -> bool:
+    """Whether ``stream`` (see :func:`stream_handle`) is being captured into a graph (True too
+    where the driver cannot say: the legacy stream while another stream captures)."""
+    if device.SIMULATOR or not device.GPU:
+        return False
+    from cuda.bindings import driver as cu
+
+    res = cu.cuStreamIsCapturing(_cu_stream(stream_handle(stream)))
+    return int(res[0]) != 0 or res[1] != cu.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
+
+
 # ----------------------------------------------------------------------------- plans
 
 def _dim3(d) -> tuple[int, int, int]:
@@ -312,8 +323,9 @@ _LIBCUDA: list = []
 
 
 def _libcuda():
-    """The driver library through ctypes, with ``cuLaunchKernel``'s argument types set (None
-    where it cannot be loaded: the launch then goes through ``cuda.bindings``)."""
+    """The driver library through ctypes, with ``cuLaunchKernel``'s and ``cuGraphLaunch``'s
+    argument types set (None where it cannot be loaded: launches then go through
+    ``cuda.bindings``)."""
     if not _LIBCUDA:
         lib = None
         try:
@@ -321,6 +333,9 @@ def _libcuda():
             f = lib.cuLaunchKernel
             f.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
             f.restype = ctypes.c_int
+            g = lib.cuGraphLaunch
+            g.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+            g.restype = ctypes.c_int
         except (OSError, AttributeError):
             lib = None
         _LIBCUDA.append(lib)
@@ -409,8 +424,17 @@ class CallPlan:
         self.result = result
         self.replays = 0
         self.graph = None
+        self.tried = False
 
     def launch(self, stream=None) -> None:
+        """Re-issue the call on ``stream``; from the :data:`GRAPH_AFTER`-th replay on, a call
+        of several launches becomes one graph (:meth:`as_graph`; tried once, and not while
+        the stream is being captured into another graph, where it cannot synchronise)."""
+        self.replays += 1
+        if (self.replays >= GRAPH_AFTER and len(self.plans) > 1 and not self.tried
+                and not capturing(stream)):
+            self.tried = True
+            self.as_graph()
         if self.graph is not None:
             self.graph.launch(stream)
             return
@@ -469,9 +493,6 @@ def memo(launcher):
                 calls.popitem(last=False)
             return cp
         STATS["call_hits"] += 1
-        cp.replays += 1
-        if cp.replays == GRAPH_AFTER and len(cp.plans) > 1 and cp.graph is None:
-            cp.as_graph()
         cp.launch()
         return cp
 
@@ -534,11 +555,19 @@ class Graph:
         self._exec = _check(cu.cuGraphInstantiate(self._graph, 0), "cuGraphInstantiate")
         err, nodes, count = cu.cuGraphGetNodes(self._graph, 0)
         self.nodes = int(count)
+        lib = _libcuda() if DIRECT else None
+        self._direct = None
+        if lib is not None:                  # one ctypes call, as a plan's launch
+            import functools
+            self._direct = functools.partial(lib.cuGraphLaunch, int(self._exec))
 
     def launch(self, stream=None) -> None:
         """Replay the graph on ``stream`` (default: :func:`stream`'s, else the default)."""
-        res = self._cu.cuGraphLaunch(self._exec, _cu_stream(stream_handle(stream)))
-        err = res[0] if isinstance(res, tuple) else res
+        if self._direct is not None:
+            err = self._direct(stream_handle(stream))
+        else:
+            res = self._cu.cuGraphLaunch(self._exec, _cu_stream(stream_handle(stream)))
+            err = res[0] if isinstance(res, tuple) else res
         if int(err) != 0:
             raise RuntimeError(f"cuGraphLaunch failed: {err}")
 

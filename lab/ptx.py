@@ -21,6 +21,8 @@ plain Numba scalars and tuples:
   adds a 16×8 FP32 accumulator (4 × f32 per lane).
 * :func:`pack_b16` — two 16-bit values (float16 or bfloat16 bits as uint16) into one b32
   register, the low half first, as the fragments hold them.
+* :func:`st_shared_v4_b32` — ``st.shared.v4.b32``: four b32 registers, 16 bytes, to a 16-byte
+  aligned shared address (where a kernel assembles in registers what ``cp.async`` cannot copy).
 
 Which lane holds which elements is modelled in NumPy in :mod:`lab.fragments`. The simulator
 cannot run inline PTX: under it every intrinsic here is a stub that raises, and the kernels
@@ -35,7 +37,7 @@ SIMULATOR = device.SIMULATOR
 __all__ = ["shared_address", "global_address", "cp_async_16", "cp_async_commit",
            "cp_async_wait", "ldmatrix_x1", "ldmatrix_x2", "ldmatrix_x4", "ldmatrix_x1_trans",
            "ldmatrix_x2_trans", "ldmatrix_x4_trans", "mma_f16", "mma_bf16", "pack_b16",
-           "SIMULATOR"]
+           "st_shared_v4_b32", "SIMULATOR"]
 
 
 if SIMULATOR:
@@ -248,3 +250,21 @@ else:
             return builder.or_(lo, builder.shl(hi, ir.Constant(_I32, 16)))
 
         return types.uint32(low, high), codegen
+
+    # ------------------------------------------------------------------ shared stores
+
+    @intrinsic
+    def st_shared_v4_b32(typingctx, address, a, b, c, d):
+        """``st.shared.v4.b32 [address], {a, b, c, d}`` — 16 bytes (four uint32) at a 16-byte
+        aligned uint32 shared address."""
+        if not all(isinstance(t, types.Integer) for t in (address, a, b, c, d)):
+            return None
+
+        def codegen(context, builder, sig, args):
+            vals = [context.cast(builder, v, t, types.uint32)
+                    for v, t in zip(args, sig.args)]
+            _asm(builder, ir.VoidType(), vals, "st.shared.v4.b32 [$0], {$1, $2, $3, $4};",
+                 "r,r,r,r,r,~{memory}")
+            return context.get_dummy_value()
+
+        return types.void(address, a, b, c, d), codegen

@@ -9,6 +9,7 @@ import pytest
 
 import lab
 from lab import gemm as G
+from lab import launch as routed
 from lab.accuracy import random_inputs, to_float64
 from numba import cuda
 
@@ -122,7 +123,7 @@ class FakePlan:
 def _hot(monkeypatch, plans):
     A, B, out = FakeTensor(1 << 20, (1, 64)), FakeTensor(2 << 20, (64, 64)), \
         FakeTensor(3 << 20, (1, 64))
-    hot = GM.Hot(GM._torch_state, (A, B, out), plans, lambda: 77)
+    hot = GM.Hot(GM._torch_state, (A, B, out), routed.CallPlan(plans, ()), lambda: 77)
     monkeypatch.setitem(GM._HOT, (id(A), id(B), id(out), None), hot)
     return A, B, out
 
@@ -133,6 +134,23 @@ def test_a_repeat_replays_without_revalidating(monkeypatch):
     monkeypatch.setattr(GM, "validate", None)          # a hit must not validate
     assert lab.gemm(A, B, out) is out
     assert plan.calls == [(77, 1234)]
+
+
+def test_a_repeat_of_several_launches_replays_one_graph(monkeypatch):
+    """Pads, the product and a copy back: the hot path hands them to the call plan, which
+    turns them into one CUDA graph at its GRAPH_AFTER-th replay."""
+    plans = (FakePlan(), FakePlan(), FakePlan())
+    graph = FakePlan()
+
+    def as_graph(self):
+        self.graph = graph
+    monkeypatch.setattr(routed.CallPlan, "as_graph", as_graph)
+    A, B, out = _hot(monkeypatch, plans)
+    for _ in range(routed.GRAPH_AFTER + 1):
+        assert lab.gemm(A, B, out) is out
+    before = routed.GRAPH_AFTER - 1
+    assert all(p.calls == [(77, 1234)] * before for p in plans)
+    assert graph.calls == [(77, 1234)] * 2
 
 
 @pytest.mark.parametrize("change", ["ptr", "shape", "stride", "dtype"])

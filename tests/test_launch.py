@@ -144,3 +144,28 @@ def test_a_repeated_call_of_several_launches_becomes_one_graph(monkeypatch):
     for _ in range(routed.GRAPH_AFTER + 2):
         run.plan_for(1)                   # one launch: never a graph
     assert graphs == [["k0", "k1", "k2"]] and launched == ["k0"] * (routed.GRAPH_AFTER + 1)
+
+
+def test_no_graph_is_made_while_the_stream_is_being_captured(monkeypatch):
+    """A call replayed inside another graph's capture (lab.gemm.graph, torch.cuda.graph)
+    cannot synchronise to make its own: it waits for a replay outside the capture."""
+    graphs, state = [], {"capturing": True}
+
+    class Fake:
+        def launch(self, stream=None):
+            pass
+
+    def fake_graph(self):
+        graphs.append(self.replays)
+        self.graph = Fake()
+
+    monkeypatch.setattr(routed.CallPlan, "as_graph", fake_graph)
+    monkeypatch.setattr(routed, "capturing", lambda stream=None: state["capturing"])
+    cp = routed.CallPlan([Fake(), Fake()], ())
+    for _ in range(routed.GRAPH_AFTER + 3):
+        cp.launch()
+    assert graphs == [] and cp.graph is None
+    state["capturing"] = False
+    cp.launch()
+    cp.launch()
+    assert graphs == [routed.GRAPH_AFTER + 4]

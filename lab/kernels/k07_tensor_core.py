@@ -38,8 +38,9 @@ SIGNATURE_BF16 = "void(uint16[:, ::1], uint16[:, ::1], float32[:, ::1])"
 
 @cuda.jit
 def pad_kernel(src, dst):
-    """dst[i, j] = src[i, j] inside src, 0 outside (dst at least as large as src). Column j
-    runs along x, so a warp reads and writes 32 neighbours of one row (coalesced)."""
+    """dst[i, j] = src[i, j] inside src, 0 outside (dst as large as src or larger; or smaller,
+    to crop). Column j runs along x, so a warp reads and writes 32 neighbours of one row
+    (coalesced)."""
     j, i = cuda.grid(2)
     rows, cols = dst.shape
     if i < rows and j < cols:

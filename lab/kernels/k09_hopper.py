@@ -91,7 +91,7 @@ from numba import cuda, float32, int32, uint8, uint32, uint64
 from lab import convert, hopper, ptx
 from lab import launch as routed
 from lab.kernels import KernelSpec
-from lab.kernels.k07_tensor_core import pad_inputs, pad_operand
+from lab.kernels.k07_tensor_core import pad_inputs, pad_into, pad_operand
 from lab.kernels.k09_parts import (BK, EPI_BOX, OUT_BYTES, ROW, SIGNATURES, HopperConfig,
                                    epilogue, epilogue_tma, stage_multicast, stage_ops,
                                    tile_order, zero_acc)
@@ -614,14 +614,6 @@ def signature(cfg: HopperConfig) -> str:
 OUT_ARRAY = {"f32": "float32", "f16": "float16", "bf16": "uint16"}
 
 
-@cuda.jit
-def _copy_columns(src, dst):
-    """dst[i, j] = src[i, j] for the columns of dst (src is wider: a padded output)."""
-    j, i = cuda.grid(2)
-    if i < dst.shape[0] and j < dst.shape[1]:
-        dst[i, j] = src[i, j]
-
-
 def require_hopper() -> None:
     """RuntimeError unless the current GPU has compute capability 9.x (wgmma, TMA)."""
     cc = cuda.get_current_device().compute_capability
@@ -751,7 +743,7 @@ def launcher(cfg: HopperConfig):
             hopper.launch_cluster(kernel, signature(cfg), clusters * cfg.cluster, cfg.threads,
                                   dynamic, args, cfg.cluster)
         if out is not C:
-            routed.launch(_copy_columns, None, (-(-n // 32), -(-m // 8)), (32, 8), 0, (out, C))
+            pad_into(out, C)              # cropped back to C's columns
         launch.keep = (map_a, map_b, map_c, out, keep)   # alive until the next call
 
     run = routed.memo(launch)      # a repeated call replays its launch plans (lab.launch)

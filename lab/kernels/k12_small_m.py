@@ -42,10 +42,13 @@ copy reaches). Everything else is what keeps that stream from flowing:
   deadlock.
 
 Edges: A rows are clamped (no copy); K is padded with zeros to a multiple of 64 (A and B
-copied) only when it is not one; B's columns are padded to a multiple of 8 only when N is not
-one (16-byte copies need 16-byte rows), and the copies of a last, partial column tile are
-clamped to the last 8 valid columns; an operand whose address is not 16-byte aligned is
-copied. The epilogue stores ``row < M``, ``col < N`` only.
+copied) only when it is not one; the copies of a last, partial column tile are clamped to the
+last 8 valid columns; an A whose address is not 16-byte aligned is copied. A B whose rows are
+not whole 16-byte vectors (N not a multiple of 8, or B's start not 16-byte aligned) is read
+where it lies, not copied (a 127×4099 product would otherwise copy all 33 MB of a 4096×4099 B
+on every call, which takes longer than cuBLAS's whole product): ``cp.async`` copies the
+16-byte aligned blocks around each row of the stage, and each thread shifts its chunks out of
+them into the B tile (:func:`build`). The epilogue stores ``row < M``, ``col < N`` only.
 
 Registered: ``tc_small_m_fp16`` and ``tc_small_m_bf16`` (FP32 C, :data:`DEFAULT_SPLITS`
 slices, 128-column tiles; their check runs the 64-column tiles with a 16-bit C too:
@@ -56,7 +59,7 @@ a 16-bit C. Inline PTX
 from __future__ import annotations
 
 import numpy as np
-from numba import cuda, float32, int32, int64, uint8, uint16, uint32
+from numba import cuda, float32, int32, int64, uint8, uint16, uint32, uint64
 from numba.core.types import float16
 
 from lab import device
@@ -115,6 +118,9 @@ SM_SHARED, BLOCK_RESERVED, SM_REGISTERS = 228 * 1024, 1024, 65536
 #: Registers per thread of each tile (ptxas for sm_90, FP16 output; compiler facts).
 REGISTERS = {(16, 128): 80, (32, 128): 118, (64, 128): 162, (128, 128): 245,
              (16, 64): 80, (32, 64): 81, (64, 64): 95, (128, 64): 181}
+#: … and of the kernel that reads B in place (:func:`build`; the same compiler facts).
+REGISTERS_IN_PLACE = {(16, 128): 111, (32, 128): 126, (64, 128): 164, (128, 128): 255,
+                      (16, 64): 72, (32, 64): 114, (64, 64): 127, (128, 64): 230}
 
 #: (tile rows, tile columns) -> configuration (4 warps of 128 threads each).
 CONFIGS = {
@@ -158,10 +164,10 @@ def tiles(m: int, n: int, cfg: k08.TileConfig) -> int:
     return -(-m // cfg.bm) * -(-n // cfg.bn)
 
 
-def blocks_per_sm(cfg: k08.TileConfig) -> int:
+def blocks_per_sm(cfg: k08.TileConfig, in_place: bool = False) -> int:
     """Blocks of ``cfg`` one SM holds at once (shared memory and registers)."""
-    by_shared = SM_SHARED // (cfg.shared_bytes + BLOCK_RESERVED)
-    regs = REGISTERS.get((cfg.bm, cfg.bn), 255)
+    by_shared = SM_SHARED // (shared_bytes(cfg, in_place) + BLOCK_RESERVED)
+    regs = (REGISTERS_IN_PLACE if in_place else REGISTERS).get((cfg.bm, cfg.bn), 255)
     by_regs = SM_REGISTERS // (((regs + 7) // 8 * 8) * cfg.threads)
     return max(1, min(by_shared, by_regs))
 
@@ -173,7 +179,7 @@ def splits_for(m: int, n: int, k: int, sms: int, kind: str = "f16", bn: int = BN
     k-tiles of 64, at most :data:`MAX_SPLITS`."""
     cfg = config_for(m, kind, bn, bm)
     t = tiles(m, n, cfg)
-    fit = blocks_per_sm(cfg) * sms // t
+    fit = blocks_per_sm(cfg, in_place(n, k)) * sms // t
     return int(max(1, min(fit, MAX_SPLITS, -(-k // BK) // 2)))
 
 
@@ -187,8 +193,31 @@ def plan(k: int, splits: int) -> tuple[int, int]:
     return per * BK, -(-kt // per)
 
 
-def build(cfg: k08.TileConfig, out: str = "f32"):
-    """The kernel for tile ``cfg`` writing C as ``out`` ("f32", "f16" or "bf16" bits)."""
+def in_place(n: int, k: int) -> bool:
+    """Whether B is read where it lies: K a multiple of 64 (else A and B are padded) and N
+    not a multiple of 8 (B's rows are not whole 16-byte vectors, which ``cp.async`` copies)."""
+    return k % BK == 0 and n % 8 != 0
+
+
+def shared_bytes(cfg: k08.TileConfig, in_place: bool = False) -> int:
+    """Dynamic shared memory of a block: per stage A's tile and B's tile; reading B in place,
+    per stage A's tile and B's rows as copied (one 16-byte block more than a row of the tile,
+    :func:`build`), and one B tile."""
+    if not in_place:
+        return cfg.shared_bytes
+    return (cfg.stages * (2 * cfg.bm * cfg.bk + cfg.bk * 16 * (cfg.bn // 8 + 1))
+            + 2 * cfg.bk * cfg.bn)
+
+
+def build(cfg: k08.TileConfig, out: str = "f32", in_place: bool = False):
+    """The kernel for tile ``cfg`` writing C as ``out`` ("f32", "f16" or "bf16" bits).
+
+    ``in_place``: B is read where it lies, at any 2-byte alignment of its rows (N not a
+    multiple of 8, or B's start not 16-byte aligned): ``cp.async`` copies, for each row of B
+    in a stage, the 16-byte aligned blocks that hold the row's 2·BN bytes — one block more
+    than the row — and once the stage has landed every thread shifts its own 16-byte chunks
+    out of them (five 4-byte shared loads, a funnel shift by 0 or 16 bits) into the one
+    swizzled B tile the fragments read, behind a second barrier. K must be a multiple of 64."""
     cfg.validate()
     if cfg.stages < 2:
         raise ValueError("the small-M kernel is pipelined: stages >= 2")
@@ -215,6 +244,12 @@ def build(cfg: k08.TileConfig, out: str = "f32"):
     NV = BN_ // 4                                   # 16-byte groups per tile row
     PARTS = 8 * UNROLL
     mma_stage = k08.stage_mma(cfg)
+    IN_PLACE = bool(in_place)
+    ROW_BLOCKS = BN_ // 8 + 1                       # 16-byte blocks copied per row of B
+    ROW_COPY = 16 * ROW_BLOCKS                      # bytes of a copied row in shared memory
+    ROW_COPIES = -(-BK_ * ROW_BLOCKS // THREADS)    # copies per thread per stage
+    STRIDE = A_STAGE_BYTES + BK_ * ROW_COPY if IN_PLACE else STAGE_BYTES
+    B_TILE = STAGES_ * STRIDE                       # in place: the one B tile, after the stages
 
     if out == "bf16":
         @cuda.jit(device=True, inline="always")
@@ -253,16 +288,58 @@ def build(cfg: k08.TileConfig, out: str = "f32"):
             dst = r * A_ROW_BYTES + ((a_chunk ^ ((r // A_LINE_ROWS) & A_MASK)) << 4)
             g = min(row0 + r, m - 1)                 # rows past M re-read row M-1
             ptx.cp_async_16(stage + uint32(dst), a_src + int64(g) * a_pitch)
+        if IN_PLACE:
+            return
         for i in range(int32(B_COPIES)):
             r = b_row + i * B_STEP
             dst = (A_STAGE_BYTES + r * B_ROW_BYTES
                    + ((b_chunk ^ ((r // B_LINE_ROWS) & B_MASK)) << 4))
             ptx.cp_async_16(stage + uint32(dst), b_src + i * b_src_step)
 
+    # region: small_m_in_place
+    @cuda.jit(device=True, inline="always")
+    def row_start(b_at, k_row, n, col0):
+        """The byte address of B[k_row, col0]."""
+        return b_at + int64(2) * (int64(k_row) * int64(n) + int64(col0))
+
+    @cuda.jit(device=True, inline="always")
+    def copy_rows(stage, tid, b_at, b_last, k0, n, col0):
+        # the 16-byte aligned blocks around each row's 2·BN bytes; none past B's last block
+        for i in range(int32(ROW_COPIES)):
+            e = tid + i * THREADS
+            if e < BK_ * ROW_BLOCKS:
+                r = e // ROW_BLOCKS
+                j = e - r * ROW_BLOCKS
+                block = (row_start(b_at, k0 + r, n, col0) & int64(-16)) + int64(16 * j)
+                ptx.cp_async_16(stage + uint32(A_STAGE_BYTES + r * ROW_COPY + 16 * j),
+                                min(block, b_last))
+
+    @cuda.jit(device=True, inline="always")
+    def shift_rows(shared, words, stage_at, b_row, b_chunk, b_at, k0, n, col0):
+        # this thread's chunks of the B tile, out of the copied rows, into the swizzled tile
+        for i in range(int32(B_COPIES)):
+            r = b_row + i * B_STEP
+            skew = int32(row_start(b_at, k0 + r, n, col0) & int64(15)) + 16 * b_chunk
+            w = (stage_at + A_STAGE_BYTES + r * ROW_COPY + (skew & int32(-4))) >> 2
+            shift = uint64(8 * (skew & 2))
+            w0 = uint64(words[w])
+            w1 = uint64(words[w + 1])
+            w2 = uint64(words[w + 2])
+            w3 = uint64(words[w + 3])
+            w4 = uint64(words[w + 4])
+            dst = B_TILE + r * B_ROW_BYTES + ((b_chunk ^ ((r // B_LINE_ROWS) & B_MASK)) << 4)
+            ptx.st_shared_v4_b32(shared + uint32(dst),
+                                 uint32(((w1 << uint64(32)) | w0) >> shift),
+                                 uint32(((w2 << uint64(32)) | w1) >> shift),
+                                 uint32(((w3 << uint64(32)) | w2) >> shift),
+                                 uint32(((w4 << uint64(32)) | w3) >> shift))
+    # endregion: small_m_in_place
+
     # region: small_m_kernel
     @cuda.jit
     def small_m(A, B, C, W, T, chunk):
         smem = cuda.shared.array(0, dtype=uint8, alignment=128)
+        words = cuda.shared.array(0, dtype=uint32, alignment=128)    # the same bytes
         last = cuda.shared.array(1, dtype=int32)
         tid = int32(cuda.threadIdx.x)
         lane = tid & 31
@@ -296,12 +373,15 @@ def build(cfg: k08.TileConfig, out: str = "f32"):
                  + int64(2) * int64(b_col))
         b_src_step = int64(B_STEP) * int64(2 * n8)
         b_src_tile = int64(BK_) * int64(2 * n8)
+        b_at = ptx.global_address(B)
+        b_last = (b_at + int64(2) * int64(B.shape[0]) * int64(n8) - 1) & int64(-16)
+        col0 = block_n * BN_
 
         frag_row = lane & 15
         frag_half = lane >> 4
         a_frag = uint32((warp_m * WM + frag_row) * A_ROW_BYTES)
         a_swz = (frag_row // A_LINE_ROWS) & A_MASK
-        b_frag = uint32(A_STAGE_BYTES + frag_row * B_ROW_BYTES)
+        b_frag = uint32((B_TILE if IN_PLACE else A_STAGE_BYTES) + frag_row * B_ROW_BYTES)
         b_swz = (frag_row // B_LINE_ROWS) & B_MASK
         b_chunk0 = warp_n * (WN // 8) + frag_half
 
@@ -313,8 +393,11 @@ def build(cfg: k08.TileConfig, out: str = "f32"):
 
         for s in range(int32(STAGES_ - 1)):
             if s < k_tiles:
-                copy_stage(shared + uint32(s * STAGE_BYTES), a_row, a_chunk, b_row, b_chunk,
+                copy_stage(shared + uint32(s * STRIDE), a_row, a_chunk, b_row, b_chunk,
                            a_src, b_src, row0, m, a_pitch, b_src_step)
+                if IN_PLACE:
+                    copy_rows(shared + uint32(s * STRIDE), tid, b_at, b_last, k_lo + s * BK_,
+                              n8, col0)
                 a_src += 2 * BK_
                 b_src += b_src_tile
             ptx.cp_async_commit()
@@ -325,15 +408,27 @@ def build(cfg: k08.TileConfig, out: str = "f32"):
             ptx.cp_async_wait(WAIT)
             cuda.syncthreads()
             if kt + (STAGES_ - 1) < k_tiles:
-                copy_stage(shared + uint32(write_stage * STAGE_BYTES), a_row, a_chunk, b_row,
+                copy_stage(shared + uint32(write_stage * STRIDE), a_row, a_chunk, b_row,
                            b_chunk, a_src, b_src, row0, m, a_pitch, b_src_step)
+                if IN_PLACE:
+                    copy_rows(shared + uint32(write_stage * STRIDE), tid, b_at, b_last,
+                              k_lo + (kt + STAGES_ - 1) * BK_, n8, col0)
                 a_src += 2 * BK_
                 b_src += b_src_tile
             ptx.cp_async_commit()
             write_stage = int32(write_stage + 1) if write_stage < STAGES_ - 1 else int32(0)
-            stage = shared + uint32(read_stage * STAGE_BYTES)
-            mma_stage(stage, a_frag, b_frag, frag_half, a_swz, b_swz, b_chunk0, a_regs, b_regs,
-                      acc)
+            if IN_PLACE:
+                # B's rows of this stage, shifted into the B tile once every thread is past
+                # the last stage's fragments; the fragments wait for every thread's chunks
+                shift_rows(shared, words, read_stage * STRIDE, b_row, b_chunk, b_at,
+                           k_lo + kt * BK_, n8, col0)
+                cuda.syncthreads()
+                mma_stage(shared, a_frag + uint32(read_stage * STRIDE), b_frag, frag_half,
+                          a_swz, b_swz, b_chunk0, a_regs, b_regs, acc)
+            else:
+                stage = shared + uint32(read_stage * STAGE_BYTES)
+                mma_stage(stage, a_frag, b_frag, frag_half, a_swz, b_swz, b_chunk0, a_regs,
+                          b_regs, acc)
             read_stage = int32(read_stage + 1) if read_stage < STAGES_ - 1 else int32(0)
         ptx.cp_async_wait(0)
 
@@ -437,29 +532,31 @@ def build(cfg: k08.TileConfig, out: str = "f32"):
 _BUILT: dict = {}
 
 
-def kernel_for(cfg: k08.TileConfig, out: str = "f32"):
-    key = (cfg, out)
+def kernel_for(cfg: k08.TileConfig, out: str = "f32", in_place: bool = False):
+    key = (cfg, out, bool(in_place))
     if key not in _BUILT:
-        _BUILT[key] = build(cfg, out)
+        _BUILT[key] = build(cfg, out, in_place)
     return _BUILT[key]
 
 
 _READY: set = set()
 
 
-def _allow_shared(kernel, cfg: k08.TileConfig, sig: str) -> None:
-    """:func:`k08._allow_shared`, and the opt-in above 48 KB counted with this kernel's own
-    static shared memory (its ticket flag): a 48 KB configuration needs it too."""
+def _allow_shared(kernel, cfg: k08.TileConfig, sig: str, dynamic: int) -> None:
+    """:func:`k08._allow_shared`, and the opt-in for ``dynamic`` bytes wherever they and this
+    kernel's own static shared memory (its ticket flag) pass 48 KB: a 48 KB configuration
+    needs it too, and a kernel reading B in place has more than ``cfg`` says."""
     k08._allow_shared(kernel, cfg, sig)
     key = (id(kernel), id(cuda.current_context()))
     if key in _READY:
         return
-    if cfg.shared_bytes + 16 > k08.STATIC_SHARED_LIMIT >= cfg.shared_bytes:
+    beyond = dynamic != cfg.shared_bytes or dynamic <= k08.STATIC_SHARED_LIMIT
+    if dynamic + 16 > k08.STATIC_SHARED_LIMIT and beyond and not device.SIMULATOR:
         from numba.cuda.cudadrv.driver import binding, driver
 
         cufunc = kernel.compile(sig)._codelibrary.get_cufunc()
         attr = binding.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-        driver.cuKernelSetAttribute(attr, cfg.shared_bytes, cufunc.handle, cufunc.device.id)
+        driver.cuKernelSetAttribute(attr, dynamic, cufunc.handle, cufunc.device.id)
     _READY.add(key)
 
 
@@ -519,8 +616,8 @@ def code_path(m: int, n: int, k: int, bn: int = BN) -> str:
     copies = []
     if k % BK:
         copies.append(f"K padded to {round_up(k, BK)} (A and B copied)")
-    elif n % 8:
-        copies.append(f"B's columns padded to {round_up(n, 8)} (B copied)")
+    elif in_place(n, k):
+        copies.append("B read in place (its rows shifted into the tile in shared memory)")
     return (f"{cfg.bm}x{cfg.bn} tiles, A rows clamped (not copied)"
             + ("; " + "; ".join(copies) if copies else "; nothing copied"))
 
@@ -541,13 +638,15 @@ def launch_small(A, B, C, *, splits: int = DEFAULT_SPLITS, bn: int = BN, bm: int
     cfg = config_for(m, kind, bn, bm)
     kp = round_up(k, BK)
     a = _fit(A, m, kp, "A")
-    b = _fit(B, kp, round_up(n, 8), "B")
+    direct = kp == k and (n % 8 != 0 or _address(B) % 16 != 0)   # B read where it lies
+    b = B if direct else _fit(B, kp, round_up(n, 8), "B")
     blocks = tiles(m, n, cfg)
     W, T = workspace(slices, m, n, blocks)
-    kernel = kernel_for(cfg, out)
+    kernel = kernel_for(cfg, out, direct)
     sig = signature(kind, out)
-    _allow_shared(kernel, cfg, sig)
-    routed.launch(kernel, sig, (blocks, slices), cfg.threads, cfg.shared_bytes,
+    dynamic = shared_bytes(cfg, direct)
+    _allow_shared(kernel, cfg, sig, dynamic)
+    routed.launch(kernel, sig, (blocks, slices), cfg.threads, dynamic,
                   (a, b, C, W, T, np.int32(chunk)))
 
 
@@ -621,8 +720,9 @@ def _spec(name: str, kind: str) -> KernelSpec:
                       np.uint16 if bf16 else np.float16, launcher(DEFAULT_SPLITS),
                       simulator=False, chapter=9,
                       compile=((kernel_for(cfg, "f32"), signature(kind, "f32")),),
-                      edges="A rows clamped; K padded to 64 and N to 8 only when needed; "
-                            "stores check row < M, col < N",
+                      edges="A rows clamped; K padded to 64 only when needed; a B whose "
+                            "rows are not whole 16-byte vectors read in place; stores check "
+                            "row < M, col < N",
                       dtype_name="bfloat16" if bf16 else "", tile=(cfg.bm, cfg.bn, cfg.bk),
                       min_cc=(8, 0), paths=code_path, check=checker(name, kind),
                       needs=f"mma.sync m16n8k16 {'BF16' if bf16 else 'FP16'}, ldmatrix, "

@@ -76,7 +76,23 @@ def test_copies_only_where_needed():
     assert "nothing copied" in k12.code_path(1, 4096, 4096)
     assert "16x64 tiles" in k12.code_path(1, 4096, 4096, bn=64)
     assert "K padded to 128" in k12.code_path(5, 4096, 65)
-    assert "padded to 4104" in k12.code_path(127, 4099, 4096)
+    assert "B read in place" in k12.code_path(127, 4099, 4096)
+
+
+@pytest.mark.parametrize("bm, bn", list(k12.CONFIGS))
+def test_reading_b_in_place_fits_and_is_planned_for(bm, bn):
+    """N not a multiple of 8 (K a multiple of 64): B's rows are copied as the aligned blocks
+    around them (one block more per row) plus one B tile; a block still fits, and the split
+    is planned for what fits of these blocks."""
+    cfg = k12.config_for(bm, bn=bn, bm=bm)
+    extra = cfg.stages * cfg.bk * 16 + 2 * cfg.bk * cfg.bn      # a block per row and stage
+    assert k12.shared_bytes(cfg, True) == cfg.shared_bytes + extra
+    assert k12.shared_bytes(cfg, True) <= 227 * 1024 and k12.blocks_per_sm(cfg, True) >= 1
+    assert k12.in_place(4099, 4096) and not k12.in_place(4096, 4096)
+    assert not k12.in_place(4099, 4100)                  # K is padded: B is copied anyway
+    s = k12.splits_for(bm, 4099, 4096, 132, bn=bn, bm=bm)
+    assert k12.tiles(bm, 4099, cfg) * s <= max(k12.tiles(bm, 4099, cfg),
+                                               k12.blocks_per_sm(cfg, True) * 132)
 
 
 def test_registered_for_the_gpu_only():

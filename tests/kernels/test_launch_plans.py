@@ -48,8 +48,18 @@ GPU_ONLY = [name for name, spec in lab.REGISTRY.items() if not spec.simulator]
 #: block) and the H200's.
 SM_COUNTS = (3, 132)
 #: Kernels launched around a product, not the product itself.
-HELPERS = {"pad_kernel", "zero_kernel", "reduce_kernel", "_copy_columns", "_transpose",
+HELPERS = {"pad_kernel", "zero_kernel", "reduce_kernel", "_transpose",
            "widen_bf16", "widen_f16"}
+
+
+#: The pad kernel (also the copy of a padded C back into C's columns).
+PADS = ("pad_kernel",)
+
+
+def _memory(x) -> tuple:
+    """Where a (simulated) device array's bytes are, whatever dtype it is seen as."""
+    ary = np.asarray(getattr(x, "_ary", x))
+    return ary.__array_interface__["data"][0], ary.nbytes
 
 
 def ceil(x: int, t: int) -> int:
@@ -264,7 +274,7 @@ def _check_hopper(name: str, p: Plan, m: int, n: int, k: int, sm_count: int,
         per = 16 // k09_parts.OUT_BYTES[cfg.out]
         assert mc.array is out and mc.box == (64, cfg.epi_cols)
         assert out.shape[0] == m and out.shape[1] % per == 0 and n <= out.shape[1] < n + per
-        copies = p.helpers("_copy_columns")
+        copies = [c for c in p.launches[p.launches.index(ln) + 1:] if c.name in PADS]
         c = p.operands[2]
         if cfg.out != "f32":                   # a 16-bit C, widened into the float32 C after
             widen = p.helpers("widen_f16" if cfg.out == "f16" else "widen_bf16")
@@ -274,10 +284,12 @@ def _check_hopper(name: str, p: Plan, m: int, n: int, k: int, sm_count: int,
         if out is c:
             assert not copies
         else:
-            assert len(copies) == 1 and copies[0].args == (out, c)
+            assert len(copies) == 1, "one copy back of C's columns"
+            src, dst = copies[0].args
+            assert _memory(src) == _memory(out) and _memory(dst) == _memory(c)
             gx, gy = copies[0].grid[:2]
             bx, by = copies[0].block[:2]
-            assert gx * bx >= n and gy * by >= m, "the copy back misses part of C"
+            assert gx * bx >= dst.shape[1] and gy * by >= m, "the copy back misses part of C"
     else:
         assert out is p.operands[2]
     if cfg.streamk:
@@ -376,7 +388,8 @@ def _check_shuffle(p: Plan, m: int, n: int, k: int) -> None:
 
 
 def _check_small_m(name: str, p: Plan, m: int, n: int, k: int) -> None:
-    """The small-M kernel: A's rows not padded (only K, to whole k-tiles), B's columns to 8;
+    """The small-M kernel: A's rows not padded (only K, to whole k-tiles); B padded only with
+    A's K, else read in place (the caller's own B, with the shared memory of that kernel);
     one block per C tile of the M-sized tile, column panels' blocks neighbours; K split into
     slices that cover it once, no more than the launcher's factor."""
     cfg = k12.config_for(m, "bf16" if name.endswith("bf16") else "f16")
@@ -384,9 +397,15 @@ def _check_small_m(name: str, p: Plan, m: int, n: int, k: int) -> None:
     a, b, C, W, T, chunk = ln.args
     kp = round_up(k, k12.BK)
     _padded(a, (m, kp), "A (rows never padded)")
-    _padded(b, (kp, round_up(n, 8)), "padded B")
+    in_place = k12.in_place(n, k)
+    if kp != k:
+        _padded(b, (kp, round_up(n, 8)), "padded B")
+        assert len(p.helpers("pad_kernel")) == 2, "A and B padded to whole k-tiles"
+    else:
+        assert b is p.operands[1] and not p.helpers("pad_kernel"), \
+            "an operand copied although K needs no padding"
     assert C is p.operands[2]
-    assert ln.block == (cfg.threads, 1, 1) and ln.shared == cfg.shared_bytes
+    assert ln.block == (cfg.threads, 1, 1) and ln.shared == k12.shared_bytes(cfg, in_place)
     blocks_m, blocks_n = ceil(m, cfg.bm), ceil(n, cfg.bn)
     assert ln.grid[0] == blocks_m * blocks_n, "not one block per C tile"
     _owners([(pid % blocks_m, pid // blocks_m) for pid in range(ln.grid[0])], blocks_m, blocks_n)

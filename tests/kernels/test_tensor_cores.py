@@ -319,3 +319,25 @@ def test_probe_matcher_tells_a_wrong_map():
     held = s1_wmma.probe_maps()[("m16n16k16", "C")].copy()
     held[[0, 1]] = held[[1, 0]]
     assert s1_wmma.probe_row("m16n16k16", "C", held)["matched"] < 8
+
+
+# ----------------------------------------------------------------------------- padding
+
+@pytest.mark.parametrize("dtype", [np.float16, np.uint16, np.float32, np.uint8])
+@pytest.mark.parametrize("src, dst", [((3, 5), (4, 8)), ((7, 13), (9, 16)), ((1, 1), (1, 8)),
+                                      ((5, 8), (5, 8)), ((6, 7), (6, 7)), ((5, 12), (5, 9))])
+def test_pad_into_copies_pads_with_zeros_and_crops(dtype, src, dst):
+    """pad_into against NumPy, the destination poisoned first; the last case crops (a padded C
+    copied back into C's columns)."""
+    from numba import cuda
+    from lab.kernels.k07_tensor_core import pad_into
+
+    rng = np.random.default_rng(sum(src) + sum(dst))
+    x = (rng.random(src) * 200).astype(dtype)
+    poison = np.nan if dtype in (np.float16, np.float32) else 77
+    d = cuda.to_device(np.full(dst, poison, dtype))
+    pad_into(cuda.to_device(x), d)
+    want = np.zeros(dst, dtype)
+    rows, cols = min(src[0], dst[0]), min(src[1], dst[1])
+    want[:rows, :cols] = x[:rows, :cols]
+    assert d.copy_to_host().tobytes() == want.tobytes()

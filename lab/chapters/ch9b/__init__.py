@@ -17,11 +17,12 @@ from lab.chapters.ch9b.s2_host_cost import host_rows, host_table
 from lab.chapters.ch9b.s3_sweep import sweep_figure, sweep_rows, sweep_table
 from lab.chapters.ch9b.s4_dispatch import (call_plan_source, choice_rows, choice_table,
                                            explain, plan_source, simulator_check)
-from lab.chapters.ch9b.s5_short import decode_rows, decode_table
+from lab.chapters.ch9b.s5_short import decode_rows, decode_table, in_place_source
 
 __all__ = ["targets", "targets_table", "odd_rows", "odd_table", "host_rows", "host_table", "sweep_figure", "sweep_rows",
            "sweep_table", "call_plan_source", "choice_rows", "choice_table", "explain",
-           "plan_source", "simulator_check", "decode_rows", "decode_table", "values", "glue",
+           "plan_source", "simulator_check", "decode_rows", "decode_table", "in_place_source",
+           "values", "glue",
            "figure", "solutions"]
 
 figure = page.figure

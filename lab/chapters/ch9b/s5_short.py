@@ -74,6 +74,11 @@ def _words(name: str) -> str:
     return f"{kernel} on {tiles}"
 
 
+def in_place_source():
+    """How the small-M kernel reads a B whose rows are not whole 16-byte vectors."""
+    return page.source(k12_small_m, "small_m_in_place")
+
+
 def _odd(m: int, n: int, k: int, method: str = "as_called") -> dict:
     return next(r for r in results.rows("sweep") if r.get("impl") == "lab.gemm"
                 and r.get("method") == method and r.get("out_dtype") == "float16"
