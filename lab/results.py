@@ -489,6 +489,13 @@ def load_path(path: Path | str, *, folder: str | None = None) -> dict:
     return data
 
 
+def rerunnable(command: str) -> str:
+    """``command`` as a reader would rerun it: the directory given to ``--out`` (a path of the
+    machine that ran it) recorded as ``DIR``."""
+    import re
+    return re.sub(r"(--out[ =])(\S+)", r"\1DIR", command)
+
+
 def save(experiment: str, rows: list[dict], *, parameters: dict, command: str,
          provenance: dict | None = None, row_fields=None, root: Path | None = None,
          gpu: str | None = None, notes: str | None = None) -> Path:
@@ -497,7 +504,8 @@ def save(experiment: str, rows: list[dict], *, parameters: dict, command: str,
 
     prov = provenance or device.provenance()
     data = {"schema_version": SCHEMA_VERSION, "experiment": experiment,
-            "parameters": parameters, "command": command, "provenance": prov, "rows": rows}
+            "parameters": parameters, "command": rerunnable(command), "provenance": prov,
+            "rows": rows}
     if row_fields is not None:
         data["row_fields"] = list(row_fields)
     if notes:

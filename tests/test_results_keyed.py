@@ -32,3 +32,12 @@ def test_keyed_rows_name_what_they_hold():
     assert keyed["naive"]["kernel"] == "naive"
     with pytest.raises(KeyError, match="fp32_ladder.json .*no row with kernel = 'nothere'"):
         keyed["nothere"]
+
+
+def test_a_saved_command_names_no_directory_of_the_machine_that_ran_it():
+    from lab.results import rerunnable
+
+    assert rerunnable("python -m lab measure hopper_past --out /some/dir/res --jobs 1") == \
+        "python -m lab measure hopper_past --out DIR --jobs 1"
+    assert rerunnable("python -m lab notebooks gpu --out=/x") == "python -m lab notebooks gpu --out=DIR"
+    assert rerunnable("python -m lab measure sweep") == "python -m lab measure sweep"
