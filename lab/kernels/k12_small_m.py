@@ -1,4 +1,4 @@
-"""Rung 12 — small M: a product with a few rows of A (decode), bound by reading B once.
+"""The small-M kernel (chapter 9b): a product with a few rows of A, bound by reading B once.
 
 What changed since split-K on ``tc_fp16`` (:mod:`lab.kernels.k11_splitk`): the block tile
 follows M instead of being 128 rows whatever M is, A is never copied to pad it, and the split
