@@ -93,12 +93,21 @@ def explore_configs() -> dict:
         "tmastore 16-bit out whole-tile stream-K": replace(tile, streamk=True),
         "cluster 16-bit out whole-tile": ctile,
         "cluster 16-bit out whole-tile grid 128": replace(ctile, grid=128),
+        # cuBLAS's tile at 4096³ (cublas_kernels: nvjet ..._256x128_64x4_1x2_..._coopA): each
+        # consumer warpgroup 128×128, two m64 wgmma per k-step, the same 512 tiles
+        "tmastore 16-bit out whole-tile 256x128": replace(tile, bm=256, bn=128),
+        "tmastore 16-bit out whole-tile grid 128 256x128": replace(tile, grid=128, bm=256,
+                                                                   bn=128),
+        "cluster 16-bit out whole-tile 256x128": replace(ctile, bm=256, bn=128),
     }
 
 
 #: Labels timed in both input types during the exploration (the rest FP16 only).
 EXPLORE_BOTH = ("cluster 16-bit out", "tmastore 16-bit out", "tmastore 16-bit out whole-tile",
-                "tmastore 16-bit out whole-tile grid 128", "cluster 16-bit out whole-tile")
+                "tmastore 16-bit out whole-tile grid 128", "cluster 16-bit out whole-tile",
+                "tmastore 16-bit out whole-tile 256x128",
+                "tmastore 16-bit out whole-tile grid 128 256x128",
+                "cluster 16-bit out whole-tile 256x128")
 
 
 def fp8_configs() -> dict:
