@@ -193,10 +193,11 @@ def plan(k: int, splits: int) -> tuple[int, int]:
     return per * BK, -(-kt // per)
 
 
-def in_place(n: int, k: int) -> bool:
-    """Whether B is read where it lies: K a multiple of 64 (else A and B are padded) and N
-    not a multiple of 8 (B's rows are not whole 16-byte vectors, which ``cp.async`` copies)."""
-    return k % BK == 0 and n % 8 != 0
+def in_place(n: int, k: int, address: int = 0) -> bool:
+    """Whether B (at ``address``) is read where it lies: K a multiple of 64 (else A and B are
+    padded) and B's rows not whole 16-byte vectors, which ``cp.async`` copies (N not a
+    multiple of 8, or B's start not 16-byte aligned)."""
+    return k % BK == 0 and (n % 8 != 0 or address % 16 != 0)
 
 
 def shared_bytes(cfg: k08.TileConfig, in_place: bool = False) -> int:
@@ -550,8 +551,7 @@ def _allow_shared(kernel, cfg: k08.TileConfig, sig: str, dynamic: int) -> None:
     key = (id(kernel), id(cuda.current_context()))
     if key in _READY:
         return
-    beyond = dynamic != cfg.shared_bytes or dynamic <= k08.STATIC_SHARED_LIMIT
-    if dynamic + 16 > k08.STATIC_SHARED_LIMIT and beyond and not device.SIMULATOR:
+    if dynamic + 16 > k08.STATIC_SHARED_LIMIT and not device.SIMULATOR:
         from numba.cuda.cudadrv.driver import binding, driver
 
         cufunc = kernel.compile(sig)._codelibrary.get_cufunc()
@@ -638,7 +638,7 @@ def launch_small(A, B, C, *, splits: int = DEFAULT_SPLITS, bn: int = BN, bm: int
     cfg = config_for(m, kind, bn, bm)
     kp = round_up(k, BK)
     a = _fit(A, m, kp, "A")
-    direct = kp == k and (n % 8 != 0 or _address(B) % 16 != 0)   # B read where it lies
+    direct = in_place(n, k, _address(B))
     b = B if direct else _fit(B, kp, round_up(n, 8), "B")
     blocks = tiles(m, n, cfg)
     W, T = workspace(slices, m, n, blocks)

@@ -90,6 +90,7 @@ def test_reading_b_in_place_fits_and_is_planned_for(bm, bn):
     assert k12.shared_bytes(cfg, True) <= 227 * 1024 and k12.blocks_per_sm(cfg, True) >= 1
     assert k12.in_place(4099, 4096) and not k12.in_place(4096, 4096)
     assert not k12.in_place(4099, 4100)                  # K is padded: B is copied anyway
+    assert k12.in_place(4096, 4096, address=2) and not k12.in_place(4096, 4100, address=2)
     s = k12.splits_for(bm, 4099, 4096, 132, bn=bn, bm=bm)
     assert k12.tiles(bm, 4099, cfg) * s <= max(k12.tiles(bm, 4099, cfg),
                                                k12.blocks_per_sm(cfg, True) * 132)
