@@ -98,28 +98,27 @@ def values() -> dict:
     def pair(x):                       # "decode M ≤ 128, N = 4096, K = 4096" -> "N = 4096, ..."
         return x["target"].split(", ", 1)[1]
 
-    met_pairs = [x for x in decode if x["met"] == "yes"]
-    missed = [x for x in decode if x["met"] == "no"]
+    odd_met = [x for x in odd if x["met"] == "yes"]
     odd_missed = [x for x in odd if x["met"] == "no"]
+    best = max(odd, key=lambda x: x["lowest ratio"])
     aligned = [r for r in odd_rows() if r["aligned"] == "yes"]
     return {"result_targets_met": str(met), "result_targets": str(len(t)),
             "result_big_lowest": f"{t[0]['lowest ratio']:.3f}",
             "result_big_verdict": "met" if t[0]["met"] == "yes" else "missed",
             "result_big_lowest_at": t[0]["at"],
+            "result_big_lowest_processes": ", ".join(
+                f"{x:.2f}" for x in _square(int(t[0]["at"][:-1]))["ratios"]),
             "result_1024": f"{t[1]['lowest ratio']:.2f}",
-            "result_decode_met": "; ".join(
-                f"{pair(x)} (lowest {x['lowest ratio']:.2f}, at {x['at']})"
-                for x in met_pairs) or "none of the three pairs",
-            "result_decode_missed": "; ".join(
-                f"{pair(x)} ({x['lowest ratio']:.2f} at {x['at']})"
-                for x in missed) or "none",
-            "result_odd_best": f"{max(x['lowest ratio'] for x in odd):.2f}",
-            "result_odd_best_at": max(odd, key=lambda x: x["lowest ratio"])["target"][4:],
+            "result_decode": "; ".join(
+                f"{pair(x)}: {x['lowest ratio']:.2f} at {x['at']}"
+                + ("" if x["met"] == "yes" else ", missed") for x in decode),
+            "result_odd": ((f"ahead at {len(odd_met)} of {len(odd)}" if odd_missed
+                            else f"ahead at all {len(odd)}") + f" (up to {best['lowest ratio']:.2f}× at "
+                           f"{best['target'][4:]})"
+                           + ("; behind at " + "; ".join(
+                               f"{x['target'][4:]} ({x['lowest ratio']:.2f})"
+                               for x in odd_missed) if odd_missed else "")),
             "result_shapes": str(len(rows())),
             "result_processes": str(rows()[0].get("processes", 1)),
-            "result_odd_falls": str(len(odd)),
-            "result_odd_met": str(sum(x["met"] == "yes" for x in odd)),
-            "result_odd_missed": "; ".join(
-                f"{x['target'][4:]} ({x['lowest ratio']:.2f})" for x in odd_missed) or "none",
             "result_aligned_odd": "; ".join(
                 f"{r['shape']} ({r['called']:.2f})" for r in aligned) or "none"}

@@ -96,6 +96,8 @@ def values() -> dict:
         return "not sampled" if v is None else f"{v:.0f} {unit}"
     return {"sweep_shapes": str(len(rs)),
             "sweep_at_least_090": str(sum(r["called"] >= 0.9 for r in rs)),
+            "sweep_below_090": "; ".join(f"{r['shape']} ({r['called']:.3f})"
+                                         for r in rs if r["called"] < 0.9) or "none",
             "sweep_best": f"{max(r['called'] for r in rs):.2f}",
             "sweep_best_at": max(rs, key=lambda r: r["called"])["shape"],
             "sweep_clock_ours": text(c["ours_mhz"], "MHz"),
