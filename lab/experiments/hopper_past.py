@@ -34,6 +34,8 @@ from dataclasses import replace
 
 import numpy as np
 
+from lab.experiments import hopper_profile as P
+
 CHAPTER = 7
 NEEDS = ("cupy", "torch")
 NEEDS_KERNELS = ("wgmma_out16_fp16", "wgmma_grid128_fp16", "fp8_e4m3_cluster")
@@ -129,14 +131,20 @@ def fp8_configs() -> dict:
     }
 
 
+#: Prefix of a profiled name that is a label of :func:`explore_configs` (FP16, no rung's).
+PAST = "past:"
+#: Rung 11 on cuBLAS's tile at 4096³, 256×128 (in the final measurement and its profile).
+CUBLAS_TILE = "tmastore 16-bit out whole-tile grid 128 256x128"
 #: Launched once each under Nsight Compute in the final measurement (FP16, 4096³): rung 8,
-#: the rungs past it, and cuBLAS.
+#: the rungs past it, rung 11 on cuBLAS's tile (``past:`` + its label), and cuBLAS.
 PROFILE_KERNELS = ("wgmma_cluster_fp16", "wgmma_out16_fp16", "wgmma_tile16_fp16",
-                   "wgmma_grid128_fp16", "cublas_fp16")
+                   "wgmma_grid128_fp16", PAST + CUBLAS_TILE, "cublas_fp16")
 #: Rows of the final measurement (labels of :func:`explore_configs`, both input types): rungs
-#: 8 and 9, and rung 7 with a 16-bit C changed one step at a time up to rungs 10 and 11.
+#: 8 and 9, rung 7 with a 16-bit C changed one step at a time up to rungs 10 and 11, and rung
+#: 11 on cuBLAS's tile.
 FINAL = ("cluster", "cluster 16-bit out", "tmastore 16-bit out", "tmastore 16-bit out 3 stages",
-         "tmastore 16-bit out whole-tile", "tmastore 16-bit out whole-tile grid 128")
+         "tmastore 16-bit out whole-tile", "tmastore 16-bit out whole-tile grid 128",
+         CUBLAS_TILE)
 #: The stream-K measurement (``mode`` "streamk", the ``hopper_streamk`` experiment): rung 12
 #: beside rungs 10 and 11, both input types, every child; its profile.
 STREAMK = ("tmastore 16-bit out whole-tile", "tmastore 16-bit out whole-tile grid 128",
@@ -144,6 +152,18 @@ STREAMK = ("tmastore 16-bit out whole-tile", "tmastore 16-bit out whole-tile gri
 PROFILE_STREAMK = ("wgmma_grid128_fp16", "wgmma_streamk_fp16")
 FINAL_FP8 = ("fp8 f32 out", "fp8 bf16 out", "fp8 cluster f32 out", "fp8 cluster bf16 out",
              "fp8 bf16 out whole-tile", "fp8 bf16 out whole-tile grid 128")
+
+
+def profile_launcher(name: str, d_a, d_b, d_c):
+    """The profile child's launch of ``name``: ``past:`` + a label of :func:`explore_configs`
+    (C float32, a 16-bit C widened into it as the registry's kernels do), else a registered
+    kernel or a yardstick."""
+    if not name.startswith(PAST):
+        return P._launcher(name, d_a, d_b, d_c)
+    K = _k()
+    cfg = explore_configs()[name[len(PAST):]]
+    launch = K.launcher(cfg) if cfg.out == "f32" else K.launcher16(cfg)
+    return lambda: launch(d_a, d_b, d_c)
 
 
 def _emit(row: dict) -> None:
@@ -512,14 +532,14 @@ def run(progress, *, quick: bool = False, mode: str | None = None) -> dict:
         if builder.returncode:
             fastcu_error = "nvcc failed: " + text[-600:]
         open(lib + ".done", "w").close()
-    from lab.experiments import hopper_profile as P
     ncu = P.ncu_path() if mode != "explore" else None
     metrics = []
     if ncu:
         metrics = P.usable_metrics(P.known_metrics(ncu))
         log = open(os.path.join(work, "profile.log"), "w")
         started.append(("profile", subprocess.Popen(
-            P.ncu_command(ncu, metrics, lock, profiled), stdout=log,
+            P.ncu_command(ncu, metrics, lock, profiled, "lab.experiments.hopper_past"),
+            stdout=log,
             stderr=subprocess.STDOUT, env=env)))
     status = wait_all(started, progress, 180 if mode == "streamk" else CHILD_TIMEOUT_S)
     rows, errors = [], {}
@@ -561,3 +581,5 @@ def run(progress, *, quick: bool = False, mode: str | None = None) -> dict:
 
 if __name__ == "__main__" and sys.argv[1:2] == ["--child"]:
     child(sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5], int(sys.argv[6]))
+elif __name__ == "__main__" and sys.argv[1:2] == ["--profile-child"]:
+    P.profile_child(sys.argv[2], sys.argv[3:], launcher=profile_launcher)

@@ -261,14 +261,16 @@ def usable_metrics(known: set[str] | None) -> list[str]:
     return [m for m in METRICS if m.split(".")[0] in known]
 
 
-def ncu_command(ncu: str, metrics: list[str], lock: str, names) -> list[str]:
+def ncu_command(ncu: str, metrics: list[str], lock: str, names,
+                module: str = "lab.experiments.hopper_profile") -> list[str]:
+    """Nsight Compute over ``module --profile-child LOCK NAME…`` (another experiment's module
+    when it profiles configurations of its own, through :func:`profile_child`'s ``launcher``)."""
     cmd = [ncu, "--clock-control", "none", "--csv", "--page", "raw", "--print-units", "base"]
     for section in SECTIONS:
         cmd += ["--section", section]
     if metrics:
         cmd += ["--metrics", ",".join(metrics)]
-    return cmd + [sys.executable, "-m", "lab.experiments.hopper_profile", "--profile-child",
-                  lock, *names]
+    return cmd + [sys.executable, "-m", module, "--profile-child", lock, *names]
 
 
 # ----------------------------------------------------------------------------- children
@@ -297,13 +299,18 @@ def _dtype(kind: str):
     return INPUTS[kind][0]
 
 
-def profile_child(lock_path: str, names: list[str], kind: str = "fp16") -> None:
-    """Under ncu: compile, take the GPU, then launch the marker and each kernel once."""
+def profile_child(lock_path: str, names: list[str], kind: str = "fp16",
+                  launcher=None) -> None:
+    """Under ncu: compile, take the GPU, then launch the marker and each kernel once.
+    ``launcher(name, d_a, d_b, d_c)`` makes each launch (default: a registered kernel or a
+    ``cublas_`` yardstick); a name with a colon is another experiment's configuration, compiled
+    by its first launch."""
     from numba import cuda, float32
 
     from lab import bench, gpulock
 
-    bench.compile_ahead([n for n in names if not n.startswith("cublas_")])
+    launcher = launcher or _launcher
+    bench.compile_ahead([n for n in names if not n.startswith("cublas_") and ":" not in n])
 
     @cuda.jit
     def profile_marker(out):
@@ -324,7 +331,7 @@ def profile_child(lock_path: str, names: list[str], kind: str = "fp16") -> None:
             cuda.synchronize()
             error = None
             try:
-                _launcher(name, d_a, d_b, d_c)()
+                launcher(name, d_a, d_b, d_c)()
                 cuda.synchronize()
             except Exception as exc:  # noqa: BLE001 - one kernel's failure is its row's
                 error = f"{type(exc).__name__}: {exc}"[:300]

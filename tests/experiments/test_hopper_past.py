@@ -94,7 +94,22 @@ def test_experiment_configs_are_valid_in_both_types():
         cfg.validate()
     assert set(H.FINAL) <= set(H.explore_configs())
     assert set(H.FINAL_FP8) <= set(H.fp8_configs())
-    assert all(n in REGISTRY or n.startswith("cublas_") for n in H.PROFILE_KERNELS)
+    assert all(n in REGISTRY or n.startswith("cublas_")
+               or n[len(H.PAST):] in H.explore_configs() and n.startswith(H.PAST)
+               for n in H.PROFILE_KERNELS)
+    assert H.PAST + H.CUBLAS_TILE in H.PROFILE_KERNELS and H.CUBLAS_TILE in H.FINAL
+
+
+def test_profile_child_runs_this_module_for_its_own_configurations():
+    """The ncu child is this module's (its launcher knows ``past:`` names): a configuration no
+    rung registers gets a launcher of its own, and an unknown label is an error, not a skip."""
+    cmd = H.P.ncu_command("ncu", [], "LOCK", H.PROFILE_KERNELS, "lab.experiments.hopper_past")
+    assert cmd[cmd.index("-m") + 1:cmd.index("-m") + 3] == ["lab.experiments.hopper_past",
+                                                          "--profile-child"]
+    assert cmd[-len(H.PROFILE_KERNELS):] == list(H.PROFILE_KERNELS)
+    assert callable(H.profile_launcher(H.PAST + H.CUBLAS_TILE, None, None, None))
+    with pytest.raises(KeyError):
+        H.profile_launcher(H.PAST + "no such label", None, None, None)
 
 
 def test_ratios_pair_each_row_with_its_own_output_type():

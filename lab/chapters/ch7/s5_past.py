@@ -9,6 +9,12 @@ from lab import page, results
 from lab.kernels import k09_hopper
 
 
+#: Rung 11 on cuBLAS's tile at 4096³, 256×128: its label in ``hopper_past``'s rows, and its
+#: profile row's name.
+CUBLAS_TILE = "tmastore 16-bit out whole-tile grid 128 256x128"
+CUBLAS_TILE_PROFILE = "past:" + CUBLAS_TILE
+
+
 @lru_cache(maxsize=None)
 def past_data() -> dict:
     """``hopper_past``: the final measurement (children, GPU-only timing) and its profile."""
@@ -72,6 +78,7 @@ def steps_table():
              ("+ 3 stages", "tmastore 16-bit out 3 stages"),
              ("+ whole-tile staging = rung 10", "tmastore 16-bit out whole-tile"),
              ("+ grid of 128 = rung 11", "tmastore 16-bit out whole-tile grid 128"),
+             ("rung 11 on a 256×128 tile (cuBLAS's)", CUBLAS_TILE),
              ("rung 9 (rung 8 + 16-bit C)", "cluster 16-bit out"),
              ("fast.cu kernel 12", "fast.cu kernel 12 (BF16 out)"))
     rows = []
@@ -136,6 +143,7 @@ def values() -> dict:
     p8, p9 = profile("wgmma_cluster_fp16"), profile("wgmma_out16_fp16")
     p10, p11 = profile("wgmma_tile16_fp16"), profile("wgmma_grid128_fp16")
     pc = profile("cublas_fp16")
+    pt = profile(CUBLAS_TILE_PROFILE)
     t7, s3 = "tmastore 16-bit out", "tmastore 16-bit out 3 stages"
     r10, r11 = "tmastore 16-bit out whole-tile", "tmastore 16-bit out whole-tile grid 128"
     f10, f11 = "fp8 bf16 out whole-tile", "fp8 bf16 out whole-tile grid 128"
@@ -219,6 +227,21 @@ def values() -> dict:
         "past_p10_l2_hit": f"{p10['l2_hit_pct']:.1f}",
         "past_p11_l2_hit": f"{p11['l2_hit_pct']:.1f}",
         "past_p11_blocks": f"{p11['grid_size']:.0f}",
+        "past_t256_4096_fp16": ratio(CUBLAS_TILE, "float16", 4096),
+        "past_t256_8192_fp16": ratio(CUBLAS_TILE, "float16", 8192),
+        "past_t256_4096_bf16": ratio(CUBLAS_TILE, "bfloat16", 4096),
+        "past_t256_8192_bf16": ratio(CUBLAS_TILE, "bfloat16", 8192),
+        "past_pt_us": f"{pt['duration_us']:.1f}",
+        "past_pt_tensor": f"{pt['tensor_active_pct']:.1f}",
+        "past_pt_regs": f"{pt['registers']:.0f}",
+        "past_p11_regs": f"{p11['registers']:.0f}",
+        "past_pt_gmma_m": f"{pt['gmma_inst'] / 1e6:.1f}",
+        "past_p11_gmma_m": f"{p11['gmma_inst'] / 1e6:.1f}",
+        "past_pc_gmma_m": f"{pc['gmma_inst'] / 1e6:.1f}",
+        "past_pt_inst_m": f"{pt['inst_executed'] / 1e6:.1f}",
+        "past_p11_inst_m": f"{p11['inst_executed'] / 1e6:.1f}",
+        "past_pc_inst_m": f"{pc['inst_executed'] / 1e6:.1f}",
+        "past_pt_l2_read_mb": f"{pt['l2_read_bytes'] / 1e6:.0f}",
         "past_fp8_tile_4096": ratio(f10, "e4m3", 4096),
         "past_fp8_tile_8192": ratio(f10, "e4m3", 8192),
         "past_fp8_grid_4096": ratio(f11, "e4m3", 4096),
