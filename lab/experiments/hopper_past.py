@@ -86,6 +86,8 @@ def explore_configs() -> dict:
     assert replace(tile, grid=128) == K.RUNG_CONFIGS["wgmma_grid128"]
     return {
         "cluster": c,
+        "tmastore grid 128": replace(t, grid=128),
+        "tmastore 3 stages grid 128": replace(t, stages=3, grid=128),
         "cluster 16-bit out": o,
         "tmastore 16-bit out": ot,
         "tmastore 16-bit out 3 stages": replace(ot, stages=3),
@@ -105,7 +107,7 @@ def explore_configs() -> dict:
 
 
 #: Labels timed in both input types during the exploration (the rest FP16 only).
-EXPLORE_BOTH = ("cluster 16-bit out", "tmastore 16-bit out", "tmastore 16-bit out whole-tile",
+EXPLORE_BOTH = ("tmastore grid 128", "tmastore 3 stages grid 128", "cluster 16-bit out", "tmastore 16-bit out", "tmastore 16-bit out whole-tile",
                 "tmastore 16-bit out whole-tile grid 128", "cluster 16-bit out whole-tile",
                 "tmastore 16-bit out whole-tile 256x128",
                 "tmastore 16-bit out whole-tile grid 128 256x128",
