@@ -107,7 +107,8 @@ def explore_configs() -> dict:
 
 
 #: Labels timed in both input types during the exploration (the rest FP16 only).
-EXPLORE_BOTH = ("tmastore grid 128", "tmastore 3 stages grid 128", "cluster 16-bit out", "tmastore 16-bit out", "tmastore 16-bit out whole-tile",
+EXPLORE_BOTH = ("tmastore grid 128", "tmastore 3 stages grid 128", "cluster 16-bit out",
+                "tmastore 16-bit out", "tmastore 16-bit out whole-tile",
                 "tmastore 16-bit out whole-tile grid 128", "cluster 16-bit out whole-tile",
                 "tmastore 16-bit out whole-tile 256x128",
                 "tmastore 16-bit out whole-tile grid 128 256x128",

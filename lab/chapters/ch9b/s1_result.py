@@ -113,8 +113,8 @@ def values() -> dict:
                 f"{pair(x)}: {x['lowest ratio']:.2f} at {x['at']}"
                 + ("" if x["met"] == "yes" else ", missed") for x in decode),
             "result_odd": ((f"ahead at {len(odd_met)} of {len(odd)}" if odd_missed
-                            else f"ahead at all {len(odd)}") + f" (up to {best['lowest ratio']:.2f}× at "
-                           f"{best['target'][4:]})"
+                            else f"ahead at all {len(odd)}")
+                           + f" (up to {best['lowest ratio']:.2f}× at {best['target'][4:]})"
                            + ("; behind at " + "; ".join(
                                f"{x['target'][4:]} ({x['lowest ratio']:.2f})"
                                for x in odd_missed) if odd_missed else "")),
