@@ -113,3 +113,23 @@ def test_what_the_clock_paragraph_says_holds_in_the_file():
     assert float(v["cublas_short_tflops"]) > float(v["cublas_sustained_tflops"])
     s = common.summary("wgmma_tma_fp16", 4096)
     assert s["queued_ratio_to_cublas"] < s["ratio_to_cublas"] - 0.03
+
+
+def test_what_the_cublas_tile_paragraph_says_holds_in_the_file():
+    """Rung 11 on cuBLAS's 256×128 tile: slower at both sizes and types; as many wgmma as
+    cuBLAS and twice rung 11's; a busier pipe for rung 11; cuBLAS about a third of its
+    instructions."""
+    from lab.chapters.ch7 import s5_past as P
+
+    for dtype in ("float16", "bfloat16"):
+        for size in (4096, 8192):
+            assert (P.summary(P.CUBLAS_TILE, dtype, size)["ratio"]
+                    < P.summary("tmastore 16-bit out whole-tile grid 128", dtype, size)["ratio"])
+    t, r11, c = (P.profile(P.CUBLAS_TILE_PROFILE), P.profile("wgmma_grid128_fp16"),
+                 P.profile("cublas_fp16"))
+    assert t["gmma_inst"] == c["gmma_inst"] == 2 * r11["gmma_inst"]
+    assert t["registers"] == r11["registers"]
+    assert t["tensor_active_pct"] < r11["tensor_active_pct"]
+    assert t["tensor_active_pct"] < c["tensor_active_pct"]
+    assert t["duration_us"] > r11["duration_us"] and t["l2_read_bytes"] > r11["l2_read_bytes"]
+    assert abs(c["inst_executed"] / t["inst_executed"] - 1 / 3) < 0.05
