@@ -303,14 +303,14 @@ def profile_child(lock_path: str, names: list[str], kind: str = "fp16",
                   launcher=None) -> None:
     """Under ncu: compile, take the GPU, then launch the marker and each kernel once.
     ``launcher(name, d_a, d_b, d_c)`` makes each launch (default: a registered kernel or a
-    ``cublas_`` yardstick); a name with a colon is another experiment's configuration, compiled
-    by its first launch."""
+    ``cublas_`` yardstick); a name no kernel registers compiles at its first launch."""
     from numba import cuda, float32
 
     from lab import bench, gpulock
+    from lab.kernels import REGISTRY
 
     launcher = launcher or _launcher
-    bench.compile_ahead([n for n in names if not n.startswith("cublas_") and ":" not in n])
+    bench.compile_ahead([n for n in names if n in REGISTRY])
 
     @cuda.jit
     def profile_marker(out):
