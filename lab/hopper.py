@@ -21,7 +21,8 @@ compute capability 9.0 numba-cuda compiles for ``sm_90a``, the target that has `
   are the same.
 * **mbarriers** — :func:`mbar_init`, :func:`mbar_arrive`, :func:`mbar_expect_tx` (arrive and
   announce how many bytes the copy engine will deliver), :func:`mbar_try_wait` (one poll of a
-  phase's parity) and :func:`mbar_wait` (poll until it completes).
+  phase's parity) and :func:`mbar_wait` (poll until it completes); ``_sleep`` forms of both
+  pass a suspend-time hint, so the waiting thread sleeps rather than polls.
 * **TMA** — :func:`tma_load_2d`: ``cp.async.bulk.tensor.2d`` copies one box of a 2-D tensor
   from global to shared memory, swizzled as the tensor map says, zero-filling what lies outside
   the tensor, and signals an mbarrier with the bytes delivered. :func:`prefetch_tensormap`.
@@ -117,7 +118,8 @@ def accumulator_position(thread, index):
 # ----------------------------------------------------------------------------- device side
 
 __all__ = ["wgmma_fence", "wgmma_commit", "wgmma_wait", "smem_desc", "mbar_init", "mbar_arrive",
-           "mbar_expect_tx", "mbar_try_wait", "mbar_wait", "tma_load_2d", "prefetch_tensormap",
+           "mbar_expect_tx", "mbar_try_wait", "mbar_wait", "mbar_try_wait_sleep",
+           "mbar_wait_sleep", "tma_load_2d", "prefetch_tensormap",
            "fence_proxy_async", "fence_barrier_init", "setmaxnreg_inc", "setmaxnreg_dec",
            "wgmma", "shared_address", "global_address", "tma_store_2d", "bulk_commit",
            "bulk_wait", "bulk_wait_read", "st_shared_v2_f32", "named_barrier",
@@ -328,10 +330,29 @@ else:
                         "selp.u32 $0, 1, 0, p;\n}", "=r,r,r,~{memory}")
         return types.uint32(bar, parity), codegen
 
+    @intrinsic
+    def mbar_try_wait_sleep(typingctx, bar, parity):
+        """:func:`mbar_try_wait` with a suspend-time hint of 10 ms: the thread sleeps until
+        the phase completes (or the hint's time passes) instead of a short hardware-chosen
+        wait, so a waiting warp issues few instructions."""
+        def codegen(context, builder, sig, args):
+            return _asm(builder, _I32, [_u32(context, builder, sig.args[0], args[0]),
+                                        _u32(context, builder, sig.args[1], args[1])],
+                        "{\n.reg .pred p;\n"
+                        "mbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2, 10000000;\n"
+                        "selp.u32 $0, 1, 0, p;\n}", "=r,r,r,~{memory}")
+        return types.uint32(bar, parity), codegen
+
     @cuda.jit(device=True, inline="always")
     def mbar_wait(bar, parity):
         """Poll ``bar`` until the phase of ``parity`` has completed."""
         while mbar_try_wait(bar, parity) == 0:
+            pass
+
+    @cuda.jit(device=True, inline="always")
+    def mbar_wait_sleep(bar, parity):
+        """:func:`mbar_wait` with the suspend-time hint (:func:`mbar_try_wait_sleep`)."""
+        while mbar_try_wait_sleep(bar, parity) == 0:
             pass
 
     # ------------------------------------------------------------------ TMA

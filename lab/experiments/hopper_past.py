@@ -39,7 +39,7 @@ from lab.experiments import hopper_profile as P
 CHAPTER = 7
 NEEDS = ("cupy", "torch")
 NEEDS_KERNELS = ("wgmma_out16_fp16", "wgmma_grid128_fp16", "fp8_e4m3_cluster")
-H200_SECONDS = 360  # estimate: children compiling side by side, then about 4 min of GPU turns
+H200_SECONDS = 480  # estimate: children compiling side by side, then about 5 min of GPU turns
 
 SIZES = (4096, 8192)
 KINDS = ("f16", "bf16")
@@ -55,10 +55,21 @@ STREAMK_SHAPES = ((2100, 4200, 1000), (1536, 6400, 777))
 FASTCU_CHECK = (2048, 2048, 2048)
 PROCESSES = 3
 EXPLORE_PROCESSES = 4
-CHILD_TIMEOUT_S = 420
+CHILD_TIMEOUT_S = 540
 BATCH, BATCHES = 20, 10
 ROW_FIELDS = ("part", "kernel")
 DTYPE = {"f16": "float16", "bf16": "bfloat16"}
+
+
+#: Prefix of a profiled name that is a label of :func:`explore_configs` (FP16, no rung's).
+PAST = "past:"
+#: Rung 11 on cuBLAS's tile at 4096³, 256×128 (in the final measurement and its profile).
+CUBLAS_TILE = "tmastore 16-bit out whole-tile grid 128 256x128"
+#: Rung 11 with sleeping waits; with a tile order of 16-row groups.
+SLEEP = "tmastore 16-bit out whole-tile grid 128 sleeping waits"
+GROUP16 = "tmastore 16-bit out whole-tile grid 128 group_m 16"
+#: torch.mm with FP16 output under Nsight Compute (the yardstick of the 16-bit rungs).
+TORCH_F16 = "torch.mm f16"
 
 
 def _k():
@@ -103,11 +114,20 @@ def explore_configs() -> dict:
         "tmastore 16-bit out whole-tile grid 128 256x128": replace(tile, grid=128, bm=256,
                                                                    bn=128),
         "cluster 16-bit out whole-tile 256x128": replace(ctile, bm=256, bn=128),
+        # rung 11 with less energy per tile: waits that sleep instead of polling (fewer
+        # instructions issued), then a tile order whose waves share panels of both A and B
+        # (a group of 16 tile rows: a wave of 128 tiles at 4096³ is 16 rows × 8 columns)
+        SLEEP: replace(tile, grid=128, sleep=True),
+        GROUP16: replace(tile, grid=128, group_m=16),
+        GROUP16 + " sleeping waits": replace(tile, grid=128, group_m=16, sleep=True),
+        # the FP32-output rung on 128 blocks (rung 7, 3 stages), and with sleeping waits
+        "tmastore 3 stages grid 128 sleeping waits": replace(t, stages=3, grid=128, sleep=True),
     }
 
 
 #: Labels timed in both input types during the exploration (the rest FP16 only).
-EXPLORE_BOTH = ("tmastore grid 128", "tmastore 3 stages grid 128", "cluster 16-bit out",
+EXPLORE_BOTH = (SLEEP, GROUP16, GROUP16 + " sleeping waits",
+                "tmastore 3 stages grid 128 sleeping waits", "tmastore grid 128", "tmastore 3 stages grid 128", "cluster 16-bit out",
                 "tmastore 16-bit out", "tmastore 16-bit out whole-tile",
                 "tmastore 16-bit out whole-tile grid 128", "cluster 16-bit out whole-tile",
                 "tmastore 16-bit out whole-tile 256x128",
@@ -134,20 +154,19 @@ def fp8_configs() -> dict:
     }
 
 
-#: Prefix of a profiled name that is a label of :func:`explore_configs` (FP16, no rung's).
-PAST = "past:"
-#: Rung 11 on cuBLAS's tile at 4096³, 256×128 (in the final measurement and its profile).
-CUBLAS_TILE = "tmastore 16-bit out whole-tile grid 128 256x128"
 #: Launched once each under Nsight Compute in the final measurement (FP16, 4096³): rung 8,
 #: the rungs past it, rung 11 on cuBLAS's tile (``past:`` + its label), and cuBLAS.
 PROFILE_KERNELS = ("wgmma_cluster_fp16", "wgmma_out16_fp16", "wgmma_tile16_fp16",
-                   "wgmma_grid128_fp16", PAST + CUBLAS_TILE, "cublas_fp16")
+                   "wgmma_grid128_fp16", PAST + CUBLAS_TILE, PAST + SLEEP, PAST + GROUP16,
+                   PAST + "tmastore 3 stages grid 128", "cublas_fp16", TORCH_F16)
 #: Rows of the final measurement (labels of :func:`explore_configs`, both input types): rungs
-#: 8 and 9, rung 7 with a 16-bit C changed one step at a time up to rungs 10 and 11, and rung
-#: 11 on cuBLAS's tile.
+#: 8 and 9, rung 7 with a 16-bit C changed one step at a time up to rungs 10 and 11, rung 11
+#: on cuBLAS's tile, rung 11 with sleeping waits and with 16-row groups, and rung 7 (FP32 C)
+#: on 128 blocks.
 FINAL = ("cluster", "cluster 16-bit out", "tmastore 16-bit out", "tmastore 16-bit out 3 stages",
          "tmastore 16-bit out whole-tile", "tmastore 16-bit out whole-tile grid 128",
-         CUBLAS_TILE)
+         CUBLAS_TILE, SLEEP, GROUP16, GROUP16 + " sleeping waits", "tmastore 3 stages grid 128",
+         "tmastore 3 stages grid 128 sleeping waits")
 #: The stream-K measurement (``mode`` "streamk", the ``hopper_streamk`` experiment): rung 12
 #: beside rungs 10 and 11, both input types, every child; its profile.
 STREAMK = ("tmastore 16-bit out whole-tile", "tmastore 16-bit out whole-tile grid 128",
@@ -159,8 +178,20 @@ FINAL_FP8 = ("fp8 f32 out", "fp8 bf16 out", "fp8 cluster f32 out", "fp8 cluster 
 
 def profile_launcher(name: str, d_a, d_b, d_c):
     """The profile child's launch of ``name``: ``past:`` + a label of :func:`explore_configs`
-    (C float32, a 16-bit C widened into it as the registry's kernels do), else a registered
-    kernel or a yardstick."""
+    (C float32, a 16-bit C widened into it as the registry's kernels do), ``torch.mm f16``
+    (torch.mm with FP16 output, widened the same way), else a registered kernel or a
+    yardstick."""
+    if name == TORCH_F16:
+        import torch
+
+        ta, tb = torch.as_tensor(d_a, device="cuda"), torch.as_tensor(d_b, device="cuda")
+        tc = torch.empty(d_c.shape, dtype=torch.float16, device="cuda")
+        c = torch.as_tensor(d_c, device="cuda")
+
+        def call():                      # C widened into the float32 buffer, as below
+            torch.mm(ta, tb, out=tc)
+            c.copy_(tc)
+        return call
     if not name.startswith(PAST):
         return P._launcher(name, d_a, d_b, d_c)
     K = _k()

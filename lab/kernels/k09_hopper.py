@@ -267,6 +267,7 @@ def build_ws(cfg: HopperConfig):
     CLUSTER = cfg.cluster
     DEPTH = cfg.wait_depth
     ELECT = cfg.elect
+    wait = hopper.mbar_wait_sleep if cfg.sleep else hopper.mbar_wait
     BARRIERS = 2 * STAGES + 2             # a full and an empty mbarrier per stage; 2 "order"
     SCALED = cfg.fp8                      # FP8: scale arguments, Bᵀ
     PROMOTE = cfg.promote // cfg.bk       # stages between promotions to FP32; 0 = never
@@ -301,12 +302,12 @@ def build_ws(cfg: HopperConfig):
         for p in range(cw, count, 2):
             block_m, block_n = tile_coords(first + p * step, tiles_m, tiles_n)
             if p > 0:                                    # my turn: the other is past its loop
-                hopper.mbar_wait(mine, ((p - 1) // 2) % 2)
+                wait(mine, ((p - 1) // 2) % 2)
             zero(acc)
             it = p * k_tiles                             # the ring's slice count so far
             for kt in range(k_tiles):
                 s = it % STAGES
-                hopper.mbar_wait(full0 + uint32(8 * s), (it // STAGES) % 2)
+                wait(full0 + uint32(8 * s), (it // STAGES) % 2)
                 compute_stage(acc, shared + uint32(s * STAGE_BYTES), 0, 1)
                 hopper.wgmma_wait(1)
                 if kt > 0 and leader:
@@ -366,7 +367,7 @@ def build_ws(cfg: HopperConfig):
         held = it                                 # oldest slice not yet handed back
         for kt in range(k_tiles):
             s = it % STAGES
-            hopper.mbar_wait(full0 + uint32(8 * s), (it // STAGES) % 2)
+            wait(full0 + uint32(8 * s), (it // STAGES) % 2)
             compute_stage(part, shared + uint32(s * STAGE_BYTES), cw,
                           0 if kt % PROMOTE == 0 else 1)
             # each branch hands back its own stages: were the promotion after the branches
@@ -408,7 +409,7 @@ def build_ws(cfg: HopperConfig):
             s = it % STAGES
             # wait until the consumers released this slot's previous use
             # (and, in a cluster, the partner's consumers released its copy)
-            hopper.mbar_wait(empty0 + uint32(8 * s), ((it // STAGES) % 2) ^ 1)
+            wait(empty0 + uint32(8 * s), ((it // STAGES) % 2) ^ 1)
             if not ELECT or hopper.elect_one() != 0:
                 if CLUSTER == 1:
                     load_stage(shared + uint32(s * STAGE_BYTES), full0 + uint32(8 * s),
@@ -428,7 +429,7 @@ def build_ws(cfg: HopperConfig):
         handing each stage back once the wgmma that read it are done; returns the count."""
         for kt in range(count):
             s = it % STAGES
-            hopper.mbar_wait(full0 + uint32(8 * s), (it // STAGES) % 2)
+            wait(full0 + uint32(8 * s), (it // STAGES) % 2)
             compute_stage(acc, shared + uint32(s * STAGE_BYTES), cw, 1)
             hopper.wgmma_wait(DEPTH)                  # all but the DEPTH newest groups done …
             if kt >= DEPTH:                           # … so slice it-DEPTH's slot goes back

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -139,6 +140,8 @@ def _offline_worker() -> dict:
         probes[rung] = (K.kernel_for(cfg), K.signature(cfg))
     for label, cfg in K.SWEEP_CONFIGS.items():
         probes["sweep: " + label] = (K.kernel_for(cfg), K.signature(cfg))
+    sleeping = replace(K.RUNG_CONFIGS["wgmma_grid128"], sleep=True)
+    probes["sleeping waits"] = (K.kernel_for(sleeping), K.signature(sleeping))
     for name, (kernel, sig) in probes.items():
         r = compiler.compile_function(
             getattr(kernel, "py_func", kernel), sig, kernel=name, cc=(9, 0, "a"),
@@ -150,7 +153,8 @@ def _offline_worker() -> dict:
                        "hgmma": [ln.split("HGMMA.")[1].split()[0] for ln in sass_ops.splitlines()
                                  if "HGMMA." in ln][:1],
                        "tnspB": "tnspB" in sass_ops,
-                       "multicast": sass_ops.count("UTMALDG.2D.MULTICAST")}
+                       "multicast": sass_ops.count("UTMALDG.2D.MULTICAST"),
+                       "nanosleep": sass_ops.count("NANOSLEEP.SYNCS")}
     return facts
 
 
@@ -188,6 +192,15 @@ def test_lab_compile_builds_sm90a_for_hopper_kernels():
     assert lab.get_spec("wgmma_pingpong_fp16").target(compiler.ARCH) == (9, 0, "a")
     r = compiler.report("wgmma_pingpong_fp16")[0]
     assert r.mix.get("HGMMA") == 8 and r.spill_stores == 0     # wgmma's SASS: sm_90a only
+
+
+def test_sleeping_waits_sleep_and_the_rungs_poll(offline):
+    """``sleep``: each wait loop (producer: empty stages; consumers: full stages) sleeps on
+    the barrier (NANOSLEEP.SYNCS with the hint) between polls; the rungs only poll."""
+    f = offline["sleeping waits"]
+    assert f["nanosleep"] >= 2, f["nanosleep"]
+    assert f["spills"] == 0 and f["mix"].get("HGMMA") == offline["wgmma_grid128"]["mix"]["HGMMA"]
+    assert all(offline[rung]["nanosleep"] == 0 for rung in K.RUNG_CONFIGS)
 
 
 def test_setmaxnreg_is_applied(offline):
