@@ -68,6 +68,8 @@ CUBLAS_TILE = "tmastore 16-bit out whole-tile grid 128 256x128"
 #: Rung 11 with sleeping waits; with a tile order of 16-row groups.
 SLEEP = "tmastore 16-bit out whole-tile grid 128 sleeping waits"
 GROUP16 = "tmastore 16-bit out whole-tile grid 128 group_m 16"
+#: Rung 11 with the ring's slot and phase kept as counters.
+COUNTERS = "tmastore 16-bit out whole-tile grid 128 slot counters"
 #: torch.mm with FP16 output under Nsight Compute (the yardstick of the 16-bit rungs).
 TORCH_F16 = "torch.mm f16"
 
@@ -119,15 +121,20 @@ def explore_configs() -> dict:
         # (a group of 16 tile rows: a wave of 128 tiles at 4096³ is 16 rows × 8 columns)
         SLEEP: replace(tile, grid=128, sleep=True),
         GROUP16: replace(tile, grid=128, group_m=16),
-        GROUP16 + " sleeping waits": replace(tile, grid=128, group_m=16, sleep=True),
-        # the FP32-output rung on 128 blocks (rung 7, 3 stages), and with sleeping waits
-        "tmastore 3 stages grid 128 sleeping waits": replace(t, stages=3, grid=128, sleep=True),
+        # rung 11 with the ring's slot and phase kept as counters: its main loop divides by
+        # the stage count once per tile, not once per k-slice (138 → 92 instructions per
+        # k-slice in SASS), so the next wgmma is issued sooner after the wait
+        COUNTERS: replace(tile, grid=128, counters=True),
+        COUNTERS + " group_m 16": replace(tile, grid=128, counters=True, group_m=16),
+        # the FP32-output rung on 128 blocks (rung 7, 3 stages), and with slot counters
+        "tmastore 3 stages grid 128 slot counters": replace(t, stages=3, grid=128,
+                                                            counters=True),
     }
 
 
 #: Labels timed in both input types during the exploration (the rest FP16 only).
-EXPLORE_BOTH = (SLEEP, GROUP16, GROUP16 + " sleeping waits",
-                "tmastore 3 stages grid 128 sleeping waits", "tmastore grid 128", "tmastore 3 stages grid 128", "cluster 16-bit out",
+EXPLORE_BOTH = (SLEEP, GROUP16, COUNTERS, COUNTERS + " group_m 16",
+                "tmastore 3 stages grid 128 slot counters", "tmastore grid 128", "tmastore 3 stages grid 128", "cluster 16-bit out",
                 "tmastore 16-bit out", "tmastore 16-bit out whole-tile",
                 "tmastore 16-bit out whole-tile grid 128", "cluster 16-bit out whole-tile",
                 "tmastore 16-bit out whole-tile 256x128",
@@ -158,15 +165,17 @@ def fp8_configs() -> dict:
 #: the rungs past it, rung 11 on cuBLAS's tile (``past:`` + its label), and cuBLAS.
 PROFILE_KERNELS = ("wgmma_cluster_fp16", "wgmma_out16_fp16", "wgmma_tile16_fp16",
                    "wgmma_grid128_fp16", PAST + CUBLAS_TILE, PAST + SLEEP, PAST + GROUP16,
-                   PAST + "tmastore 3 stages grid 128", "cublas_fp16", TORCH_F16)
+                   PAST + COUNTERS, PAST + "tmastore 3 stages grid 128",
+                   PAST + "tmastore 3 stages grid 128 slot counters", "cublas_fp16",
+                   TORCH_F16)
 #: Rows of the final measurement (labels of :func:`explore_configs`, both input types): rungs
 #: 8 and 9, rung 7 with a 16-bit C changed one step at a time up to rungs 10 and 11, rung 11
-#: on cuBLAS's tile, rung 11 with sleeping waits and with 16-row groups, and rung 7 (FP32 C)
-#: on 128 blocks.
+#: on cuBLAS's tile, rung 11 with sleeping waits, 16-row groups and slot counters, and rung 7
+#: (FP32 C) on 128 blocks, without and with slot counters.
 FINAL = ("cluster", "cluster 16-bit out", "tmastore 16-bit out", "tmastore 16-bit out 3 stages",
          "tmastore 16-bit out whole-tile", "tmastore 16-bit out whole-tile grid 128",
-         CUBLAS_TILE, SLEEP, GROUP16, GROUP16 + " sleeping waits", "tmastore 3 stages grid 128",
-         "tmastore 3 stages grid 128 sleeping waits")
+         CUBLAS_TILE, SLEEP, GROUP16, COUNTERS, COUNTERS + " group_m 16",
+         "tmastore 3 stages grid 128", "tmastore 3 stages grid 128 slot counters")
 #: The stream-K measurement (``mode`` "streamk", the ``hopper_streamk`` experiment): rung 12
 #: beside rungs 10 and 11, both input types, every child; its profile.
 STREAMK = ("tmastore 16-bit out whole-tile", "tmastore 16-bit out whole-tile grid 128",
@@ -448,7 +457,10 @@ def child(lock_path: str, index: int, mode: str, fastcu_lib: str,
     try:
         failed = set()
         for cfg in todo:
-            for m, n, k in ODD_SHAPES + (STREAMK_SHAPES if cfg.streamk else ()):
+            # (the stream-K shapes give a block of 128 several tiles, each starting at another
+            # slot of the ring: checked for every kernel whose main loop or waits are new)
+            multi = cfg.streamk or cfg.counters or cfg.sleep
+            for m, n, k in ODD_SHAPES + (STREAMK_SHAPES if multi else ()):
                 try:
                     row = (check_fp8 if cfg.fp8 else check)(cfg, m, n, k, rng)
                 except Exception as exc:  # noqa: BLE001

@@ -442,6 +442,55 @@ def build_ws(cfg: HopperConfig):
         return it
     # endregion: mainloop
 
+    # region: counters
+    @cuda.jit(device=True, inline="always")
+    def produce_counted(shared, full0, empty0, a_map, b_map, it, k0, k1, block_m, block_n,
+                        rank):
+        """:func:`produce` with the slot and its phase kept as counters: one division per
+        tile instead of one per k-slice."""
+        s = it % STAGES
+        phase = (it // STAGES) % 2
+        for kt in range(k0, k1):
+            wait(empty0 + uint32(8 * s), phase ^ 1)
+            if not ELECT or hopper.elect_one() != 0:
+                if CLUSTER == 1:
+                    load_stage(shared + uint32(s * STAGE_BYTES), full0 + uint32(8 * s),
+                               a_map, b_map, kt, block_m * BM, block_n * BN)
+                else:
+                    load_stage_multicast(shared + uint32(s * STAGE_BYTES),
+                                         full0 + uint32(8 * s), a_map, b_map, kt,
+                                         block_m * BM, block_n * BN, rank)
+            s += 1
+            if s == STAGES:
+                s = 0
+                phase ^= 1
+        return it + (k1 - k0)
+
+    @cuda.jit(device=True, inline="always")
+    def mainloop_counted(acc, shared, full0, empty0, it, count, cw, leader):
+        """:func:`mainloop` (wait depth 1) with the slot and its phase kept as counters."""
+        s = it % STAGES
+        phase = (it // STAGES) % 2
+        held = s                                      # the slot the last k-slice read
+        for kt in range(count):
+            wait(full0 + uint32(8 * s), phase)
+            compute_stage(acc, shared + uint32(s * STAGE_BYTES), cw, 1)
+            hopper.wgmma_wait(1)                      # the k-slice before is done …
+            if kt >= 1:                               # … so its slot goes back
+                release(empty0 + uint32(8 * held), leader)
+            held = s
+            s += 1
+            if s == STAGES:
+                s = 0
+                phase ^= 1
+        hopper.wgmma_wait(0)
+        if count >= 1:
+            release(empty0 + uint32(8 * held), leader)
+        return it + count
+    # endregion: counters
+
+    if cfg.counters:
+        produce, mainloop = produce_counted, mainloop_counted   # noqa: F811
     streamk_plan, streamk_consumer, log = streamk_ops(cfg, mainloop)
 
     # One block per SM and a register cap at entry: what setmaxnreg needs to take effect.

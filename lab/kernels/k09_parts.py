@@ -81,6 +81,9 @@ class HopperConfig:
     # the producer's and consumers' mbarrier waits pass a suspend-time hint (``mbar_wait_sleep``):
     # a waiting warp sleeps until the phase completes instead of polling
     sleep: bool = False
+    # the producer's and consumers' main loops keep the ring's slot and phase as counters
+    # (one division per tile) rather than dividing the k-slice count by the stage count each time
+    counters: bool = False
 
     @property
     def fp8(self) -> bool:
@@ -161,6 +164,8 @@ class HopperConfig:
             parts.append(f"grid {self.grid}")
         if self.sleep:
             parts.append("sleeping waits")
+        if self.counters:
+            parts.append("slot counters")
         if self.streamk:
             parts.append("stream-K last wave" + ("" if self.fixup == "finisher" else
                                                  f", fix-up {self.fixup}")
@@ -229,9 +234,12 @@ class HopperConfig:
             problems.append("grid caps a persistent launch, in whole clusters")
         if self.wait_depth not in (0, 1, 2) or self.wait_depth >= self.stages:
             problems.append("wait_depth must be 0, 1 or 2 and below the stage count")
-        if (self.wait_depth != 1 or self.elect or self.sleep) and not specialized:
-            problems.append("wait_depth, elect and sleep are parameters of the specialized "
-                            "kernel")
+        if (self.wait_depth != 1 or self.elect or self.sleep or self.counters) \
+                and not specialized:
+            problems.append("wait_depth, elect, sleep and counters are parameters of the "
+                            "specialized kernel")
+        if self.counters and (self.wait_depth != 1 or self.promote):
+            problems.append("slot counters are for wait depth 1 without promotion")
         if self.producer_regs % 8 or not 24 <= self.producer_regs <= 256:
             problems.append("producer_regs must be a multiple of 8 in 24…256")
         if self.regs and 128 * self.producer_regs + 128 * self.consumers * self.regs > 65536:

@@ -142,6 +142,8 @@ def _offline_worker() -> dict:
         probes["sweep: " + label] = (K.kernel_for(cfg), K.signature(cfg))
     sleeping = replace(K.RUNG_CONFIGS["wgmma_grid128"], sleep=True)
     probes["sleeping waits"] = (K.kernel_for(sleeping), K.signature(sleeping))
+    counted = replace(K.RUNG_CONFIGS["wgmma_grid128"], counters=True)
+    probes["slot counters"] = (K.kernel_for(counted), K.signature(counted))
     for name, (kernel, sig) in probes.items():
         r = compiler.compile_function(
             getattr(kernel, "py_func", kernel), sig, kernel=name, cc=(9, 0, "a"),
@@ -154,7 +156,8 @@ def _offline_worker() -> dict:
                                  if "HGMMA." in ln][:1],
                        "tnspB": "tnspB" in sass_ops,
                        "multicast": sass_ops.count("UTMALDG.2D.MULTICAST"),
-                       "nanosleep": sass_ops.count("NANOSLEEP.SYNCS")}
+                       "nanosleep": sass_ops.count("NANOSLEEP.SYNCS"),
+                       "loop_mix": r.loop_mix}
     return facts
 
 
@@ -201,6 +204,16 @@ def test_sleeping_waits_sleep_and_the_rungs_poll(offline):
     assert f["nanosleep"] >= 2, f["nanosleep"]
     assert f["spills"] == 0 and f["mix"].get("HGMMA") == offline["wgmma_grid128"]["mix"]["HGMMA"]
     assert all(offline[rung]["nanosleep"] == 0 for rung in K.RUNG_CONFIGS)
+
+
+def test_slot_counters_shorten_the_main_loop(offline):
+    """``counters``: the consumers' main loop (the hottest loop) keeps its four HGMMA and
+    loses the per-k-slice division by the stage count (the wide multiplies of a division by 3)."""
+    rung, counted = offline["wgmma_grid128"]["loop_mix"], offline["slot counters"]["loop_mix"]
+    assert counted.get("HGMMA") == rung.get("HGMMA") == 4
+    assert sum(counted.values()) < 0.75 * sum(rung.values()), (counted, rung)
+    assert counted.get("UIMAD", 0) <= 1 < rung.get("UIMAD", 0)
+    assert offline["slot counters"]["spills"] == 0
 
 
 def test_setmaxnreg_is_applied(offline):
