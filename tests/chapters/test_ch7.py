@@ -133,3 +133,58 @@ def test_what_the_cublas_tile_paragraph_says_holds_in_the_file():
     assert t["tensor_active_pct"] < c["tensor_active_pct"]
     assert t["duration_us"] > r11["duration_us"] and t["l2_read_bytes"] > r11["l2_read_bytes"]
     assert abs(c["inst_executed"] / t["inst_executed"] - 1 / 3) < 0.05
+
+
+def test_what_the_left_at_4096_paragraphs_say_holds_in_the_file():
+    """*What is left at 4096³*: torch.mm's kernel beside rung 11; sleeping waits slower with no
+    fewer instructions; 16-row groups read less from DRAM at the same time; slot counters
+    faster everywhere, within half a percent of torch.mm at 4096³ and ahead of fast.cu; the
+    FP32-C rung on 128 blocks past rung 8, past cuBLAS at 8192³ only."""
+    from lab.chapters.ch7 import s5_past as P
+
+    def r(kernel, dtype, size):
+        return P.summary(kernel, dtype, size)["ratio"]
+
+    p11, pt = P.profile("wgmma_grid128_fp16"), P.profile("torch.mm f16")
+    ps, pg, pk = (P.profile("past:" + P.SLEEP), P.profile("past:" + P.GROUP16),
+                  P.profile("past:" + P.COUNTERS))
+    pfk, pc = P.profile("past:" + P.F32_COUNTERS), P.profile("cublas_fp16")
+    assert pt["ncu_kernel"].startswith("nvjet") and "256x128" in pt["ncu_kernel"]
+    assert pt["tensor_active_pct"] > p11["tensor_active_pct"]
+    assert pt["duration_us"] < p11["duration_us"]
+    assert abs(pt["sm_mhz"] / p11["sm_mhz"] - 1) < 0.03                 # about the same clock
+    assert pt["dram_read_bytes"] <= p11["dram_read_bytes"]
+    assert pt["inst_executed"] < 0.5 * p11["inst_executed"]
+    assert ps["inst_executed"] >= 0.99 * p11["inst_executed"]            # not polling
+    assert pg["dram_read_bytes"] < 0.85 * p11["dram_read_bytes"]
+    assert pk["inst_executed"] < 0.75 * p11["inst_executed"]
+    assert pk["issue_active_pct"] < p11["issue_active_pct"]
+    assert abs(pk["duration_us"] / p11["duration_us"] - 1) < 0.01      # the profile: no gain
+    for dtype in ("float16", "bfloat16"):
+        for size in (4096, 8192):
+            assert r(P.SLEEP, dtype, size) < r(P.R11, dtype, size)
+            assert abs(r(P.GROUP16, dtype, size) - r(P.R11, dtype, size)) < 0.01
+            assert r(P.COUNTERS, dtype, size) > r(P.R11, dtype, size)
+            assert r(P.F32, dtype, size) > r("cluster", dtype, size)
+            assert r(P.F32_COUNTERS, dtype, size) > r(P.F32, dtype, size)
+        assert 0.995 <= r(P.COUNTERS, dtype, 4096) < 1
+        assert r(P.F32_COUNTERS, dtype, 8192) > 1 > r(P.F32_COUNTERS, dtype, 4096)
+    for size in (4096, 8192):
+        assert r(P.COUNTERS, "bfloat16", size) > r("fast.cu kernel 12 (BF16 out)", "bfloat16",
+                                                   size)
+    assert pfk["dram_write_bytes"] > 1.5 * p11["dram_write_bytes"]
+    assert pfk["tensor_active_pct"] < pc["tensor_active_pct"]
+    assert pfk["duration_us"] > pc["duration_us"]
+
+
+def test_what_chapter_7b_says_of_fp8_in_clusters_and_whole_waves_holds():
+    """7b: clusters level with cuBLASLt at 8192³ (within half a percent) and behind the plain
+    kernel at 4096³; the whole-tile kernel on 128 blocks past cuBLASLt at both sizes."""
+    from lab.chapters.ch7 import s5_past as P
+
+    def r(kernel, size):
+        return P.summary(kernel, "e4m3", size)["ratio"]
+
+    assert abs(r("fp8 cluster bf16 out", 8192) - 1) < 0.005
+    assert r("fp8 cluster bf16 out", 4096) < r("fp8 bf16 out", 4096)
+    assert min(r("fp8 bf16 out whole-tile grid 128", s) for s in (4096, 8192)) > 1

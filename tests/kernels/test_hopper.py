@@ -212,6 +212,8 @@ def test_slot_counters_shorten_the_main_loop(offline):
     rung, counted = offline["wgmma_grid128"]["loop_mix"], offline["slot counters"]["loop_mix"]
     assert counted.get("HGMMA") == rung.get("HGMMA") == 4
     assert sum(counted.values()) < 0.75 * sum(rung.values()), (counted, rung)
+    # chapter 7 (*What is left at 4096³*) quotes these two counts for the pinned toolchain
+    assert (sum(rung.values()), sum(counted.values())) == (138, 92), (rung, counted)
     assert counted.get("UIMAD", 0) <= 1 < rung.get("UIMAD", 0)
     assert offline["slot counters"]["spills"] == 0
 

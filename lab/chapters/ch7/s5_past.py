@@ -13,6 +13,12 @@ from lab.kernels import k09_hopper
 #: profile row's name.
 CUBLAS_TILE = "tmastore 16-bit out whole-tile grid 128 256x128"
 CUBLAS_TILE_PROFILE = "past:" + CUBLAS_TILE
+#: Rung 11 and one change: waits that sleep, 16-row tile groups, the ring's slot kept as a
+#: counter (and that with 16-row groups); rung 7 (FP32 C) on 128 blocks, with slot counters.
+R11 = "tmastore 16-bit out whole-tile grid 128"
+SLEEP, GROUP16, COUNTERS = R11 + " sleeping waits", R11 + " group_m 16", R11 + " slot counters"
+COUNTERS16 = COUNTERS + " group_m 16"
+F32, F32_COUNTERS = "tmastore 3 stages grid 128", "tmastore 3 stages grid 128 slot counters"
 
 
 @lru_cache(maxsize=None)
@@ -72,15 +78,23 @@ def past_profile_table():
 
 
 def steps_table():
-    """Rung 7 with a 16-bit C, one change at a time up to rung 11: the median ratio to
-    ``torch.mm`` (same output type) at both sizes and both types, with the processes' range."""
+    """Rung 7 with a 16-bit C, one change at a time up to rung 11 and past it: the median ratio
+    to ``torch.mm`` (same output type) at both sizes and both types, with the processes' range;
+    the FP32-output rows against cuBLAS with FP32 output."""
     steps = (("rung 7 + 16-bit C", "tmastore 16-bit out"),
              ("+ 3 stages", "tmastore 16-bit out 3 stages"),
              ("+ whole-tile staging = rung 10", "tmastore 16-bit out whole-tile"),
              ("+ grid of 128 = rung 11", "tmastore 16-bit out whole-tile grid 128"),
              ("rung 11 on a 256×128 tile (cuBLAS's)", CUBLAS_TILE),
+             ("rung 11 + sleeping waits", SLEEP),
+             ("rung 11 + 16-row tile groups", GROUP16),
+             ("rung 11 + slot counters", COUNTERS),
+             ("rung 11 + slot counters + 16-row groups", COUNTERS16),
              ("rung 9 (rung 8 + 16-bit C)", "cluster 16-bit out"),
-             ("fast.cu kernel 12", "fast.cu kernel 12 (BF16 out)"))
+             ("fast.cu kernel 12", "fast.cu kernel 12 (BF16 out)"),
+             ("FP32 C: rung 8", "cluster"),
+             ("FP32 C: rung 7, 3 stages, grid of 128", F32),
+             ("FP32 C: + slot counters", F32_COUNTERS))
     rows = []
     for title, kernel in steps:
         row = {"step": title}
@@ -281,4 +295,68 @@ def values() -> dict:
         "past_fp8_cluster_4096": ratio("fp8 cluster bf16 out", "e4m3", 4096),
         "past_fp8_plain_4096": ratio("fp8 bf16 out", "e4m3", 4096),
         "past_fp8_plain_8192": ratio("fp8 bf16 out", "e4m3", 8192),
+        **left_values(ratio, spread),
     }
+
+
+def left_values(ratio, spread) -> dict:
+    """The numbers of *What is left at 4096³*: torch.mm's kernel profiled beside rung 11, and
+    rung 11 with one change each (sleeping waits, 16-row groups, slot counters); the FP32-C
+    rung on 128 blocks."""
+    p11, pt = profile("wgmma_grid128_fp16"), profile("torch.mm f16")
+    ps, pg, pk = (profile("past:" + SLEEP), profile("past:" + GROUP16),
+                  profile("past:" + COUNTERS))
+    pfk, pc = profile("past:" + F32_COUNTERS), profile("cublas_fp16")
+    out = {
+        "left_torch_kernel": pt["ncu_kernel"],
+        "left_torch_us": f"{pt['duration_us']:.1f}",
+        "left_r11_us": f"{p11['duration_us']:.1f}",
+        "left_torch_tensor": f"{pt['tensor_active_pct']:.1f}",
+        "left_r11_tensor": f"{p11['tensor_active_pct']:.1f}",
+        "left_torch_mhz": f"{pt['sm_mhz']:.0f}",
+        "left_r11_mhz": f"{p11['sm_mhz']:.0f}",
+        "left_torch_dram_mb": f"{pt['dram_read_bytes'] / 1e6:.0f}",
+        "left_r11_dram_mb": f"{p11['dram_read_bytes'] / 1e6:.0f}",
+        "left_torch_inst_m": f"{pt['inst_executed'] / 1e6:.1f}",
+        "left_r11_inst_m": f"{p11['inst_executed'] / 1e6:.1f}",
+        "left_sleep_inst_m": f"{ps['inst_executed'] / 1e6:.1f}",
+        "left_g16_dram_mb": f"{pg['dram_read_bytes'] / 1e6:.0f}",
+        "left_counters_inst_m": f"{pk['inst_executed'] / 1e6:.1f}",
+        "left_counters_issue": f"{pk['issue_active_pct']:.1f}",
+        "left_r11_issue": f"{p11['issue_active_pct']:.1f}",
+        "left_counters_us": f"{pk['duration_us']:.1f}",
+        "left_f32k_us": f"{pfk['duration_us']:.1f}",
+        "left_cublas_us": f"{pc['duration_us']:.1f}",
+        "left_f32k_tensor": f"{pfk['tensor_active_pct']:.1f}",
+        "left_cublas_tensor": f"{pc['tensor_active_pct']:.1f}",
+        "left_f32_write_mb": f"{pfk['dram_write_bytes'] / 1e6:.0f}",
+        "left_r11_write_mb": f"{p11['dram_write_bytes'] / 1e6:.0f}",
+        "left_counters_4096_range": spread(COUNTERS, "float16", 4096),
+    }
+    out.update({
+        "left_sleep_4096_fp16": ratio(SLEEP, "float16", 4096),
+        "left_sleep_8192_fp16": ratio(SLEEP, "float16", 8192),
+        "left_sleep_4096_bf16": ratio(SLEEP, "bfloat16", 4096),
+        "left_sleep_8192_bf16": ratio(SLEEP, "bfloat16", 8192),
+        "left_g16_4096_fp16": ratio(GROUP16, "float16", 4096),
+        "left_g16_8192_fp16": ratio(GROUP16, "float16", 8192),
+        "left_g16_4096_bf16": ratio(GROUP16, "bfloat16", 4096),
+        "left_g16_8192_bf16": ratio(GROUP16, "bfloat16", 8192),
+        "left_counters_4096_fp16": ratio(COUNTERS, "float16", 4096),
+        "left_counters_8192_fp16": ratio(COUNTERS, "float16", 8192),
+        "left_counters_4096_bf16": ratio(COUNTERS, "bfloat16", 4096),
+        "left_counters_8192_bf16": ratio(COUNTERS, "bfloat16", 8192),
+        "left_counters16_4096_fp16": ratio(COUNTERS16, "float16", 4096),
+        "left_counters16_8192_fp16": ratio(COUNTERS16, "float16", 8192),
+        "left_counters16_4096_bf16": ratio(COUNTERS16, "bfloat16", 4096),
+        "left_counters16_8192_bf16": ratio(COUNTERS16, "bfloat16", 8192),
+        "left_f32_4096_fp16": ratio(F32, "float16", 4096),
+        "left_f32_8192_fp16": ratio(F32, "float16", 8192),
+        "left_f32_4096_bf16": ratio(F32, "bfloat16", 4096),
+        "left_f32_8192_bf16": ratio(F32, "bfloat16", 8192),
+        "left_f32k_4096_fp16": ratio(F32_COUNTERS, "float16", 4096),
+        "left_f32k_8192_fp16": ratio(F32_COUNTERS, "float16", 8192),
+        "left_f32k_4096_bf16": ratio(F32_COUNTERS, "bfloat16", 4096),
+        "left_f32k_8192_bf16": ratio(F32_COUNTERS, "bfloat16", 8192),
+    })
+    return out
