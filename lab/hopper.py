@@ -318,30 +318,25 @@ else:
             return context.get_dummy_value()
         return types.void(bar, nbytes), codegen
 
-    @intrinsic
-    def mbar_try_wait(typingctx, bar, parity):
-        """``mbarrier.try_wait.parity.shared::cta.b64`` — 1 once the phase of the given
-        parity (0 or 1) has completed, else 0 (after a bounded, hardware-chosen wait)."""
-        def codegen(context, builder, sig, args):
-            return _asm(builder, _I32, [_u32(context, builder, sig.args[0], args[0]),
-                                        _u32(context, builder, sig.args[1], args[1])],
-                        "{\n.reg .pred p;\n"
-                        "mbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2;\n"
-                        "selp.u32 $0, 1, 0, p;\n}", "=r,r,r,~{memory}")
-        return types.uint32(bar, parity), codegen
+    def _try_wait(name: str, hint: str):
+        """``mbarrier.try_wait.parity.shared::cta.b64`` with the suspend-time operand ``hint``
+        ("" for none): 1 once the phase of the given parity (0 or 1) has completed, else 0."""
+        def try_wait(typingctx, bar, parity):
+            def codegen(context, builder, sig, args):
+                return _asm(builder, _I32, [_u32(context, builder, sig.args[0], args[0]),
+                                            _u32(context, builder, sig.args[1], args[1])],
+                            "{\n.reg .pred p;\n"
+                            f"mbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2{hint};\n"
+                            "selp.u32 $0, 1, 0, p;\n}", "=r,r,r,~{memory}")
+            return types.uint32(bar, parity), codegen
+        try_wait.__name__ = try_wait.__qualname__ = name
+        return intrinsic(try_wait)
 
-    @intrinsic
-    def mbar_try_wait_sleep(typingctx, bar, parity):
-        """:func:`mbar_try_wait` with a suspend-time hint of 10 ms: the thread sleeps until
-        the phase completes (or the hint's time passes) instead of a short hardware-chosen
-        wait, so a waiting warp issues few instructions."""
-        def codegen(context, builder, sig, args):
-            return _asm(builder, _I32, [_u32(context, builder, sig.args[0], args[0]),
-                                        _u32(context, builder, sig.args[1], args[1])],
-                        "{\n.reg .pred p;\n"
-                        "mbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2, 10000000;\n"
-                        "selp.u32 $0, 1, 0, p;\n}", "=r,r,r,~{memory}")
-        return types.uint32(bar, parity), codegen
+    #: One poll, after a bounded, hardware-chosen wait.
+    mbar_try_wait = _try_wait("mbar_try_wait", "")
+    #: With a suspend-time hint of 10 ms: the thread sleeps until the phase completes (or the
+    #: hint's time passes), so a waiting warp issues few instructions.
+    mbar_try_wait_sleep = _try_wait("mbar_try_wait_sleep", ", 10000000")
 
     @cuda.jit(device=True, inline="always")
     def mbar_wait(bar, parity):

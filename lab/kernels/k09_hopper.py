@@ -403,6 +403,17 @@ def build_ws(cfg: HopperConfig):
 
     # region: produce
     @cuda.jit(device=True, inline="always")
+    def issue(shared, full0, a_map, b_map, s, kt, block_m, block_n, rank):
+        """One lane's TMA copies of k-slice ``kt`` into slot ``s`` (multicast in a cluster)."""
+        if not ELECT or hopper.elect_one() != 0:
+            if CLUSTER == 1:
+                load_stage(shared + uint32(s * STAGE_BYTES), full0 + uint32(8 * s),
+                           a_map, b_map, kt, block_m * BM, block_n * BN)
+            else:
+                load_stage_multicast(shared + uint32(s * STAGE_BYTES), full0 + uint32(8 * s),
+                                     a_map, b_map, kt, block_m * BM, block_n * BN, rank)
+
+    @cuda.jit(device=True, inline="always")
     def produce(shared, full0, empty0, a_map, b_map, it, k0, k1, block_m, block_n, rank):
         """The producer's copies of k-slices k0 … k1-1 of one tile; returns the ring's count."""
         for kt in range(k0, k1):
@@ -410,14 +421,7 @@ def build_ws(cfg: HopperConfig):
             # wait until the consumers released this slot's previous use
             # (and, in a cluster, the partner's consumers released its copy)
             wait(empty0 + uint32(8 * s), ((it // STAGES) % 2) ^ 1)
-            if not ELECT or hopper.elect_one() != 0:
-                if CLUSTER == 1:
-                    load_stage(shared + uint32(s * STAGE_BYTES), full0 + uint32(8 * s),
-                               a_map, b_map, kt, block_m * BM, block_n * BN)
-                else:
-                    load_stage_multicast(shared + uint32(s * STAGE_BYTES),
-                                         full0 + uint32(8 * s), a_map, b_map, kt,
-                                         block_m * BM, block_n * BN, rank)
+            issue(shared, full0, a_map, b_map, s, kt, block_m, block_n, rank)
             it += 1
         return it
     # endregion: produce
@@ -452,14 +456,7 @@ def build_ws(cfg: HopperConfig):
         phase = (it // STAGES) % 2
         for kt in range(k0, k1):
             wait(empty0 + uint32(8 * s), phase ^ 1)
-            if not ELECT or hopper.elect_one() != 0:
-                if CLUSTER == 1:
-                    load_stage(shared + uint32(s * STAGE_BYTES), full0 + uint32(8 * s),
-                               a_map, b_map, kt, block_m * BM, block_n * BN)
-                else:
-                    load_stage_multicast(shared + uint32(s * STAGE_BYTES),
-                                         full0 + uint32(8 * s), a_map, b_map, kt,
-                                         block_m * BM, block_n * BN, rank)
+            issue(shared, full0, a_map, b_map, s, kt, block_m, block_n, rank)
             s += 1
             if s == STAGES:
                 s = 0
