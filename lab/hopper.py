@@ -117,7 +117,8 @@ def accumulator_position(thread, index):
 
 # ----------------------------------------------------------------------------- device side
 
-__all__ = ["wgmma_fence", "wgmma_commit", "wgmma_wait", "smem_desc", "mbar_init", "mbar_arrive",
+__all__ = ["wgmma_fence", "wgmma_commit", "wgmma_wait", "smem_desc", "smem_desc_lo",
+           "smem_desc_join", "mbar_init", "mbar_arrive",
            "mbar_expect_tx", "mbar_try_wait", "mbar_wait", "mbar_try_wait_sleep",
            "mbar_wait_sleep", "tma_load_2d", "prefetch_tensormap",
            "fence_proxy_async", "fence_barrier_init", "setmaxnreg_inc", "setmaxnreg_dec",
@@ -273,14 +274,35 @@ else:
 
     # region: smem_desc
     @cuda.jit(device=True, inline="always")
+    def smem_desc_lo(address, lbo):
+        """The descriptor's low word: start address and leading byte offset (each >> 4). The
+        address field is 14 bits of a shared address below 256 KB, so adding ``offset >> 4``
+        to this word is the descriptor of ``address + offset`` (no carry into the LBO field)."""
+        return ((address & uint32(0x3FFFF)) >> uint32(4)) | (((lbo >> 4) & 0x3FFF) << 16)
+
+    @intrinsic
+    def _pack_b64(typingctx, lo, hi):
+        """``mov.b64 d, {lo, hi}``: two 32-bit words as one 64-bit value. Opaque to LLVM, so
+        an addition to ``lo`` stays a 32-bit addition (it would otherwise widen it to 64 bits,
+        with a carry into ``hi``)."""
+        def codegen(context, builder, sig, args):
+            return _asm(builder, _I64, [_u32(context, builder, sig.args[0], args[0]),
+                                        _u32(context, builder, sig.args[1], args[1])],
+                        "mov.b64 $0, {$1, $2};", "=l,r,r", side_effect=False)
+        return types.uint64(lo, hi), codegen
+
+    @cuda.jit(device=True, inline="always")
+    def smem_desc_join(lo, sbo):
+        """The 64-bit descriptor from its low word and a constant high word: the stride byte
+        offset (>> 4) and swizzle mode 1 (128-byte swizzle, bit 62)."""
+        return _pack_b64(lo, ((sbo >> 4) & 0x3FFF) | (1 << 30))
+
+    @cuda.jit(device=True, inline="always")
     def smem_desc(address, lbo, sbo):
         """64-bit wgmma matrix descriptor for a 128B-swizzled operand at shared ``address``
         (1024-byte-aligned atoms; +32 bytes per 16-deep k-step inside a K-major row): start
         address, leading and stride byte offsets (each stored >> 4), swizzle mode 1."""
-        return (uint64((address & uint32(0x3FFFF)) >> uint32(4))
-                | (uint64((lbo >> 4) & 0x3FFF) << uint64(16))
-                | (uint64((sbo >> 4) & 0x3FFF) << uint64(32))
-                | (uint64(1) << uint64(62)))
+        return smem_desc_join(smem_desc_lo(address, lbo), sbo)
     # endregion: smem_desc
 
     # ------------------------------------------------------------------ mbarrier

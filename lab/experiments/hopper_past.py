@@ -70,6 +70,13 @@ SLEEP = "tmastore 16-bit out whole-tile grid 128 sleeping waits"
 GROUP16 = "tmastore 16-bit out whole-tile grid 128 group_m 16"
 #: Rung 11 with the ring's slot and phase kept as counters.
 COUNTERS = "tmastore 16-bit out whole-tile grid 128 slot counters"
+#: … and each wgmma's descriptors stepped from the k-slice's two (a constant added per wgmma).
+STEPS = COUNTERS + " descriptor steps"
+#: The FP32-output rung on 128 blocks with slot counters; and with descriptor steps.
+F32_COUNTERS = "tmastore 3 stages grid 128 slot counters"
+F32_STEPS = F32_COUNTERS + " descriptor steps"
+#: … and its C staged through a ring of 4 boxes per warpgroup, one barrier per box.
+F32_RING = F32_STEPS + " ring 4"
 #: torch.mm with FP16 output under Nsight Compute (the yardstick of the 16-bit rungs).
 TORCH_F16 = "torch.mm f16"
 
@@ -126,15 +133,23 @@ def explore_configs() -> dict:
         # k-slice in SASS), so the next wgmma is issued sooner after the wait
         COUNTERS: replace(tile, grid=128, counters=True),
         COUNTERS + " group_m 16": replace(tile, grid=128, counters=True, group_m=16),
-        # the FP32-output rung on 128 blocks (rung 7, 3 stages), and with slot counters
-        "tmastore 3 stages grid 128 slot counters": replace(t, stages=3, grid=128,
-                                                            counters=True),
+        # the descriptors of a k-slice built once, each wgmma's a constant step from them
+        # (67 instructions per k-slice in SASS, from 82 with slot counters alone)
+        STEPS: replace(tile, grid=128, counters=True, steps=True),
+        # the FP32-output rung on 128 blocks (rung 7, 3 stages), with slot counters, and with
+        # descriptor steps
+        F32_COUNTERS: replace(t, stages=3, grid=128, counters=True),
+        F32_STEPS: replace(t, stages=3, grid=128, counters=True, steps=True),
+        # and a ring of 4 staging boxes per warpgroup (64 KB; 2 before): the issuing thread
+        # waits for the store three boxes back, not the one before last, and the warpgroup
+        # meets once per box, not twice
+        F32_RING: replace(t, stages=3, grid=128, counters=True, steps=True, ring=4),
     }
 
 
 #: Labels timed in both input types during the exploration (the rest FP16 only).
-EXPLORE_BOTH = (SLEEP, GROUP16, COUNTERS, COUNTERS + " group_m 16",
-                "tmastore 3 stages grid 128 slot counters", "tmastore grid 128",
+EXPLORE_BOTH = (SLEEP, GROUP16, COUNTERS, COUNTERS + " group_m 16", STEPS, F32_COUNTERS,
+                F32_STEPS, F32_RING, "tmastore grid 128",
                 "tmastore 3 stages grid 128", "cluster 16-bit out",
                 "tmastore 16-bit out", "tmastore 16-bit out whole-tile",
                 "tmastore 16-bit out whole-tile grid 128", "cluster 16-bit out whole-tile",
@@ -166,17 +181,18 @@ def fp8_configs() -> dict:
 #: the rungs past it, rung 11 on cuBLAS's tile (``past:`` + its label), and cuBLAS.
 PROFILE_KERNELS = ("wgmma_cluster_fp16", "wgmma_out16_fp16", "wgmma_tile16_fp16",
                    "wgmma_grid128_fp16", PAST + CUBLAS_TILE, PAST + SLEEP, PAST + GROUP16,
-                   PAST + COUNTERS, PAST + "tmastore 3 stages grid 128",
-                   PAST + "tmastore 3 stages grid 128 slot counters", "cublas_fp16",
+                   PAST + COUNTERS, PAST + STEPS, PAST + "tmastore 3 stages grid 128",
+                   PAST + F32_COUNTERS, PAST + F32_STEPS, PAST + F32_RING, "cublas_fp16",
                    TORCH_F16)
 #: Rows of the final measurement (labels of :func:`explore_configs`, both input types): rungs
 #: 8 and 9, rung 7 with a 16-bit C changed one step at a time up to rungs 10 and 11, rung 11
-#: on cuBLAS's tile, rung 11 with sleeping waits, 16-row groups and slot counters, and rung 7
-#: (FP32 C) on 128 blocks, without and with slot counters.
+#: on cuBLAS's tile, rung 11 with sleeping waits, 16-row groups, slot counters and descriptor
+#: steps, and rung 7 (FP32 C) on 128 blocks, then with slot counters, descriptor steps and a
+#: ring of 4 staging boxes.
 FINAL = ("cluster", "cluster 16-bit out", "tmastore 16-bit out", "tmastore 16-bit out 3 stages",
          "tmastore 16-bit out whole-tile", "tmastore 16-bit out whole-tile grid 128",
-         CUBLAS_TILE, SLEEP, GROUP16, COUNTERS, COUNTERS + " group_m 16",
-         "tmastore 3 stages grid 128", "tmastore 3 stages grid 128 slot counters")
+         CUBLAS_TILE, SLEEP, GROUP16, COUNTERS, COUNTERS + " group_m 16", STEPS,
+         "tmastore 3 stages grid 128", F32_COUNTERS, F32_STEPS, F32_RING)
 #: The stream-K measurement (``mode`` "streamk", the ``hopper_streamk`` experiment): rung 12
 #: beside rungs 10 and 11, both input types, every child; its profile.
 STREAMK = ("tmastore 16-bit out whole-tile", "tmastore 16-bit out whole-tile grid 128",

@@ -452,34 +452,34 @@ def build_ws(cfg: HopperConfig):
                         rank):
         """:func:`produce` with the slot and its phase kept as counters: one division per
         tile instead of one per k-slice."""
-        s = it % STAGES
-        phase = (it // STAGES) % 2
+        s = int32(it % STAGES)                        # 32-bit, as the hardware counts
+        phase = int32((it // STAGES) % 2)
         for kt in range(k0, k1):
             wait(empty0 + uint32(8 * s), phase ^ 1)
             issue(shared, full0, a_map, b_map, s, kt, block_m, block_n, rank)
-            s += 1
+            s = int32(s + 1)
             if s == STAGES:
-                s = 0
-                phase ^= 1
+                s = int32(0)
+                phase = int32(phase ^ 1)
         return it + (k1 - k0)
 
     @cuda.jit(device=True, inline="always")
     def mainloop_counted(acc, shared, full0, empty0, it, count, cw, leader):
         """:func:`mainloop` (wait depth 1) with the slot and its phase kept as counters."""
-        s = it % STAGES
-        phase = (it // STAGES) % 2
+        s = int32(it % STAGES)                        # 32-bit, as the hardware counts
+        phase = int32((it // STAGES) % 2)
         held = s                                      # the slot the last k-slice read
-        for kt in range(count):
+        for kt in range(int32(count)):
             wait(full0 + uint32(8 * s), phase)
             compute_stage(acc, shared + uint32(s * STAGE_BYTES), cw, 1)
             hopper.wgmma_wait(1)                      # the k-slice before is done …
             if kt >= 1:                               # … so its slot goes back
                 release(empty0 + uint32(8 * held), leader)
             held = s
-            s += 1
+            s = int32(s + 1)
             if s == STAGES:
-                s = 0
-                phase ^= 1
+                s = int32(0)
+                phase = int32(phase ^ 1)
         hopper.wgmma_wait(0)
         if count >= 1:
             release(empty0 + uint32(8 * held), leader)

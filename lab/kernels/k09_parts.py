@@ -65,6 +65,7 @@ class HopperConfig:
     # in turn, a wait and two barriers per box), "tile" (the warpgroup's whole tile staged at
     # once: one wait and two barriers per tile).
     store: str = "boxes"
+    ring: int = 2              # "boxes": staging boxes per consumer warpgroup, taken in turn
     grid: int = 0              # at most this many blocks in a persistent launch; 0 = all fit
     # stream-K for the last wave: whole tiles while every block has one, then the k-slices of
     # the tiles left shared evenly among all blocks, partial tiles added up through global
@@ -84,6 +85,9 @@ class HopperConfig:
     # the producer's and consumers' main loops keep the ring's slot and phase as counters
     # (one division per tile) rather than dividing the k-slice count by the stage count each time
     counters: bool = False
+    # each wgmma's descriptors are the k-slice's two descriptors (built once per k-slice) plus
+    # a constant in their low word, instead of a descriptor built from an address per wgmma
+    steps: bool = False
 
     @property
     def fp8(self) -> bool:
@@ -121,10 +125,10 @@ class HopperConfig:
 
     @property
     def epi_boxes(self) -> int:
-        """Staging boxes (64 rows × 128 bytes) per consumer warpgroup: 2 taken in turn, or
-        (``store`` "tile") one per box of the warpgroup's tile."""
+        """Staging boxes (64 rows × 128 bytes) per consumer warpgroup: ``ring`` taken in turn,
+        or (``store`` "tile") one per box of the warpgroup's tile."""
         if self.store == "boxes":
-            return 2
+            return self.ring
         return self.mt * (self.bn // self.epi_cols)
 
     @property
@@ -160,12 +164,16 @@ class HopperConfig:
             parts.append("elect.sync producer")
         if self.store == "tile":
             parts.append("whole-tile staging")
+        elif self.ring != 2:
+            parts.append(f"{self.ring} staging boxes")
         if self.grid:
             parts.append(f"grid {self.grid}")
         if self.sleep:
             parts.append("sleeping waits")
         if self.counters:
             parts.append("slot counters")
+        if self.steps:
+            parts.append("descriptor steps")
         if self.streamk:
             parts.append("stream-K last wave" + ("" if self.fixup == "finisher" else
                                                  f", fix-up {self.fixup}")
@@ -220,6 +228,12 @@ class HopperConfig:
             problems.append(f"store must be 'boxes' or 'tile', not {self.store!r}")
         elif self.store == "tile" and not (specialized and self.epilogue == "tma"):
             problems.append("whole-tile staging is for the specialized kernel's TMA store")
+        if not 2 <= self.ring <= 8 or (self.ring != 2 and (
+                self.store != "boxes" or self.streamk or self.pingpong
+                or (self.mt * (self.bn // self.epi_cols)) % self.ring)):
+            problems.append("ring (2…8 staging boxes, a divisor of a warpgroup's boxes per "
+                            "tile) is for the boxes of the specialized kernel's TMA store, "
+                            "without stream-K")
         if self.streamk and not (specialized and self.persistent and self.cluster == 1
                                  and self.epilogue == "tma" and not self.fp8):
             problems.append("stream-K is for the persistent specialized 16-bit kernel with the "
@@ -234,12 +248,13 @@ class HopperConfig:
             problems.append("grid caps a persistent launch, in whole clusters")
         if self.wait_depth not in (0, 1, 2) or self.wait_depth >= self.stages:
             problems.append("wait_depth must be 0, 1 or 2 and below the stage count")
-        if (self.wait_depth != 1 or self.elect or self.sleep or self.counters) \
+        if (self.wait_depth != 1 or self.elect or self.sleep or self.counters or self.steps) \
                 and not specialized:
-            problems.append("wait_depth, elect, sleep and counters are parameters of the "
-                            "specialized kernel")
+            problems.append("wait_depth, elect, sleep, counters and steps are parameters of "
+                            "the specialized kernel")
         if self.counters and (self.wait_depth != 1 or self.promote):
             problems.append("slot counters are for wait depth 1 without promotion")
+
         if self.producer_regs % 8 or not 24 <= self.producer_regs <= 256:
             problems.append("producer_regs must be a multiple of 8 in 24…256")
         if self.regs and 128 * self.producer_regs + 128 * self.consumers * self.regs > 65536:
@@ -379,6 +394,31 @@ def stage_ops(cfg: HopperConfig):
             sd = 1
         hopper.wgmma_commit()
 
+    # region: descriptor_steps
+    # offsets (>> 4) of a k-step of 16 inputs: 32 bytes along A's (and FP8 Bᵀ's) K-major rows,
+    # 16 rows of 128 bytes down B's k; and of the next m64 block of A (64 rows of 128 bytes)
+    A_STEP, B_STEP, MI_STEP = 2, (2 if K_MAJOR_B else ROW), 64 * ROW // 16
+    B_LBO = 16 if K_MAJOR_B else B_BOX
+
+    @cuda.jit(device=True, inline="always")
+    def compute_stage_steps(acc, stage, wg, scale_d):
+        """:func:`compute_stage` with the stage's descriptors built once: each wgmma adds a
+        constant to their low words (the address field, which never carries)."""
+        hopper.wgmma_fence()
+        lo_a = hopper.smem_desc_lo(stage + uint32(wg * WG_ROWS * ROW), 16)
+        lo_b = hopper.smem_desc_lo(stage + uint32(A_BYTES), B_LBO)
+        sd = scale_d
+        for ks in range(4):
+            desc_b = hopper.smem_desc_join(lo_b + uint32(B_STEP * ks), 1024)
+            for mi in range(MT):
+                desc_a = hopper.smem_desc_join(lo_a + uint32(MI_STEP * mi + A_STEP * ks), 1024)
+                mma(acc, mi * (BN // 2), desc_a, desc_b, sd)
+            sd = 1
+        hopper.wgmma_commit()
+    # endregion: descriptor_steps
+
+    if cfg.steps:
+        return load_stage, compute_stage_steps
     return load_stage, compute_stage
 
 
@@ -423,6 +463,12 @@ def epilogue_tma(cfg: HopperConfig):
     BF16_OUT = cfg.out == "bf16"
     F16_OUT = cfg.out == "f16"
     WHOLE = cfg.store == "tile"
+    RING = cfg.ring
+    # A ring of 3 or more: one barrier per box. Before it, the issuing thread waits until the
+    # box after this one is free (its store, RING - 1 boxes back, has been read); the ring of
+    # 2 waits for the box itself, before a barrier of its own.
+    ONE_BARRIER = RING >= 3
+    PENDING = RING - 2 if ONE_BARRIER else 1      # stores that may still be reading
 
     @cuda.jit(device=True, inline="always")
     def box_slot(r, jj, lane):
@@ -436,12 +482,13 @@ def epilogue_tma(cfg: HopperConfig):
     def store_tile_tma(acc, boxes, map_c, row0, col0, thread, bar_id, scale):
         """One warpgroup's accumulators, times ``scale``, → C through shared memory and the
         copy engine, one 64-row × 128-byte box at a time (32 float32 or 64 BF16 columns),
-        alternating between two 8 KB staging boxes. Per box: the
+        taking ``ring`` 8 KB staging boxes in turn. Per box: the
         issuing thread (0) waits until the copy engine has *read* the box two back (its
         buffer), the warpgroup writes the box 128B-swizzled (8-byte stores of two float32,
         or 4-byte stores of two BF16; no bank conflicts), fences the writes for the async
         proxy and meets at a named barrier;
-        thread 0 issues the TMA store and commits it. The stores run on while the warpgroup
+        thread 0 issues the TMA store and commits it. (A ring of 3 or more needs one barrier
+        per box: thread 0 waits, before it, until the *next* box is free.) The stores run on while the warpgroup
         goes back to its main loop; rows and columns outside C are clipped by the copy engine.
         With whole-tile staging every box of the tile has its own staging box: one wait (for
         the last tile's stores) and two barriers for the whole tile."""
@@ -456,10 +503,11 @@ def epilogue_tma(cfg: HopperConfig):
                 if WHOLE:
                     box = boxes + uint32((mi * QUARTERS + q) * EPI_BOX)
                 else:
-                    box = boxes + uint32(((mi * QUARTERS + q) % 2) * EPI_BOX)
-                    if thread == 0:
-                        hopper.bulk_wait_read(1)      # the box written two boxes ago is free
-                    hopper.named_barrier(bar_id, 128)
+                    box = boxes + uint32(((mi * QUARTERS + q) % RING) * EPI_BOX)
+                    if not ONE_BARRIER:
+                        if thread == 0:               # the box written two boxes ago is free
+                            hopper.bulk_wait_read(PENDING)
+                        hopper.named_barrier(bar_id, 128)
                 for jj in range(COLS // 8):
                     j = q * (COLS // 8) + jj          # 8-column block of the accumulators
                     for half in range(2):
@@ -474,6 +522,8 @@ def epilogue_tma(cfg: HopperConfig):
                             hopper.st_shared_v2_f32(where, acc[i] * scale, acc[i + 1] * scale)
                 if not WHOLE:
                     hopper.fence_proxy_async()
+                    if ONE_BARRIER and thread == 0:   # the next box's slot is free
+                        hopper.bulk_wait_read(PENDING)
                     hopper.named_barrier(bar_id, 128)
                     if thread == 0:
                         hopper.tma_store_2d(box, map_c, col0 + COLS * q, row0 + 64 * mi)

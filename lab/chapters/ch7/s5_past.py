@@ -14,11 +14,14 @@ from lab.kernels import k09_hopper
 CUBLAS_TILE = "tmastore 16-bit out whole-tile grid 128 256x128"
 CUBLAS_TILE_PROFILE = "past:" + CUBLAS_TILE
 #: Rung 11 and one change: waits that sleep, 16-row tile groups, the ring's slot kept as a
-#: counter (and that with 16-row groups); rung 7 (FP32 C) on 128 blocks, with slot counters.
+#: counter (and that with 16-row groups, or with descriptor steps); rung 7 (FP32 C) on 128
+#: blocks, with slot counters, descriptor steps and a ring of 4 staging boxes.
 R11 = "tmastore 16-bit out whole-tile grid 128"
 SLEEP, GROUP16, COUNTERS = R11 + " sleeping waits", R11 + " group_m 16", R11 + " slot counters"
-COUNTERS16 = COUNTERS + " group_m 16"
+COUNTERS16, STEPS = COUNTERS + " group_m 16", COUNTERS + " descriptor steps"
 F32, F32_COUNTERS = "tmastore 3 stages grid 128", "tmastore 3 stages grid 128 slot counters"
+F32_STEPS = F32_COUNTERS + " descriptor steps"
+F32_RING = F32_STEPS + " ring 4"
 
 
 @lru_cache(maxsize=None)
@@ -90,11 +93,14 @@ def steps_table():
              ("rung 11 + 16-row tile groups", GROUP16),
              ("rung 11 + slot counters", COUNTERS),
              ("rung 11 + slot counters + 16-row groups", COUNTERS16),
+             ("rung 11 + slot counters + descriptor steps", STEPS),
              ("rung 9 (rung 8 + 16-bit C)", "cluster 16-bit out"),
              ("fast.cu kernel 12", "fast.cu kernel 12 (BF16 out)"),
              ("FP32 C: rung 8", "cluster"),
              ("FP32 C: rung 7, 3 stages, grid of 128", F32),
-             ("FP32 C: + slot counters", F32_COUNTERS))
+             ("FP32 C: + slot counters", F32_COUNTERS),
+             ("FP32 C: + descriptor steps", F32_STEPS),
+             ("FP32 C: + ring of 4 staging boxes", F32_RING))
     rows = []
     for title, kernel in steps:
         row = {"step": title}
@@ -301,11 +307,12 @@ def values() -> dict:
 
 def left_values(ratio, spread) -> dict:
     """The numbers of *What is left at 4096³*: torch.mm's kernel profiled beside rung 11, and
-    rung 11 with one change each (sleeping waits, 16-row groups, slot counters); the FP32-C
-    rung on 128 blocks."""
+    rung 11 with one change each (sleeping waits, 16-row groups, slot counters, then
+    descriptor steps); the FP32-C rung on 128 blocks, and its ring of staging boxes."""
     p11, pt = profile("wgmma_grid128_fp16"), profile("torch.mm f16")
     ps, pg, pk = (profile("past:" + SLEEP), profile("past:" + GROUP16),
                   profile("past:" + COUNTERS))
+    pd, pfr = profile("past:" + STEPS), profile("past:" + F32_RING)
     pfk, pc = profile("past:" + F32_COUNTERS), profile("cublas_fp16")
     out = {
         "left_torch_kernel": pt["ncu_kernel"],
@@ -325,13 +332,18 @@ def left_values(ratio, spread) -> dict:
         "left_counters_issue": f"{pk['issue_active_pct']:.1f}",
         "left_r11_issue": f"{p11['issue_active_pct']:.1f}",
         "left_counters_us": f"{pk['duration_us']:.1f}",
-        "left_f32k_us": f"{pfk['duration_us']:.1f}",
         "left_cublas_us": f"{pc['duration_us']:.1f}",
-        "left_f32k_tensor": f"{pfk['tensor_active_pct']:.1f}",
         "left_cublas_tensor": f"{pc['tensor_active_pct']:.1f}",
         "left_f32_write_mb": f"{pfk['dram_write_bytes'] / 1e6:.0f}",
         "left_r11_write_mb": f"{p11['dram_write_bytes'] / 1e6:.0f}",
         "left_counters_4096_range": spread(COUNTERS, "float16", 4096),
+        "left_steps_inst_m": f"{pd['inst_executed'] / 1e6:.1f}",
+        "left_steps_4096_range": spread(STEPS, "float16", 4096),
+        "left_steps_4096_bf16_range": spread(STEPS, "bfloat16", 4096),
+        "left_ring_us": f"{pfr['duration_us']:.1f}",
+        "left_ring_tensor": f"{pfr['tensor_active_pct']:.1f}",
+        "left_ring_barrier": f"{pfr['stalls']['barrier']:.2f}",
+        "left_f32d_barrier": f"{profile('past:' + F32_STEPS)['stalls']['barrier']:.2f}",
     }
     out.update({
         "left_sleep_4096_fp16": ratio(SLEEP, "float16", 4096),
@@ -358,5 +370,15 @@ def left_values(ratio, spread) -> dict:
         "left_f32k_8192_fp16": ratio(F32_COUNTERS, "float16", 8192),
         "left_f32k_4096_bf16": ratio(F32_COUNTERS, "bfloat16", 4096),
         "left_f32k_8192_bf16": ratio(F32_COUNTERS, "bfloat16", 8192),
+        "left_steps_4096_fp16": ratio(STEPS, "float16", 4096),
+        "left_steps_8192_fp16": ratio(STEPS, "float16", 8192),
+        "left_steps_4096_bf16": ratio(STEPS, "bfloat16", 4096),
+        "left_steps_8192_bf16": ratio(STEPS, "bfloat16", 8192),
+        "left_f32d_4096_fp16": ratio(F32_STEPS, "float16", 4096),
+        "left_f32d_4096_bf16": ratio(F32_STEPS, "bfloat16", 4096),
+        "left_ring_4096_fp16": ratio(F32_RING, "float16", 4096),
+        "left_ring_8192_fp16": ratio(F32_RING, "float16", 8192),
+        "left_ring_4096_bf16": ratio(F32_RING, "bfloat16", 4096),
+        "left_ring_8192_bf16": ratio(F32_RING, "bfloat16", 8192),
     })
     return out
