@@ -65,8 +65,9 @@ def past_table():
 
 
 def past_profile_table():
-    """Nsight Compute on rungs 8-11 and cuBLAS (FP16, 4096³, one launch each): time, tensor
-    pipe, the barrier stall (warps waiting at a barrier per issued instruction), L2 and DRAM."""
+    """Nsight Compute on every profiled row of ``hopper_past`` (FP16, 4096³, one launch each:
+    rungs 8-11, the ``past:`` variants, cuBLAS and ``torch.mm``): time, tensor pipe, the
+    barrier stall (warps waiting at a barrier per issued instruction), L2 and DRAM."""
     rows = [{"kernel": r["kernel"], "GPU µs": r["duration_us"],
              "tensor pipe %": r["tensor_active_pct"], "SM MHz": r["sm_mhz"],
              "blocks": r.get("grid_size"),
