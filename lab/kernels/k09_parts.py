@@ -61,9 +61,9 @@ class HopperConfig:
     scales: str = ""           # "tensor": one scale per operand, applied in the epilogue;
                                # "block": 1×128 (A) and 128×128 (B) scales, at each promotion
     promote: int = 0           # k between promotions of the accumulators to FP32; 0 = never
-    # The TMA-store epilogue's staging: "boxes" (two 8 KB boxes per consumer warpgroup, taken
-    # in turn, a wait and two barriers per box), "tile" (the warpgroup's whole tile staged at
-    # once: one wait and two barriers per tile).
+    # The TMA-store epilogue's staging: "boxes" (``ring`` 8 KB boxes per consumer warpgroup,
+    # taken in turn; with two, a wait and two barriers per box), "tile" (the warpgroup's whole
+    # tile staged at once: one wait and two barriers per tile).
     store: str = "boxes"
     ring: int = 2              # "boxes": staging boxes per consumer warpgroup, taken in turn
     grid: int = 0              # at most this many blocks in a persistent launch; 0 = all fit
@@ -254,7 +254,6 @@ class HopperConfig:
                             "the specialized kernel")
         if self.counters and (self.wait_depth != 1 or self.promote):
             problems.append("slot counters are for wait depth 1 without promotion")
-
         if self.producer_regs % 8 or not 24 <= self.producer_regs <= 256:
             problems.append("producer_regs must be a multiple of 8 in 24…256")
         if self.regs and 128 * self.producer_regs + 128 * self.consumers * self.regs > 65536:
@@ -488,10 +487,10 @@ def epilogue_tma(cfg: HopperConfig):
         or 4-byte stores of two BF16; no bank conflicts), fences the writes for the async
         proxy and meets at a named barrier;
         thread 0 issues the TMA store and commits it. (A ring of 3 or more needs one barrier
-        per box: thread 0 waits, before it, until the *next* box is free.) The stores run on while the warpgroup
-        goes back to its main loop; rows and columns outside C are clipped by the copy engine.
-        With whole-tile staging every box of the tile has its own staging box: one wait (for
-        the last tile's stores) and two barriers for the whole tile."""
+        per box: thread 0 waits, before it, until the *next* box is free.) The stores run on
+        while the warpgroup goes back to its main loop; rows and columns outside C are clipped
+        by the copy engine. With whole-tile staging every box of the tile has its own staging
+        box: one wait (for the last tile's stores) and two barriers for the whole tile."""
         warp = thread // 32
         lane = thread % 32
         if WHOLE:
