@@ -129,7 +129,7 @@ __all__ = ["wgmma_fence", "wgmma_commit", "wgmma_wait", "smem_desc", "smem_desc_
 __all__ += [f"wgmma_m64n{n}k{k}_{kind}" for n in WGMMA_N for kind, k in WGMMA_K.items()]
 __all__ += ["st_shared_bf16x2", "st_shared_f16x2", "flag_acquire", "flag_release",
             "flag_clear", "st_global_v4_f32", "ld_shared_v4_f32", "globaltimer",
-            "st_global_u64", "count_arrival", "red_global_add_v4_f32"]
+            "st_global_u64", "count_arrival", "red_global_add_v4_f32", "st_global_v2_f32"]
 
 if SIMULATOR:
     def _stub(name):
@@ -546,6 +546,10 @@ else:
         "st_global_v4_f32", "st.global.v4.f32 [$0], {$1, $2, $3, $4};",
         "``st.global.v4.f32 [address], {x, y, z, w}`` — 16 bytes (16-byte aligned address).",
         4, wide=True)
+    st_global_v2_f32 = _store_f32(
+        "st_global_v2_f32", "st.global.v2.f32 [$0], {$1, $2};",
+        "``st.global.v2.f32 [address], {x, y}`` — 8 bytes (8-byte aligned address).",
+        wide=True)
     red_global_add_v4_f32 = _store_f32(
         "red_global_add_v4_f32", "red.global.add.v4.f32 [$0], {$1, $2, $3, $4};",
         "``red.global.add.v4.f32 [address], {x, y, z, w}`` — add four float32 to the 16 bytes "

@@ -39,7 +39,7 @@ from lab.experiments import hopper_profile as P
 CHAPTER = 7
 NEEDS = ("cupy", "torch")
 NEEDS_KERNELS = ("wgmma_out16_fp16", "wgmma_grid128_fp16", "fp8_e4m3_cluster")
-H200_SECONDS = 360  # estimate: children compiling side by side, then about 5 min of GPU turns
+H200_SECONDS = 410  # estimate: children compiling side by side, then about 6 min of GPU turns
 
 SIZES = (4096, 8192)
 KINDS = ("f16", "bf16")
@@ -77,6 +77,10 @@ F32_COUNTERS = "tmastore 3 stages grid 128 slot counters"
 F32_STEPS = F32_COUNTERS + " descriptor steps"
 #: … and its C staged through a ring of 4 boxes per warpgroup, one barrier per box.
 F32_RING = F32_STEPS + " ring 4"
+#: The FP32-output rung's main loop (4 stages) with its C stored from registers, 8 bytes a store.
+VECTOR = "vector store grid 128 slot counters descriptor steps"
+#: The FP32-output rung with each warp staging and storing its own rows (no barrier).
+F32_WARP = F32_STEPS + " per-warp staging"
 #: torch.mm with FP16 output under Nsight Compute (the yardstick of the 16-bit rungs).
 TORCH_F16 = "torch.mm f16"
 
@@ -104,6 +108,10 @@ def explore_configs() -> dict:
     ctile = replace(o, stages=3, store="tile")
     assert tile == K.RUNG_CONFIGS["wgmma_tile16"]
     assert replace(tile, grid=128) == K.RUNG_CONFIGS["wgmma_grid128"]
+    # rungs 13 and 14, registered: rung 11's and rung 7's best variants of the steps below
+    assert replace(tile, grid=128, counters=True, steps=True) == K.RUNG_CONFIGS["wgmma_lean"]
+    assert (replace(t, stages=3, grid=128, counters=True, steps=True, ring=4)
+            == K.RUNG_CONFIGS["wgmma_ring"])
     return {
         "cluster": c,
         "tmastore grid 128": replace(t, grid=128),
@@ -135,7 +143,7 @@ def explore_configs() -> dict:
         COUNTERS + " group_m 16": replace(tile, grid=128, counters=True, group_m=16),
         # the descriptors of a k-slice built once, each wgmma's a constant step from them
         # (67 instructions per k-slice in SASS, from 82 with slot counters alone)
-        STEPS: replace(tile, grid=128, counters=True, steps=True),
+        STEPS: K.RUNG_CONFIGS["wgmma_lean"],
         # the FP32-output rung on 128 blocks (rung 7, 3 stages), with slot counters, and with
         # descriptor steps
         F32_COUNTERS: replace(t, stages=3, grid=128, counters=True),
@@ -143,13 +151,21 @@ def explore_configs() -> dict:
         # and a ring of 4 staging boxes per warpgroup (64 KB; 2 before): the issuing thread
         # waits for the store three boxes back, not the one before last, and the warpgroup
         # meets once per box, not twice
-        F32_RING: replace(t, stages=3, grid=128, counters=True, steps=True, ring=4),
+        F32_RING: K.RUNG_CONFIGS["wgmma_ring"],
+        # an FP32 C stored straight from the registers (8 bytes a store, whole sectors): no
+        # staging, no barrier, no wait in the epilogue, and 4 stages fit again
+        VECTOR: replace(t, epilogue="vector", grid=128, counters=True, steps=True),
+        # each warp stages its own 16 rows of a box in a ring of four 2 KB boxes of its own
+        # and issues their TMA store: the warps never wait for each other
+        F32_WARP: replace(t, stages=3, grid=128, counters=True, steps=True, store="warp",
+                          ring=4),
     }
 
 
 #: Labels timed in both input types during the exploration (the rest FP16 only).
 EXPLORE_BOTH = (SLEEP, GROUP16, COUNTERS, COUNTERS + " group_m 16", STEPS, F32_COUNTERS,
-                F32_STEPS, F32_RING, "tmastore grid 128",
+                F32_STEPS, F32_RING, VECTOR, F32_WARP,
+                "tmastore grid 128",
                 "tmastore 3 stages grid 128", "cluster 16-bit out",
                 "tmastore 16-bit out", "tmastore 16-bit out whole-tile",
                 "tmastore 16-bit out whole-tile grid 128", "cluster 16-bit out whole-tile",
@@ -188,11 +204,12 @@ PROFILE_KERNELS = ("wgmma_cluster_fp16", "wgmma_out16_fp16", "wgmma_tile16_fp16"
 #: 8 and 9, rung 7 with a 16-bit C changed one step at a time up to rungs 10 and 11, rung 11
 #: on cuBLAS's tile, rung 11 with sleeping waits, 16-row groups, slot counters and descriptor
 #: steps, and rung 7 (FP32 C) on 128 blocks, then with slot counters, descriptor steps and a
-#: ring of 4 staging boxes.
+#: ring of 4 staging boxes; and two other FP32 epilogues on that main loop (from registers;
+#: per-warp staging).
 FINAL = ("cluster", "cluster 16-bit out", "tmastore 16-bit out", "tmastore 16-bit out 3 stages",
          "tmastore 16-bit out whole-tile", "tmastore 16-bit out whole-tile grid 128",
          CUBLAS_TILE, SLEEP, GROUP16, COUNTERS, COUNTERS + " group_m 16", STEPS,
-         "tmastore 3 stages grid 128", F32_COUNTERS, F32_STEPS, F32_RING)
+         "tmastore 3 stages grid 128", F32_COUNTERS, F32_STEPS, F32_RING, VECTOR, F32_WARP)
 #: The stream-K measurement (``mode`` "streamk", the ``hopper_streamk`` experiment): rung 12
 #: beside rungs 10 and 11, both input types, every child; its profile.
 STREAMK = ("tmastore 16-bit out whole-tile", "tmastore 16-bit out whole-tile grid 128",

@@ -62,6 +62,12 @@ The rungs, one change each (every rung FP16 and BF16; ``k`` = 64 per stage; 128B
     whole tiles, the k-slices of the tiles left are shared evenly among all blocks (every SM,
     however few the tiles), and a tile's partial sums meet in a global workspace, each slot
     with a release/acquire flag (:mod:`lab.kernels.k09_streamk`).
+13. ``wgmma_lean`` — rung 11 with a lean main loop: the stage ring's slot and phase kept as
+    32-bit counters that wrap (one division per tile), and each ``wgmma``'s two descriptors a
+    constant added to the low word of the k-slice's two (built once per k-slice).
+14. ``wgmma_ring`` — the best with an FP32 C: rung 7 on 128 blocks in 3 stages, with rung 13's
+    main loop, its C staged through a ring of four 8 KB boxes per consumer warpgroup (one
+    barrier per box: before it the issuing thread waits until the *next* box has been read).
 
 Parameters of the specialized kernel that the ``hopper`` experiment sweeps (FP16): ``group_m``
 (block rows per L2 group), ``wait_depth`` (wgmma groups a consumer keeps in flight before it
@@ -93,8 +99,8 @@ from lab import launch as routed
 from lab.kernels import KernelSpec
 from lab.kernels.k07_tensor_core import pad_inputs, pad_into, pad_operand
 from lab.kernels.k09_parts import (BK, EPI_BOX, OUT_BYTES, ROW, SIGNATURES, HopperConfig,
-                                   epilogue, epilogue_tma, stage_multicast, stage_ops,
-                                   tile_order, zero_acc)
+                                   epilogue, epilogue_tma, epilogue_vector, stage_multicast,
+                                   stage_ops, tile_order, zero_acc)
 from lab.kernels.k09_streamk import flag_words, streamk_ops
 
 
@@ -281,6 +287,9 @@ def build_ws(cfg: HopperConfig):
     tile_coords = tile_order(GROUP_M)
     store_tile = epilogue(MT, BN)
     store_tile_tma = epilogue_tma(cfg)
+    store_tile_vector = epilogue_vector(cfg)
+    EPI_VECTOR = cfg.epilogue == "vector"
+    WARP_STORE = cfg.store == "warp"          # (every warp's lane 0 issues its stores)
     EPI_BOXES = cfg.epi_boxes             # staging boxes per consumer warpgroup
     STREAMK = cfg.streamk
     zero = zero_acc(ACC)
@@ -596,6 +605,9 @@ def build_ws(cfg: HopperConfig):
                     if EPI_TMA:
                         store_tile_tma(acc, boxes, c_map, block_m * BM + cw * WG_ROWS,
                                        block_n * BN, thread, 1 + cw, scale)
+                    elif EPI_VECTOR:
+                        store_tile_vector(C, acc, block_m * BM + cw * WG_ROWS, block_n * BN,
+                                          thread)
                     else:
                         store_tile(C, acc, block_m * BM + cw * WG_ROWS, block_n * BN, thread)
                 tn = log(flags, cw, thread, tn, 3)
@@ -603,7 +615,7 @@ def build_ws(cfg: HopperConfig):
                 it, tn = streamk_consumer(acc, shared, full0, empty0, it, k_tiles, cw, leader,
                                           thread, boxes, c_map, work, flags, tiles, units_m,
                                           tiles_n, scale, tn)
-            if EPI_TMA and thread == 0:
+            if EPI_TMA and (thread == 0 or (WARP_STORE and thread % 32 == 0)):
                 hopper.bulk_wait(0)                   # stores done before the block exits
             log(flags, cw, thread, tn, 10)
         # endregion: consumer
@@ -761,7 +773,7 @@ def launcher(cfg: HopperConfig):
             per = 16 // OUT_BYTES[cfg.out]
             if n % per:
                 out = cuda.device_array((m, n + (-n) % per), dtype=C.dtype)
-            map_c = hopper.tensor_map_2d(out, 64, cfg.epi_cols,
+            map_c = hopper.tensor_map_2d(out, cfg.epi_rows, cfg.epi_cols,
                                          dtype_name={"bf16": "bfloat16", "f16": "float16"}
                                          .get(cfg.out, "float32"))
         else:
@@ -837,6 +849,14 @@ RUNG_CONFIGS["wgmma_grid128"] = replace(RUNG_CONFIGS["wgmma_tile16"], grid=128)
 #: that holds a tile's last k-slices adds the others' partial sums (through global memory) and
 #: stores it. 4096³: 3 waves of 132 tiles, then 116 tiles' 7424 k-slices, 56 or 57 per block.
 RUNG_CONFIGS["wgmma_streamk"] = replace(RUNG_CONFIGS["wgmma_tile16"], streamk=True)
+#: Rung 13: rung 11 with a lean main loop — the ring's slot and phase kept as 32-bit counters
+#: (one division per tile, not per k-slice) and each wgmma's descriptors a constant step from
+#: the k-slice's two: 67 SASS instructions per k-slice where rung 11 has 138.
+RUNG_CONFIGS["wgmma_lean"] = replace(RUNG_CONFIGS["wgmma_grid128"], counters=True, steps=True)
+#: Rung 14, FP32 C: rung 7 on rung 11's grid of 128 in 3 stages, with rung 13's main loop and
+#: its C staged through a ring of 4 boxes per warpgroup (one barrier per box, 64 KB).
+RUNG_CONFIGS["wgmma_ring"] = replace(RUNG_CONFIGS["wgmma_tmastore"], stages=3, grid=128,
+                                     counters=True, steps=True, ring=4)
 
 #: Cheap variations of rungs 7 and 8, one change each (FP16): the sweep of the ``hopper``
 #: experiment. (5 or 6 stages of 128×256×64 do not fit: 48 KB a stage, 227 KB in all.)
@@ -871,6 +891,9 @@ TITLES = {
     "wgmma_grid128": "+ a grid of 128 blocks: whole waves of tiles",
     "wgmma_streamk": "rung 10 + stream-K for the last wave (partial tiles added through "
                      "global memory)",
+    "wgmma_lean": "rung 11 + a lean main loop (slot counters, descriptor steps)",
+    "wgmma_ring": "rung 7 (FP32 C) + 3 stages, grid 128, rung 13's main loop, a ring of 4 "
+                  "staging boxes",
 }
 
 

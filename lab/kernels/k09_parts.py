@@ -50,7 +50,8 @@ class HopperConfig:
     group_m: int = 8           # block-rows per L2 group in the tile order
     pingpong: bool = False     # consumers take whole tiles in turn (else they split one)
     kind: str = "f16"
-    epilogue: str = "direct"   # "direct" (st.global from registers) or "tma" (smem + TMA store)
+    epilogue: str = "direct"   # "direct" (st.global from registers), "tma" (smem + TMA store)
+                               # or "vector" (8-byte st.global of whole tiles from registers)
     cluster: int = 1           # blocks per cluster; 2: B multicast to both (block rows 2p, 2p+1)
     wait_depth: int = 1        # wgmma groups a consumer leaves in flight before releasing a stage
     elect: bool = False        # the producer's warp runs the loop, elect.sync picks the issuer
@@ -63,9 +64,10 @@ class HopperConfig:
     promote: int = 0           # k between promotions of the accumulators to FP32; 0 = never
     # The TMA-store epilogue's staging: "boxes" (``ring`` 8 KB boxes per consumer warpgroup,
     # taken in turn; with two, a wait and two barriers per box), "tile" (the warpgroup's whole
-    # tile staged at once: one wait and two barriers per tile).
+    # tile staged at once: one wait and two barriers per tile), "warp" (each warp stages and
+    # stores its own 16 rows through ``ring`` 2 KB boxes: no barrier between warps).
     store: str = "boxes"
-    ring: int = 2              # "boxes": staging boxes per consumer warpgroup, taken in turn
+    ring: int = 2              # "boxes"/"warp": staging boxes per warpgroup/warp, in turn
     grid: int = 0              # at most this many blocks in a persistent launch; 0 = all fit
     # stream-K for the last wave: whole tiles while every block has one, then the k-slices of
     # the tiles left shared evenly among all blocks, partial tiles added up through global
@@ -127,9 +129,14 @@ class HopperConfig:
     def epi_boxes(self) -> int:
         """Staging boxes (64 rows × 128 bytes) per consumer warpgroup: ``ring`` taken in turn,
         or (``store`` "tile") one per box of the warpgroup's tile."""
-        if self.store == "boxes":
+        if self.store in ("boxes", "warp"):     # (a warp's box is a quarter of 8 KB)
             return self.ring
         return self.mt * (self.bn // self.epi_cols)
+
+    @property
+    def epi_rows(self) -> int:
+        """Rows of C per TMA store: a warp's 16 ("warp" staging), else a warpgroup's 64."""
+        return 16 if self.store == "warp" else 64
 
     @property
     def epilogue_bytes(self) -> int:
@@ -156,6 +163,8 @@ class HopperConfig:
             parts.append("ping-pong (a tile per WG)")
         if self.epilogue == "tma":
             parts.append("TMA-store epilogue")
+        elif self.epilogue == "vector":
+            parts.append("vector-store epilogue")
         if self.cluster > 1:
             parts.append(f"cluster {self.cluster} (B multicast)")
         if self.wait_depth != 1 and self.producer and not self.pingpong:
@@ -164,6 +173,8 @@ class HopperConfig:
             parts.append("elect.sync producer")
         if self.store == "tile":
             parts.append("whole-tile staging")
+        elif self.store == "warp":
+            parts.append(f"per-warp staging ({self.ring} boxes)")
         elif self.ring != 2:
             parts.append(f"{self.ring} staging boxes")
         if self.grid:
@@ -214,8 +225,13 @@ class HopperConfig:
         if not 2 <= self.stages <= 8:
             problems.append("stages must be 2…8")
         specialized = self.producer and not self.pingpong
-        if self.epilogue not in ("direct", "tma"):
-            problems.append(f"epilogue must be 'direct' or 'tma', not {self.epilogue!r}")
+        if self.epilogue not in ("direct", "tma", "vector"):
+            problems.append(f"epilogue must be 'direct', 'tma' or 'vector', not "
+                            f"{self.epilogue!r}")
+        if self.epilogue == "vector" and not (specialized and self.out == "f32"
+                                              and not self.streamk and not self.fp8):
+            problems.append("the vector-store epilogue is for the specialized 16-bit-input "
+                            "kernel with an FP32 C, without stream-K")
         if self.epilogue == "tma" and not self.producer:
             problems.append("the TMA-store epilogue is for the specialized kernels")
         if self.cluster not in (1, 2):
@@ -224,12 +240,14 @@ class HopperConfig:
                                                      and (self.bn // 64) % self.cluster)):
             problems.append("clusters need the specialized (non-ping-pong) kernel and B boxes "
                             "that split evenly among the blocks")
-        if self.store not in ("boxes", "tile"):
-            problems.append(f"store must be 'boxes' or 'tile', not {self.store!r}")
-        elif self.store == "tile" and not (specialized and self.epilogue == "tma"):
-            problems.append("whole-tile staging is for the specialized kernel's TMA store")
+        if self.store not in ("boxes", "tile", "warp"):
+            problems.append(f"store must be 'boxes', 'tile' or 'warp', not {self.store!r}")
+        elif self.store != "boxes" and not (specialized and self.epilogue == "tma"
+                                            and not (self.store == "warp" and self.streamk)):
+            problems.append("whole-tile and per-warp staging are for the specialized kernel's "
+                            "TMA store (per-warp staging without stream-K)")
         if not 2 <= self.ring <= 8 or (self.ring != 2 and (
-                self.store != "boxes" or self.streamk or self.pingpong
+                self.store == "tile" or self.streamk or self.pingpong
                 or (self.mt * (self.bn // self.epi_cols)) % self.ring)):
             problems.append("ring (2…8 staging boxes, a divisor of a warpgroup's boxes per "
                             "tile) is for the boxes of the specialized kernel's TMA store, "
@@ -339,6 +357,41 @@ def epilogue(mt: int, bn: int):
                             C[r, c + uint64(1)] = acc[i + 1]
     # endregion: epilogue
     return store_tile
+
+
+def epilogue_vector(cfg: HopperConfig):
+    """``store_tile_vector``: one warpgroup's FP32 accumulators → C from registers, 8 bytes a
+    store where the tile lies inside C; the guarded :func:`epilogue` elsewhere."""
+    MT, BN, WG_ROWS = cfg.mt, cfg.bn, cfg.wg_rows
+    store_tile = epilogue(MT, BN)
+
+    # region: epilogue_vector
+    @cuda.jit(device=True, inline="always")
+    def store_tile_vector(C, acc, row0, col0, thread):
+        """A tile inside C (and an even N: 8-byte aligned pairs): each register pair (two
+        adjacent columns) leaves in one ``st.global.v2.f32``, so a warp's store is 8 rows ×
+        32 bytes, whole sectors, with no shared memory, barrier or wait: the stores drain
+        while the warpgroup is already in the next tile's main loop. Else the guarded store."""
+        m = uint64(C.shape[0])
+        n = uint64(C.shape[1])
+        r0 = uint64(row0)
+        c0 = uint64(col0)
+        if r0 + uint64(WG_ROWS) <= m and c0 + uint64(BN) <= n and n % uint64(2) == 0:
+            warp = uint64(thread // 32)
+            lane = uint64(thread % 32)
+            base = (uint64(hopper.global_address(C))
+                    + ((r0 + uint64(16) * warp + lane // uint64(4)) * n
+                       + c0 + uint64(2) * (lane % uint64(4))) * uint64(4))
+            for mi in range(MT):
+                for half in range(2):
+                    row = base + uint64(mi * 64 + 8 * half) * n * uint64(4)
+                    for j in range(BN // 8):
+                        i = mi * (BN // 2) + 4 * j + 2 * half
+                        hopper.st_global_v2_f32(row + uint64(32 * j), acc[i], acc[i + 1])
+        else:
+            store_tile(C, acc, row0, col0, thread)
+    # endregion: epilogue_vector
+    return store_tile_vector
 
 
 def zero_acc(count: int):
@@ -462,7 +515,10 @@ def epilogue_tma(cfg: HopperConfig):
     BF16_OUT = cfg.out == "bf16"
     F16_OUT = cfg.out == "f16"
     WHOLE = cfg.store == "tile"
+    WARP = cfg.store == "warp"
+    WARP_BOX = 16 * ROW                           # a warp's staging box: 16 rows, 2 KB
     RING = cfg.ring
+    WARP_PENDING = RING - 1                       # a warp's stores that may still be reading
     # A ring of 3 or more: one barrier per box. Before it, the issuing thread waits until the
     # box after this one is free (its store, RING - 1 boxes back, has been read); the ring of
     # 2 waits for the box itself, before a barrier of its own.
@@ -475,6 +531,42 @@ def epilogue_tma(cfg: HopperConfig):
         jj of the box, this lane's two columns."""
         offset = r * ROW + (8 * jj + 2 * (lane % 4)) * OUT
         return uint32(offset ^ ((r % 8) << 4))
+
+    # region: epilogue_warp
+    @cuda.jit(device=True, inline="always")
+    def store_warp(acc, boxes, map_c, row0, col0, thread, bar_id, scale):
+        """Per-warp staging: each warp stages its own 16 rows of a box (2 KB, 128B-swizzled)
+        in a ring of ``ring`` boxes of its own, and its lane 0 issues the TMA store of those
+        rows and commits it. The only waits are the warp's own: lane 0 waits until the store
+        that last used the slot has read it, ``__syncwarp`` hands that to the other lanes;
+        no barrier between the warps (``bar_id`` is not used)."""
+        warp = thread // 32
+        lane = thread % 32
+        mine = boxes + uint32(warp * RING * WARP_BOX)
+        for mi in range(MT):
+            for q in range(QUARTERS):
+                box = mine + uint32(((mi * QUARTERS + q) % RING) * WARP_BOX)
+                if lane == 0:
+                    hopper.bulk_wait_read(WARP_PENDING)   # the slot's last store has read it
+                cuda.syncwarp()
+                for jj in range(COLS // 8):
+                    j = q * (COLS // 8) + jj
+                    for half in range(2):
+                        r = lane // 4 + 8 * half
+                        i = mi * (BN // 2) + 4 * j + 2 * half
+                        where = box + box_slot(r, jj, lane)
+                        if BF16_OUT:
+                            hopper.st_shared_bf16x2(where, acc[i] * scale, acc[i + 1] * scale)
+                        elif F16_OUT:
+                            hopper.st_shared_f16x2(where, acc[i] * scale, acc[i + 1] * scale)
+                        else:
+                            hopper.st_shared_v2_f32(where, acc[i] * scale, acc[i + 1] * scale)
+                hopper.fence_proxy_async()
+                cuda.syncwarp()
+                if lane == 0:
+                    hopper.tma_store_2d(box, map_c, col0 + COLS * q, row0 + 64 * mi + 16 * warp)
+                    hopper.bulk_commit()
+    # endregion: epilogue_warp
 
     # region: epilogue_tma
     @cuda.jit(device=True, inline="always")
@@ -544,5 +636,4 @@ def epilogue_tma(cfg: HopperConfig):
                                         col0 + COLS * q, row0 + 64 * mi)
             hopper.bulk_commit()
 
-
-    return store_tile_tma
+    return store_warp if WARP else store_tile_tma

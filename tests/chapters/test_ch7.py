@@ -138,8 +138,9 @@ def test_what_the_cublas_tile_paragraph_says_holds_in_the_file():
 def test_what_the_left_at_4096_paragraphs_say_holds_in_the_file():
     """*What is left at 4096³*: torch.mm's kernel beside rung 11; sleeping waits slower with no
     fewer instructions; 16-row groups read less from DRAM at the same time; slot counters
-    faster everywhere and ahead of fast.cu; the FP32-C rung on 128 blocks past rung 8, with
-    slot counters past cuBLAS at 8192³ only."""
+    faster everywhere and ahead of fast.cu; the FP32-C rung on 128 blocks level with rung 8 at
+    4096³ (within a percent) and past it at 8192³, with slot counters past cuBLAS at 8192³
+    only."""
     from lab.chapters.ch7 import s5_past as P
 
     def r(kernel, dtype, size):
@@ -165,7 +166,10 @@ def test_what_the_left_at_4096_paragraphs_say_holds_in_the_file():
             assert r(P.SLEEP, dtype, size) < r(P.R11, dtype, size)
             assert abs(r(P.GROUP16, dtype, size) - r(P.R11, dtype, size)) < 0.01
             assert r(P.COUNTERS, dtype, size) > r(P.R11, dtype, size)
-            assert r(P.F32, dtype, size) > r("cluster", dtype, size)
+            if size == 8192:
+                assert r(P.F32, dtype, size) > r("cluster", dtype, size)
+            else:
+                assert abs(r(P.F32, dtype, size) - r("cluster", dtype, size)) < 0.01
             assert r(P.F32_COUNTERS, dtype, size) > r(P.F32, dtype, size)
         assert r(P.F32_COUNTERS, dtype, 8192) > 1 > r(P.F32_COUNTERS, dtype, 4096)
     for size in (4096, 8192):
@@ -175,11 +179,13 @@ def test_what_the_left_at_4096_paragraphs_say_holds_in_the_file():
 
 
 def test_what_descriptor_steps_and_the_staging_ring_say_holds_in_the_file():
-    """Descriptor steps: fewer instructions than slot counters, faster at both sizes, level
-    with torch.mm at 4096³ (within half a percent) and past it at 8192³. The FP32-C kernel: each
-    change faster than the one before at both sizes; with the ring of four staging boxes past
-    cuBLAS at 8192³ and about one percent short at 4096³, fewer barrier stalls, and level with
-    cuBLAS in one profiled launch."""
+    """Descriptor steps (rung 13): fewer instructions than slot counters, faster at both sizes,
+    within half a percent of torch.mm at 4096³ and past it at 8192³. The FP32-C kernel: slot
+    counters faster than without, the ring of four staging boxes (rung 14) faster than the
+    steps before it and than both other epilogues on its main loop, at both sizes; past cuBLAS
+    at 8192³ and about one percent short at 4096³, fewer barrier stalls, and about one percent
+    short of cuBLAS in one profiled launch too. Rungs 13 and 14 are those configurations."""
+    from lab.kernels import k09_hopper as K
     from lab.chapters.ch7 import s5_past as P
 
     def r(kernel, dtype, size):
@@ -192,18 +198,24 @@ def test_what_descriptor_steps_and_the_staging_ring_say_holds_in_the_file():
     for dtype in ("float16", "bfloat16"):
         for size in (4096, 8192):
             assert r(P.STEPS, dtype, size) > r(P.COUNTERS, dtype, size)
-            chain = [r(k, dtype, size) for k in (P.F32, P.F32_COUNTERS, P.F32_STEPS, P.F32_RING)]
-            assert chain == sorted(chain), chain
+            assert r(P.F32_COUNTERS, dtype, size) > r(P.F32, dtype, size)
+            ring = r(P.F32_RING, dtype, size)
+            assert ring > max(r(k, dtype, size) for k in (P.F32_COUNTERS, P.F32_STEPS,
+                                                          P.VECTOR, P.F32_WARP))
         assert abs(r(P.STEPS, dtype, 4096) - 1) < 0.005 and r(P.STEPS, dtype, 8192) > 1
         assert r(P.F32_RING, dtype, 8192) > 1 and 0.985 < r(P.F32_RING, dtype, 4096) < 1
     assert pr["stalls"]["barrier"] < pf["stalls"]["barrier"]
-    assert abs(pr["duration_us"] / pc["duration_us"] - 1) < 0.01
-    assert abs(pr["tensor_active_pct"] - pc["tensor_active_pct"]) < 1
+    assert 1 < pr["duration_us"] / pc["duration_us"] < 1.02
+    assert pr["tensor_active_pct"] < pc["tensor_active_pct"]
+    labels = P.past_data()["parameters"]["configs"]
+    assert labels[P.STEPS] == K.RUNG_CONFIGS["wgmma_lean"].label
+    assert labels[P.F32_RING] == K.RUNG_CONFIGS["wgmma_ring"].label
 
 
 def test_what_chapter_7b_says_of_fp8_in_clusters_and_whole_waves_holds():
     """7b: clusters level with cuBLASLt at 8192³ (within half a percent) and behind the plain
-    kernel at 4096³; the whole-tile kernel on 128 blocks past cuBLASLt at both sizes."""
+    kernel at 4096³; the whole-tile kernel on 128 blocks past cuBLASLt at 8192³ and within half
+    a percent of it at 4096³."""
     from lab.chapters.ch7 import s5_past as P
 
     def r(kernel, size):
@@ -211,4 +223,5 @@ def test_what_chapter_7b_says_of_fp8_in_clusters_and_whole_waves_holds():
 
     assert abs(r("fp8 cluster bf16 out", 8192) - 1) < 0.005
     assert r("fp8 cluster bf16 out", 4096) < r("fp8 bf16 out", 4096)
-    assert min(r("fp8 bf16 out whole-tile grid 128", s) for s in (4096, 8192)) > 1
+    assert r("fp8 bf16 out whole-tile grid 128", 8192) > 1
+    assert abs(r("fp8 bf16 out whole-tile grid 128", 4096) - 1) < 0.005

@@ -50,12 +50,32 @@ def test_whole_tile_staging_and_grid_rules():
         replace(t7, stages=3, store="tile").validate()
     with pytest.raises(ValueError, match="TMA store"):
         replace(K.RUNG_CONFIGS["wgmma_persistent"], store="tile").validate()
-    with pytest.raises(ValueError, match="'boxes' or 'tile'"):
+    with pytest.raises(ValueError, match="'boxes', 'tile' or 'warp'"):
         replace(t7, store="later").validate()
     with pytest.raises(ValueError, match="whole clusters"):
         replace(K.RUNG_CONFIGS["wgmma_cluster"], grid=127).validate()
     with pytest.raises(ValueError, match="persistent"):
         replace(K.RUNG_CONFIGS["wgmma_ws"], grid=128).validate()
+
+
+def test_the_two_other_fp32_epilogues_and_their_rules():
+    """C from registers and per-warp staging: what they are, where they are allowed."""
+    ring = K.RUNG_CONFIGS["wgmma_ring"]
+    cfgs = H.explore_configs()
+    vec, warp = cfgs[H.VECTOR], cfgs[H.F32_WARP]
+    assert (vec.epilogue, vec.stages, vec.epilogue_bytes) == ("vector", 4, 0)
+    assert replace(vec, epilogue="tma", stages=ring.stages, ring=ring.ring) == ring
+    assert replace(warp, store="boxes") == ring                 # the same 64 KB, per warp
+    assert (warp.epi_rows, ring.epi_rows, warp.epilogue_bytes) == (16, 64, 64 * 1024)
+    assert "per-warp staging (4 boxes)" in warp.label and "vector-store" in vec.label
+    with pytest.raises(ValueError, match="vector-store epilogue"):
+        replace(vec, out="f16").validate()
+    with pytest.raises(ValueError, match="vector-store epilogue"):
+        replace(K.RUNG_CONFIGS["wgmma_pingpong"], epilogue="vector").validate()
+    with pytest.raises(ValueError, match="per-warp staging"):
+        replace(K.RUNG_CONFIGS["wgmma_tile16"], store="warp", streamk=True).validate()
+    with pytest.raises(ValueError, match="a divisor"):
+        replace(warp, ring=3).validate()
 
 
 def test_16bit_output_rules():

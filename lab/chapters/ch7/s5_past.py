@@ -15,13 +15,17 @@ CUBLAS_TILE = "tmastore 16-bit out whole-tile grid 128 256x128"
 CUBLAS_TILE_PROFILE = "past:" + CUBLAS_TILE
 #: Rung 11 and one change: waits that sleep, 16-row tile groups, the ring's slot kept as a
 #: counter (and that with 16-row groups, or with descriptor steps); rung 7 (FP32 C) on 128
-#: blocks, with slot counters, descriptor steps and a ring of 4 staging boxes.
+#: blocks, with slot counters, descriptor steps and a ring of 4 staging boxes (rungs 13 and 14
+#: are ``STEPS`` and ``F32_RING``); two other FP32 epilogues on that main loop: C stored from
+#: registers (4 stages), and per-warp staging.
 R11 = "tmastore 16-bit out whole-tile grid 128"
 SLEEP, GROUP16, COUNTERS = R11 + " sleeping waits", R11 + " group_m 16", R11 + " slot counters"
 COUNTERS16, STEPS = COUNTERS + " group_m 16", COUNTERS + " descriptor steps"
 F32, F32_COUNTERS = "tmastore 3 stages grid 128", "tmastore 3 stages grid 128 slot counters"
 F32_STEPS = F32_COUNTERS + " descriptor steps"
 F32_RING = F32_STEPS + " ring 4"
+VECTOR = "vector store grid 128 slot counters descriptor steps"
+F32_WARP = F32_STEPS + " per-warp staging"
 
 
 @lru_cache(maxsize=None)
@@ -94,14 +98,16 @@ def steps_table():
              ("rung 11 + 16-row tile groups", GROUP16),
              ("rung 11 + slot counters", COUNTERS),
              ("rung 11 + slot counters + 16-row groups", COUNTERS16),
-             ("rung 11 + slot counters + descriptor steps", STEPS),
+             ("rung 11 + slot counters + descriptor steps = rung 13", STEPS),
              ("rung 9 (rung 8 + 16-bit C)", "cluster 16-bit out"),
              ("fast.cu kernel 12", "fast.cu kernel 12 (BF16 out)"),
              ("FP32 C: rung 8", "cluster"),
              ("FP32 C: rung 7, 3 stages, grid of 128", F32),
              ("FP32 C: + slot counters", F32_COUNTERS),
              ("FP32 C: + descriptor steps", F32_STEPS),
-             ("FP32 C: + ring of 4 staging boxes", F32_RING))
+             ("FP32 C: + ring of 4 staging boxes = rung 14", F32_RING),
+             ("FP32 C: rung 14's main loop, C from registers, 4 stages", VECTOR),
+             ("FP32 C: rung 14 with per-warp staging", F32_WARP))
     rows = []
     for title, kernel in steps:
         row = {"step": title}
@@ -381,5 +387,13 @@ def left_values(ratio, spread) -> dict:
         "left_ring_8192_fp16": ratio(F32_RING, "float16", 8192),
         "left_ring_4096_bf16": ratio(F32_RING, "bfloat16", 4096),
         "left_ring_8192_bf16": ratio(F32_RING, "bfloat16", 8192),
+        "left_vec_4096_fp16": ratio(VECTOR, "float16", 4096),
+        "left_vec_8192_fp16": ratio(VECTOR, "float16", 8192),
+        "left_vec_4096_bf16": ratio(VECTOR, "bfloat16", 4096),
+        "left_vec_8192_bf16": ratio(VECTOR, "bfloat16", 8192),
+        "left_warp_4096_fp16": ratio(F32_WARP, "float16", 4096),
+        "left_warp_8192_fp16": ratio(F32_WARP, "float16", 8192),
+        "left_warp_4096_bf16": ratio(F32_WARP, "bfloat16", 4096),
+        "left_warp_8192_bf16": ratio(F32_WARP, "bfloat16", 8192),
     })
     return out
