@@ -532,41 +532,16 @@ def epilogue_tma(cfg: HopperConfig):
         offset = r * ROW + (8 * jj + 2 * (lane % 4)) * OUT
         return uint32(offset ^ ((r % 8) << 4))
 
-    # region: epilogue_warp
     @cuda.jit(device=True, inline="always")
-    def store_warp(acc, boxes, map_c, row0, col0, thread, bar_id, scale):
-        """Per-warp staging: each warp stages its own 16 rows of a box (2 KB, 128B-swizzled)
-        in a ring of ``ring`` boxes of its own, and its lane 0 issues the TMA store of those
-        rows and commits it. The only waits are the warp's own: lane 0 waits until the store
-        that last used the slot has read it, ``__syncwarp`` hands that to the other lanes;
-        no barrier between the warps (``bar_id`` is not used)."""
-        warp = thread // 32
-        lane = thread % 32
-        mine = boxes + uint32(warp * RING * WARP_BOX)
-        for mi in range(MT):
-            for q in range(QUARTERS):
-                box = mine + uint32(((mi * QUARTERS + q) % RING) * WARP_BOX)
-                if lane == 0:
-                    hopper.bulk_wait_read(WARP_PENDING)   # the slot's last store has read it
-                cuda.syncwarp()
-                for jj in range(COLS // 8):
-                    j = q * (COLS // 8) + jj
-                    for half in range(2):
-                        r = lane // 4 + 8 * half
-                        i = mi * (BN // 2) + 4 * j + 2 * half
-                        where = box + box_slot(r, jj, lane)
-                        if BF16_OUT:
-                            hopper.st_shared_bf16x2(where, acc[i] * scale, acc[i + 1] * scale)
-                        elif F16_OUT:
-                            hopper.st_shared_f16x2(where, acc[i] * scale, acc[i + 1] * scale)
-                        else:
-                            hopper.st_shared_v2_f32(where, acc[i] * scale, acc[i + 1] * scale)
-                hopper.fence_proxy_async()
-                cuda.syncwarp()
-                if lane == 0:
-                    hopper.tma_store_2d(box, map_c, col0 + COLS * q, row0 + 64 * mi + 16 * warp)
-                    hopper.bulk_commit()
-    # endregion: epilogue_warp
+    def stage_pair(where, x, y):
+        """Two adjacent values of C into a staging box at shared address ``where``: one 8-byte
+        store of two float32, or (a 16-bit C) one 4-byte store of the two rounded."""
+        if BF16_OUT:
+            hopper.st_shared_bf16x2(where, x, y)
+        elif F16_OUT:
+            hopper.st_shared_f16x2(where, x, y)
+        else:
+            hopper.st_shared_v2_f32(where, x, y)
 
     # region: epilogue_tma
     @cuda.jit(device=True, inline="always")
@@ -604,13 +579,8 @@ def epilogue_tma(cfg: HopperConfig):
                     for half in range(2):
                         r = 16 * warp + lane // 4 + 8 * half
                         i = mi * (BN // 2) + 4 * j + 2 * half
-                        where = box + box_slot(r, jj, lane)
-                        if BF16_OUT:
-                            hopper.st_shared_bf16x2(where, acc[i] * scale, acc[i + 1] * scale)
-                        elif F16_OUT:
-                            hopper.st_shared_f16x2(where, acc[i] * scale, acc[i + 1] * scale)
-                        else:
-                            hopper.st_shared_v2_f32(where, acc[i] * scale, acc[i + 1] * scale)
+                        stage_pair(box + box_slot(r, jj, lane), acc[i] * scale,
+                                   acc[i + 1] * scale)
                 if not WHOLE:
                     hopper.fence_proxy_async()
                     if ONE_BARRIER and thread == 0:   # the next box's slot is free
@@ -622,6 +592,37 @@ def epilogue_tma(cfg: HopperConfig):
         if WHOLE:
             issue_tile(boxes, map_c, row0, col0, thread, bar_id)
     # endregion: epilogue_tma
+
+    # region: epilogue_warp
+    @cuda.jit(device=True, inline="always")
+    def store_warp(acc, boxes, map_c, row0, col0, thread, bar_id, scale):
+        """Per-warp staging: each warp stages its own 16 rows of a box (2 KB, 128B-swizzled)
+        in a ring of ``ring`` boxes of its own, and its lane 0 issues the TMA store of those
+        rows and commits it. The only waits are the warp's own: lane 0 waits until the store
+        that last used the slot has read it, ``__syncwarp`` hands that to the other lanes;
+        no barrier between the warps (``bar_id`` is not used)."""
+        warp = thread // 32
+        lane = thread % 32
+        mine = boxes + uint32(warp * RING * WARP_BOX)
+        for mi in range(MT):
+            for q in range(QUARTERS):
+                box = mine + uint32(((mi * QUARTERS + q) % RING) * WARP_BOX)
+                if lane == 0:
+                    hopper.bulk_wait_read(WARP_PENDING)   # the slot's last store has read it
+                cuda.syncwarp()
+                for jj in range(COLS // 8):
+                    j = q * (COLS // 8) + jj
+                    for half in range(2):
+                        r = lane // 4 + 8 * half
+                        i = mi * (BN // 2) + 4 * j + 2 * half
+                        stage_pair(box + box_slot(r, jj, lane), acc[i] * scale,
+                                   acc[i + 1] * scale)
+                hopper.fence_proxy_async()
+                cuda.syncwarp()
+                if lane == 0:
+                    hopper.tma_store_2d(box, map_c, col0 + COLS * q, row0 + 64 * mi + 16 * warp)
+                    hopper.bulk_commit()
+    # endregion: epilogue_warp
 
     @cuda.jit(device=True, inline="always")
     def issue_tile(boxes, map_c, row0, col0, thread, bar_id):

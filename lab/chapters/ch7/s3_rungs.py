@@ -15,25 +15,33 @@ from lab.kernels import k09_hopper, k09_parts
 MAX_LINES = 40
 
 
-def _fence(code: str, language: str = "python"):
+def _fence(code: str, language: str = "python", where: str = "lab/kernels/k09_hopper.py"):
     lines = code.splitlines()
     if len(lines) > MAX_LINES:
         cut = len(lines) - MAX_LINES
-        lines = lines[:MAX_LINES] + [f"# … {cut} more lines in lab/kernels/k09_hopper.py"]
+        lines = lines[:MAX_LINES] + [f"# … {cut} more lines in {where}"]
     code = "\n".join(lines)
     return page._Output({"text/plain": code,
                          "text/markdown": f"```{language}\n{code}\n```"})
 
 
+def _module(name: str):
+    """The module that holds region ``name``: the rungs' module, or the parts they share."""
+    return k09_hopper if name in page.regions(k09_hopper) else k09_parts
+
+
 def _source(name: str) -> str:
     """A named region of the rungs' module, or of the parts they share."""
-    module = k09_hopper if name in page.regions(k09_hopper) else k09_parts
-    return page.source_of(module, name)
+    return page.source_of(_module(name), name)
+
+
+def _file(name: str) -> str:
+    return "lab/kernels/" + _module(name).__name__.rsplit(".", 1)[1] + ".py"
 
 
 def region(name: str):
     """A region of the kernels modules, at most :data:`MAX_LINES` lines."""
-    return _fence(_source(name))
+    return _fence(_source(name), where=_file(name))
 
 
 def region_lines(name: str, first: str, last: str):
@@ -42,7 +50,7 @@ def region_lines(name: str, first: str, last: str):
     lines = _source(name).splitlines()
     i = next(j for j, ln in enumerate(lines) if first in ln)
     k = next(j for j, ln in enumerate(lines) if j >= i and last in ln)
-    return _fence(textwrap.dedent("\n".join(lines[i:k + 1])))
+    return _fence(textwrap.dedent("\n".join(lines[i:k + 1])), where=_file(name))
 
 
 def region_diff(old: str, new: str):
