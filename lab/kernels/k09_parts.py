@@ -1,7 +1,9 @@
 """The parts every Hopper rung is built from (:mod:`lab.kernels.k09_hopper`): the kernel's
 configuration (:class:`HopperConfig`: tile, stages, warpgroups, input and output types and what
-follows from them), the order in which a persistent block walks its tiles, the register and
-TMA-store epilogues, and the TMA copies of one stage (plain and multicast).
+follows from them), the order in which a persistent block walks its tiles, the epilogues (from
+registers: guarded, or 8-byte stores of whole tiles; through shared memory and TMA stores: a
+ring of boxes, the whole tile, or each warp its own rows), and the TMA copies of one stage
+(plain and multicast).
 """
 from __future__ import annotations
 
