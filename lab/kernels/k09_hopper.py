@@ -287,7 +287,7 @@ def build_ws(cfg: HopperConfig):
     tile_coords = tile_order(GROUP_M)
     store_tile = epilogue(MT, BN)
     store_tile_tma = epilogue_tma(cfg)
-    store_tile_vector = epilogue_vector(cfg)
+    store_tile_vector = epilogue_vector(cfg, store_tile)
     EPI_VECTOR = cfg.epilogue == "vector"
     WARP_STORE = cfg.store == "warp"          # (every warp's lane 0 issues its stores)
     EPI_BOXES = cfg.epi_boxes             # staging boxes per consumer warpgroup

@@ -361,11 +361,11 @@ def epilogue(mt: int, bn: int):
     return store_tile
 
 
-def epilogue_vector(cfg: HopperConfig):
+def epilogue_vector(cfg: HopperConfig, store_tile):
     """``store_tile_vector``: one warpgroup's FP32 accumulators → C from registers, 8 bytes a
-    store where the tile lies inside C; the guarded :func:`epilogue` elsewhere."""
+    store where the tile lies inside C; elsewhere ``store_tile``, the kernel's guarded
+    :func:`epilogue`."""
     MT, BN, WG_ROWS = cfg.mt, cfg.bn, cfg.wg_rows
-    store_tile = epilogue(MT, BN)
 
     # region: epilogue_vector
     @cuda.jit(device=True, inline="always")
