@@ -122,7 +122,8 @@ __all__ = ["wgmma_fence", "wgmma_commit", "wgmma_wait", "smem_desc", "smem_desc_
            "mbar_expect_tx", "mbar_try_wait", "mbar_wait", "mbar_try_wait_sleep",
            "mbar_wait_sleep", "tma_load_2d", "prefetch_tensormap",
            "fence_proxy_async", "fence_barrier_init", "setmaxnreg_inc", "setmaxnreg_dec",
-           "wgmma", "shared_address", "global_address", "tma_store_2d", "bulk_commit",
+           "wgmma", "shared_address", "global_address", "tma_store_2d",
+           "tma_store_2d_evict_first", "bulk_commit",
            "bulk_wait", "bulk_wait_read", "st_shared_v2_f32", "named_barrier",
            "tma_load_2d_multicast", "cluster_ctarank", "cluster_nctarank", "cluster_sync",
            "mbar_arrive_cluster", "elect_one"]
@@ -420,6 +421,24 @@ else:
                    context.cast(builder, args[3], sig.args[3], types.int32)]
             _asm(builder, ir.VoidType(), ops,
                  "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$1, {$2, $3}], [$0];",
+                 "r,l,r,r,~{memory}")
+            return context.get_dummy_value()
+        return types.void(src, tensor_map, col, row), codegen
+
+    @intrinsic
+    def tma_store_2d_evict_first(typingctx, src, tensor_map, col, row):
+        """:func:`tma_store_2d` with an L2 cache policy of *evict first*
+        (``createpolicy.fractional.L2::evict_first``, ``.L2::cache_hint``): the lines it
+        writes are the first L2 gives up, before the lines that loads brought in."""
+        def codegen(context, builder, sig, args):
+            ops = [_u32(context, builder, sig.args[0], args[0]),
+                   context.cast(builder, args[1], sig.args[1], types.uint64),
+                   context.cast(builder, args[2], sig.args[2], types.int32),
+                   context.cast(builder, args[3], sig.args[3], types.int32)]
+            _asm(builder, ir.VoidType(), ops,
+                 "{ .reg .b64 p; createpolicy.fractional.L2::evict_first.b64 p, 1.0; "
+                 "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group.L2::cache_hint "
+                 "[$1, {$2, $3}], [$0], p; }",
                  "r,l,r,r,~{memory}")
             return context.get_dummy_value()
         return types.void(src, tensor_map, col, row), codegen

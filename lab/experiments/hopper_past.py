@@ -39,7 +39,7 @@ from lab.experiments import hopper_profile as P
 CHAPTER = 7
 NEEDS = ("cupy", "torch")
 NEEDS_KERNELS = ("wgmma_out16_fp16", "wgmma_grid128_fp16", "fp8_e4m3_cluster")
-H200_SECONDS = 410  # estimate: children compiling side by side, then about 6 min of GPU turns
+H200_SECONDS = 480  # estimate: children compiling side by side, then about 6 min of GPU turns
 
 SIZES = (4096, 8192)
 KINDS = ("f16", "bf16")
@@ -81,6 +81,12 @@ F32_RING = F32_STEPS + " ring 4"
 VECTOR = "vector store grid 128 slot counters descriptor steps"
 #: The FP32-output rung with each warp staging and storing its own rows (no barrier).
 F32_WARP = F32_STEPS + " per-warp staging"
+#: Rungs 13 and 14 with a uniform warpgroup index and a 32-bit k-slice loop (rungs 15, 16);
+#: and with C's TMA stores marked evict-first in L2.
+UNIFORM = STEPS + " uniform index"
+F32_UNIFORM = F32_RING + " uniform index"
+EVICT = UNIFORM + " C evict-first"
+F32_EVICT = F32_UNIFORM + " C evict-first"
 #: torch.mm with FP16 output under Nsight Compute (the yardstick of the 16-bit rungs).
 TORCH_F16 = "torch.mm f16"
 
@@ -112,6 +118,9 @@ def explore_configs() -> dict:
     assert replace(tile, grid=128, counters=True, steps=True) == K.RUNG_CONFIGS["wgmma_lean"]
     assert (replace(t, stages=3, grid=128, counters=True, steps=True, ring=4)
             == K.RUNG_CONFIGS["wgmma_ring"])
+    lean, ring = K.RUNG_CONFIGS["wgmma_lean"], K.RUNG_CONFIGS["wgmma_ring"]
+    assert replace(lean, uniform=True) == K.RUNG_CONFIGS["wgmma_uniform"]
+    assert replace(ring, uniform=True) == K.RUNG_CONFIGS["wgmma_ring_uniform"]
     return {
         "cluster": c,
         "tmastore grid 128": replace(t, grid=128),
@@ -159,12 +168,19 @@ def explore_configs() -> dict:
         # and issues their TMA store: the warps never wait for each other
         F32_WARP: replace(t, stages=3, grid=128, counters=True, steps=True, store="warp",
                           ring=4),
+        # rungs 13 and 14 with the warpgroup index read from lane 0 (uniform registers for
+        # the descriptors) and the k-slice loop in 32 bits: 67 → 49 SASS instructions per
+        # k-slice; then with C's stores marked evict-first, so that A's and B's panels stay in L2
+        UNIFORM: K.RUNG_CONFIGS["wgmma_uniform"],
+        F32_UNIFORM: K.RUNG_CONFIGS["wgmma_ring_uniform"],
+        EVICT: replace(K.RUNG_CONFIGS["wgmma_uniform"], c_evict=True),
+        F32_EVICT: replace(K.RUNG_CONFIGS["wgmma_ring_uniform"], c_evict=True),
     }
 
 
 #: Labels timed in both input types during the exploration (the rest FP16 only).
 EXPLORE_BOTH = (SLEEP, GROUP16, COUNTERS, COUNTERS + " group_m 16", STEPS, F32_COUNTERS,
-                F32_STEPS, F32_RING, VECTOR, F32_WARP,
+                F32_STEPS, F32_RING, VECTOR, F32_WARP, UNIFORM, F32_UNIFORM, EVICT, F32_EVICT,
                 "tmastore grid 128",
                 "tmastore 3 stages grid 128", "cluster 16-bit out",
                 "tmastore 16-bit out", "tmastore 16-bit out whole-tile",
@@ -198,18 +214,20 @@ def fp8_configs() -> dict:
 PROFILE_KERNELS = ("wgmma_cluster_fp16", "wgmma_out16_fp16", "wgmma_tile16_fp16",
                    "wgmma_grid128_fp16", PAST + CUBLAS_TILE, PAST + SLEEP, PAST + GROUP16,
                    PAST + COUNTERS, PAST + STEPS, PAST + "tmastore 3 stages grid 128",
-                   PAST + F32_COUNTERS, PAST + F32_STEPS, PAST + F32_RING, "cublas_fp16",
+                   PAST + F32_COUNTERS, PAST + F32_STEPS, PAST + F32_RING, PAST + UNIFORM,
+                   PAST + F32_UNIFORM, PAST + EVICT, PAST + F32_EVICT, "cublas_fp16",
                    TORCH_F16)
 #: Rows of the final measurement (labels of :func:`explore_configs`, both input types): rungs
 #: 8 and 9, rung 7 with a 16-bit C changed one step at a time up to rungs 10 and 11, rung 11
 #: on cuBLAS's tile, rung 11 with sleeping waits, 16-row groups, slot counters and descriptor
 #: steps, and rung 7 (FP32 C) on 128 blocks, then with slot counters, descriptor steps and a
-#: ring of 4 staging boxes; and two other FP32 epilogues on that main loop (from registers;
-#: per-warp staging).
+#: ring of 4 staging boxes; two other FP32 epilogues on that main loop (from registers;
+#: per-warp staging); rungs 15 and 16 (the uniform index), and they with C's stores evict-first.
 FINAL = ("cluster", "cluster 16-bit out", "tmastore 16-bit out", "tmastore 16-bit out 3 stages",
          "tmastore 16-bit out whole-tile", "tmastore 16-bit out whole-tile grid 128",
          CUBLAS_TILE, SLEEP, GROUP16, COUNTERS, COUNTERS + " group_m 16", STEPS,
-         "tmastore 3 stages grid 128", F32_COUNTERS, F32_STEPS, F32_RING, VECTOR, F32_WARP)
+         "tmastore 3 stages grid 128", F32_COUNTERS, F32_STEPS, F32_RING, VECTOR, F32_WARP,
+         UNIFORM, F32_UNIFORM, EVICT, F32_EVICT)
 #: The stream-K measurement (``mode`` "streamk", the ``hopper_streamk`` experiment): rung 12
 #: beside rungs 10 and 11, both input types, every child; its profile.
 STREAMK = ("tmastore 16-bit out whole-tile", "tmastore 16-bit out whole-tile grid 128",

@@ -92,6 +92,13 @@ class HopperConfig:
     # each wgmma's descriptors are the k-slice's two descriptors (built once per k-slice) plus
     # a constant in their low word, instead of a descriptor built from an address per wgmma
     steps: bool = False
+    # the consumers' warpgroup index read from lane 0 (``shfl.sync``), so that the compiler
+    # knows it is the same in every lane and keeps the descriptors in uniform registers, and
+    # their k-slice loop counted in 32 bits (a ``while`` loop, not Numba's 64-bit ``range``)
+    uniform: bool = False
+    # the TMA stores of C carry an L2 policy of evict first, so that C's lines leave L2 before
+    # the panels of A and B that later tiles read again
+    c_evict: bool = False
 
     @property
     def fp8(self) -> bool:
@@ -187,6 +194,10 @@ class HopperConfig:
             parts.append("slot counters")
         if self.steps:
             parts.append("descriptor steps")
+        if self.uniform:
+            parts.append("uniform index")
+        if self.c_evict:
+            parts.append("C evict-first")
         if self.streamk:
             parts.append("stream-K last wave" + ("" if self.fixup == "finisher" else
                                                  f", fix-up {self.fixup}")
@@ -274,6 +285,11 @@ class HopperConfig:
                             "the specialized kernel")
         if self.counters and (self.wait_depth != 1 or self.promote):
             problems.append("slot counters are for wait depth 1 without promotion")
+        if self.c_evict and not (self.epilogue == "tma" and specialized):
+            problems.append("the evict-first policy is for the specialized kernel's TMA store")
+        if self.uniform and not (self.counters and self.steps and not self.streamk):
+            problems.append("the uniform index is for the main loop with slot counters and "
+                            "descriptor steps, without stream-K")
         if self.producer_regs % 8 or not 24 <= self.producer_regs <= 256:
             problems.append("producer_regs must be a multiple of 8 in 24…256")
         if self.regs and 128 * self.producer_regs + 128 * self.consumers * self.regs > 65536:
@@ -526,6 +542,7 @@ def epilogue_tma(cfg: HopperConfig):
     # 2 waits for the box itself, before a barrier of its own.
     ONE_BARRIER = RING >= 3
     PENDING = RING - 2 if ONE_BARRIER else 1      # stores that may still be reading
+    store_c = hopper.tma_store_2d_evict_first if cfg.c_evict else hopper.tma_store_2d
 
     @cuda.jit(device=True, inline="always")
     def box_slot(r, jj, lane):
@@ -589,7 +606,7 @@ def epilogue_tma(cfg: HopperConfig):
                         hopper.bulk_wait_read(PENDING)
                     hopper.named_barrier(bar_id, 128)
                     if thread == 0:
-                        hopper.tma_store_2d(box, map_c, col0 + COLS * q, row0 + 64 * mi)
+                        store_c(box, map_c, col0 + COLS * q, row0 + 64 * mi)
                         hopper.bulk_commit()
         if WHOLE:
             issue_tile(boxes, map_c, row0, col0, thread, bar_id)
@@ -622,7 +639,7 @@ def epilogue_tma(cfg: HopperConfig):
                 hopper.fence_proxy_async()
                 cuda.syncwarp()
                 if lane == 0:
-                    hopper.tma_store_2d(box, map_c, col0 + COLS * q, row0 + 64 * mi + 16 * warp)
+                    store_c(box, map_c, col0 + COLS * q, row0 + 64 * mi + 16 * warp)
                     hopper.bulk_commit()
     # endregion: epilogue_warp
 
@@ -635,7 +652,7 @@ def epilogue_tma(cfg: HopperConfig):
         if thread == 0:
             for mi in range(MT):
                 for q in range(QUARTERS):
-                    hopper.tma_store_2d(boxes + uint32((mi * QUARTERS + q) * EPI_BOX), map_c,
+                    store_c(boxes + uint32((mi * QUARTERS + q) * EPI_BOX), map_c,
                                         col0 + COLS * q, row0 + 64 * mi)
             hopper.bulk_commit()
 
