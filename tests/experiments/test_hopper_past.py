@@ -78,6 +78,26 @@ def test_the_two_other_fp32_epilogues_and_their_rules():
         replace(warp, ring=3).validate()
 
 
+def test_the_uniform_index_and_evict_first_and_their_rules():
+    """Rungs 15 and 16 are rungs 13 and 14 with the uniform index; the evict-first rows are
+    they with ``c_evict``; both flags are refused where they do not apply."""
+    cfgs = H.explore_configs()
+    lean, ring = K.RUNG_CONFIGS["wgmma_lean"], K.RUNG_CONFIGS["wgmma_ring"]
+    assert cfgs[H.UNIFORM] == replace(lean, uniform=True) == K.RUNG_CONFIGS["wgmma_uniform"]
+    assert cfgs[H.F32_UNIFORM] == replace(ring, uniform=True)
+    assert cfgs[H.EVICT] == replace(cfgs[H.UNIFORM], c_evict=True)
+    assert cfgs[H.F32_EVICT] == replace(cfgs[H.F32_UNIFORM], c_evict=True)
+    assert "uniform index" in cfgs[H.UNIFORM].label and "C evict-first" in cfgs[H.EVICT].label
+    with pytest.raises(ValueError, match="uniform index"):
+        replace(K.RUNG_CONFIGS["wgmma_grid128"], uniform=True).validate()
+    with pytest.raises(ValueError, match="uniform index"):
+        replace(K.RUNG_CONFIGS["wgmma_streamk"], counters=True, steps=True,
+                uniform=True).validate()
+    with pytest.raises(ValueError, match="evict-first"):
+        replace(K.RUNG_CONFIGS["wgmma_persistent"], c_evict=True).validate()
+    assert {H.UNIFORM, H.F32_UNIFORM, H.EVICT, H.F32_EVICT} <= set(H.FINAL)
+
+
 def test_16bit_output_rules():
     cluster = K.RUNG_CONFIGS["wgmma_cluster"]
     replace(cluster, out="f16").validate()

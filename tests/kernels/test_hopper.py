@@ -146,6 +146,8 @@ def _offline_worker() -> dict:
     probes["slot counters"] = (K.kernel_for(counted), K.signature(counted))
     stepped = replace(counted, steps=True)
     probes["descriptor steps"] = (K.kernel_for(stepped), K.signature(stepped))
+    evicting = replace(K.RUNG_CONFIGS["wgmma_uniform"], c_evict=True)
+    probes["C evict-first"] = (K.kernel_for(evicting), K.signature(evicting))
     for name, (kernel, sig) in probes.items():
         r = compiler.compile_function(
             getattr(kernel, "py_func", kernel), sig, kernel=name, cc=(9, 0, "a"),
@@ -159,6 +161,7 @@ def _offline_worker() -> dict:
                        "tnspB": "tnspB" in sass_ops,
                        "multicast": sass_ops.count("UTMALDG.2D.MULTICAST"),
                        "nanosleep": sass_ops.count("NANOSLEEP.SYNCS"),
+                       "cache_hint": r.ptx.count(".L2::cache_hint"),
                        "loop_mix": r.loop_mix}
     return facts
 
@@ -230,6 +233,21 @@ def test_descriptor_steps_shorten_the_main_loop_again(offline):
     assert stepped.get("ULOP3", 0) + stepped.get("LOP3", 0) < (counted.get("ULOP3", 0)
                                                                  + counted.get("LOP3", 0))
     assert offline["descriptor steps"]["spills"] == 0
+
+
+def test_a_uniform_index_shortens_the_main_loop_again(offline):
+    """``uniform`` (rungs 15 and 16): with the warpgroup index read from lane 0 the
+    descriptors are built in uniform registers (no R2UR left in the loop) and the k-slice loop
+    counts in 32 bits: 67 → 49 SASS instructions per k-slice, the four HGMMA stay, no spills;
+    rung 16's main loop is rung 15's. Evict-first tags C's TMA stores only."""
+    lean, uni = offline["wgmma_lean"]["loop_mix"], offline["wgmma_uniform"]["loop_mix"]
+    # chapter 7 (*What is left at 4096³*) quotes these counts for the pinned toolchain
+    assert (sum(lean.values()), sum(uni.values())) == (67, 49), (lean, uni)
+    assert uni.get("HGMMA") == 4 and lean.get("R2UR", 0) >= 8 and uni.get("R2UR", 0) == 0
+    assert offline["wgmma_ring_uniform"]["loop_mix"] == uni
+    assert offline["wgmma_uniform"]["spills"] == offline["wgmma_ring_uniform"]["spills"] == 0
+    assert offline["C evict-first"]["cache_hint"] >= 1
+    assert all(offline[rung]["cache_hint"] == 0 for rung in K.RUNG_CONFIGS)
 
 
 def test_setmaxnreg_is_applied(offline):

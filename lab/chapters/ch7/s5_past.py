@@ -26,6 +26,8 @@ F32_STEPS = F32_COUNTERS + " descriptor steps"
 F32_RING = F32_STEPS + " ring 4"
 VECTOR = "vector store grid 128 slot counters descriptor steps"
 F32_WARP = F32_STEPS + " per-warp staging"
+UNIFORM, F32_UNIFORM = STEPS + " uniform index", F32_RING + " uniform index"
+EVICT, F32_EVICT = UNIFORM + " C evict-first", F32_UNIFORM + " C evict-first"
 
 
 @lru_cache(maxsize=None)
@@ -99,6 +101,8 @@ def steps_table():
              ("rung 11 + slot counters", COUNTERS),
              ("rung 11 + slot counters + 16-row groups", COUNTERS16),
              ("rung 11 + slot counters + descriptor steps = rung 13", STEPS),
+             ("rung 13 + uniform index = rung 15", UNIFORM),
+             ("rung 15 + C evict-first", EVICT),
              ("rung 9 (rung 8 + 16-bit C)", "cluster 16-bit out"),
              ("fast.cu kernel 12", "fast.cu kernel 12 (BF16 out)"),
              ("FP32 C: rung 8", "cluster"),
@@ -107,7 +111,9 @@ def steps_table():
              ("FP32 C: + descriptor steps", F32_STEPS),
              ("FP32 C: + ring of 4 staging boxes = rung 14", F32_RING),
              ("FP32 C: rung 14's main loop, C from registers, 4 stages", VECTOR),
-             ("FP32 C: rung 14 with per-warp staging", F32_WARP))
+             ("FP32 C: rung 14 with per-warp staging", F32_WARP),
+             ("FP32 C: rung 14 + uniform index = rung 16", F32_UNIFORM),
+             ("FP32 C: rung 16 + C evict-first", F32_EVICT))
     rows = []
     for title, kernel in steps:
         row = {"step": title}
@@ -351,6 +357,7 @@ def left_values(ratio, spread) -> dict:
         "left_ring_tensor": f"{pfr['tensor_active_pct']:.1f}",
         "left_ring_barrier": f"{pfr['stalls']['barrier']:.2f}",
         "left_f32d_barrier": f"{profile('past:' + F32_STEPS)['stalls']['barrier']:.2f}",
+        **uniform_values(ratio, spread),
     }
     out.update({
         "left_sleep_4096_fp16": ratio(SLEEP, "float16", 4096),
@@ -396,4 +403,30 @@ def left_values(ratio, spread) -> dict:
         "left_warp_4096_bf16": ratio(F32_WARP, "bfloat16", 4096),
         "left_warp_8192_bf16": ratio(F32_WARP, "bfloat16", 8192),
     })
+    return out
+
+
+def uniform_values(ratio, spread) -> dict:
+    """Rungs 15 and 16 (rungs 13 and 14 with the uniform index) and the evict-first policy for
+    C: their ratios, and what one profiled launch of each says beside the yardsticks."""
+    pu, pf = profile("past:" + UNIFORM), profile("past:" + F32_UNIFORM)
+    pe, pd = profile("past:" + EVICT), profile("past:" + STEPS)
+    pt, pc = profile("torch.mm f16"), profile("cublas_fp16")
+    out = {"uni_inst_m": f"{pu['inst_executed'] / 1e6:.1f}",
+           "uni_issue": f"{pu['issue_active_pct']:.1f}",
+           "uni_steps_issue": f"{pd['issue_active_pct']:.1f}",
+           "uni_torch_issue": f"{pt['issue_active_pct']:.1f}",
+           "uni_torch_inst_m": f"{pt['inst_executed'] / 1e6:.1f}",
+           "uni_us": f"{pu['duration_us']:.1f}", "uni_torch_us": f"{pt['duration_us']:.1f}",
+           "uni_steps_us": f"{pd['duration_us']:.1f}",
+           "uni_f32_us": f"{pf['duration_us']:.1f}", "uni_cublas_us": f"{pc['duration_us']:.1f}",
+           "evict_dram_mb": f"{pe['dram_read_bytes'] / 1e6:.0f}",
+           "evict_uni_dram_mb": f"{pu['dram_read_bytes'] / 1e6:.0f}",
+           "uni_4096_fp16_range": spread(UNIFORM, "float16", 4096),
+           "uni_4096_bf16_range": spread(UNIFORM, "bfloat16", 4096)}
+    for key, kernel in (("uni", UNIFORM), ("f32u", F32_UNIFORM), ("evict", EVICT),
+                        ("f32e", F32_EVICT)):
+        for dtype, short in (("float16", "fp16"), ("bfloat16", "bf16")):
+            for size in (4096, 8192):
+                out[f"{key}_{size}_{short}"] = ratio(kernel, dtype, size)
     return out
