@@ -203,7 +203,6 @@ def values() -> dict:
         "sk_4096_fp16": sk_ratio(rsk, "float16", 4096),
         "sk_8192_fp16": sk_ratio(rsk, "float16", 8192),
         "sk_4096_bf16": sk_ratio(rsk, "bfloat16", 4096),
-        "sk_8192_bf16": sk_ratio(rsk, "bfloat16", 8192),
         "sk_r10_8192_fp16": sk_ratio(r10, "float16", 8192),
         "sk_r11_4096_fp16": sk_ratio(r11, "float16", 4096),
         "sk_r11_4096_bf16": sk_ratio(r11, "bfloat16", 4096),
@@ -231,14 +230,9 @@ def values() -> dict:
         "past_r11_8192_fp16": ratio(r11, "float16", 8192),
         "past_r11_4096_bf16": ratio(r11, "bfloat16", 4096),
         "past_r11_8192_bf16": ratio(r11, "bfloat16", 8192),
-        "past_r11_8192_fp16_range": spread(r11, "float16", 8192),
-        "past_r11_8192_bf16_range": spread(r11, "bfloat16", 8192),
-        "past_r11_4096_fp16_range": spread(r11, "float16", 4096),
         "past_r11_8192_bf16_tflops": tflops(r11, "bfloat16", 8192),
         "past_r10_4096_fp16": ratio(r10, "float16", 4096),
         "past_r10_8192_fp16": ratio(r10, "float16", 8192),
-        "past_r10_4096_bf16": ratio(r10, "bfloat16", 4096),
-        "past_r10_8192_bf16": ratio(r10, "bfloat16", 8192),
         "past_tms16_8192_fp16": ratio(t7, "float16", 8192),
         "past_tms16_8192_bf16": ratio(t7, "bfloat16", 8192),
         "past_s3_4096_fp16": ratio(s3, "float16", 4096),
@@ -250,7 +244,6 @@ def values() -> dict:
         "past_pc_us1": f"{pc['duration_us']:.1f}",
         "past_p9_barrier": f"{p9['stalls']['barrier']:.2f}",
         "past_p10_barrier": f"{p10['stalls']['barrier']:.2f}",
-        "past_p11_barrier": f"{p11['stalls']['barrier']:.2f}",
         "past_p10_tensor": f"{p10['tensor_active_pct']:.1f}",
         "past_p11_tensor": f"{p11['tensor_active_pct']:.1f}",
         "past_p10_l2_read_mb": f"{p10['l2_read_bytes'] / 1e6:.0f}",
@@ -286,9 +279,7 @@ def values() -> dict:
         "past_processes": str(min(r["processes"] for r in past_data()["rows"]
                                   if r["part"] == "summary")),
         "past_cluster_4096_fp16": ratio("cluster", "float16", 4096),
-        "past_cluster_8192_fp16": ratio("cluster", "float16", 8192),
         "past_cluster_4096_bf16": ratio("cluster", "bfloat16", 4096),
-        "past_cluster_8192_bf16": ratio("cluster", "bfloat16", 8192),
         "past_out16_4096_fp16": ratio("cluster 16-bit out", "float16", 4096),
         "past_out16_8192_fp16": ratio("cluster 16-bit out", "float16", 8192),
         "past_out16_4096_bf16": ratio("cluster 16-bit out", "bfloat16", 4096),
@@ -313,7 +304,6 @@ def values() -> dict:
         "past_fp8_cluster_8192_tflops": tflops("fp8 cluster bf16 out", "e4m3", 8192),
         "past_fp8_cluster_4096": ratio("fp8 cluster bf16 out", "e4m3", 4096),
         "past_fp8_plain_4096": ratio("fp8 bf16 out", "e4m3", 4096),
-        "past_fp8_plain_8192": ratio("fp8 bf16 out", "e4m3", 8192),
         **left_values(ratio, spread),
     }
 
@@ -380,10 +370,6 @@ def left_values(ratio, spread) -> dict:
         "left_f32_8192_fp16": ratio(F32, "float16", 8192),
         "left_f32_4096_bf16": ratio(F32, "bfloat16", 4096),
         "left_f32_8192_bf16": ratio(F32, "bfloat16", 8192),
-        "left_f32k_4096_fp16": ratio(F32_COUNTERS, "float16", 4096),
-        "left_f32k_8192_fp16": ratio(F32_COUNTERS, "float16", 8192),
-        "left_f32k_4096_bf16": ratio(F32_COUNTERS, "bfloat16", 4096),
-        "left_f32k_8192_bf16": ratio(F32_COUNTERS, "bfloat16", 8192),
         "left_steps_4096_fp16": ratio(STEPS, "float16", 4096),
         "left_steps_8192_fp16": ratio(STEPS, "float16", 8192),
         "left_steps_4096_bf16": ratio(STEPS, "bfloat16", 4096),
@@ -410,23 +396,32 @@ def uniform_values(ratio, spread) -> dict:
     """Rungs 15 and 16 (rungs 13 and 14 with the uniform index) and the evict-first policy for
     C: their ratios, and what one profiled launch of each says beside the yardsticks."""
     pu, pf = profile("past:" + UNIFORM), profile("past:" + F32_UNIFORM)
-    pe, pd = profile("past:" + EVICT), profile("past:" + STEPS)
+    pe = profile("past:" + EVICT)
     pt, pc = profile("torch.mm f16"), profile("cublas_fp16")
     out = {"uni_inst_m": f"{pu['inst_executed'] / 1e6:.1f}",
-           "uni_issue": f"{pu['issue_active_pct']:.1f}",
-           "uni_steps_issue": f"{pd['issue_active_pct']:.1f}",
-           "uni_torch_issue": f"{pt['issue_active_pct']:.1f}",
            "uni_torch_inst_m": f"{pt['inst_executed'] / 1e6:.1f}",
            "uni_us": f"{pu['duration_us']:.1f}", "uni_torch_us": f"{pt['duration_us']:.1f}",
-           "uni_steps_us": f"{pd['duration_us']:.1f}",
            "uni_f32_us": f"{pf['duration_us']:.1f}", "uni_cublas_us": f"{pc['duration_us']:.1f}",
            "evict_dram_mb": f"{pe['dram_read_bytes'] / 1e6:.0f}",
            "evict_uni_dram_mb": f"{pu['dram_read_bytes'] / 1e6:.0f}",
            "uni_4096_fp16_range": spread(UNIFORM, "float16", 4096),
            "uni_4096_bf16_range": spread(UNIFORM, "bfloat16", 4096)}
-    for key, kernel in (("uni", UNIFORM), ("f32u", F32_UNIFORM), ("evict", EVICT),
-                        ("f32e", F32_EVICT)):
-        for dtype, short in (("float16", "fp16"), ("bfloat16", "bf16")):
-            for size in (4096, 8192):
-                out[f"{key}_{size}_{short}"] = ratio(kernel, dtype, size)
+    out.update({
+        "uni_4096_fp16": ratio(UNIFORM, "float16", 4096),
+        "uni_8192_fp16": ratio(UNIFORM, "float16", 8192),
+        "uni_4096_bf16": ratio(UNIFORM, "bfloat16", 4096),
+        "uni_8192_bf16": ratio(UNIFORM, "bfloat16", 8192),
+        "f32u_4096_fp16": ratio(F32_UNIFORM, "float16", 4096),
+        "f32u_8192_fp16": ratio(F32_UNIFORM, "float16", 8192),
+        "f32u_4096_bf16": ratio(F32_UNIFORM, "bfloat16", 4096),
+        "f32u_8192_bf16": ratio(F32_UNIFORM, "bfloat16", 8192),
+        "evict_4096_fp16": ratio(EVICT, "float16", 4096),
+        "evict_8192_fp16": ratio(EVICT, "float16", 8192),
+        "evict_4096_bf16": ratio(EVICT, "bfloat16", 4096),
+        "evict_8192_bf16": ratio(EVICT, "bfloat16", 8192),
+        "f32e_4096_fp16": ratio(F32_EVICT, "float16", 4096),
+        "f32e_8192_fp16": ratio(F32_EVICT, "float16", 8192),
+        "f32e_4096_bf16": ratio(F32_EVICT, "bfloat16", 4096),
+        "f32e_8192_bf16": ratio(F32_EVICT, "bfloat16", 8192),
+    })
     return out
