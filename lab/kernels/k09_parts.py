@@ -2,8 +2,9 @@
 configuration (:class:`HopperConfig`: tile, stages, warpgroups, input and output types and what
 follows from them), the order in which a persistent block walks its tiles, the epilogues (from
 registers: guarded, or 8-byte stores of whole tiles; through shared memory and TMA stores: a
-ring of boxes, the whole tile, or each warp its own rows), and the TMA copies of one stage
-(plain and multicast).
+ring of boxes, the whole tile, or each warp its own rows, optionally marked evict-first in L2),
+and the TMA copies of one stage (plain and multicast). The stage ring's loops are in
+:mod:`lab.kernels.k09_ring`.
 """
 from __future__ import annotations
 
