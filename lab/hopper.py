@@ -150,7 +150,7 @@ if SIMULATOR:
 
 else:
     from llvmlite import ir
-    from numba import cuda, types, uint32, uint64
+    from numba import cuda, types, uint32
     from numba.core.errors import RequireLiteralValue
     from numba.cuda.extending import intrinsic
 
@@ -406,42 +406,39 @@ else:
 
     # ------------------------------------------------------------------ TMA store
 
-    @intrinsic
-    def tma_store_2d(typingctx, src, tensor_map, col, row):
+    def _tma_store(name, text, doc):
+        """A TMA store intrinsic ``name(src, tensor_map, col, row)`` that emits ``text``."""
+        def impl(typingctx, src, tensor_map, col, row):
+            def codegen(context, builder, sig, args):
+                ops = [_u32(context, builder, sig.args[0], args[0]),
+                       context.cast(builder, args[1], sig.args[1], types.uint64),
+                       context.cast(builder, args[2], sig.args[2], types.int32),
+                       context.cast(builder, args[3], sig.args[3], types.int32)]
+                _asm(builder, ir.VoidType(), ops, text, "r,l,r,r,~{memory}")
+                return context.get_dummy_value()
+            return types.void(src, tensor_map, col, row), codegen
+        impl.__name__ = name
+        impl.__doc__ = doc
+        return intrinsic(impl)
+
+    tma_store_2d = _tma_store(
+        "tma_store_2d",
+        "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$1, {$2, $3}], [$0];",
         """``cp.async.bulk.tensor.2d.global.shared::cta.bulk_group``: shared ``src`` (one box,
         laid out as the map says: 1024-byte aligned for the 128B swizzle) → the box of the
         tensor whose first element is (``row``, ``col``). Elements outside the tensor are not
         written (the copy engine clips the box). Asynchronous: the writing threads need
         :func:`fence_proxy_async` and a barrier before it; :func:`bulk_commit` closes a group,
-        :func:`bulk_wait_read` says when ``src`` may be reused."""
-        def codegen(context, builder, sig, args):
-            ops = [_u32(context, builder, sig.args[0], args[0]),
-                   context.cast(builder, args[1], sig.args[1], types.uint64),
-                   context.cast(builder, args[2], sig.args[2], types.int32),
-                   context.cast(builder, args[3], sig.args[3], types.int32)]
-            _asm(builder, ir.VoidType(), ops,
-                 "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$1, {$2, $3}], [$0];",
-                 "r,l,r,r,~{memory}")
-            return context.get_dummy_value()
-        return types.void(src, tensor_map, col, row), codegen
+        :func:`bulk_wait_read` says when ``src`` may be reused.""")
 
-    @intrinsic
-    def tma_store_2d_evict_first(typingctx, src, tensor_map, col, row):
+    tma_store_2d_evict_first = _tma_store(
+        "tma_store_2d_evict_first",
+        "{ .reg .b64 p; createpolicy.fractional.L2::evict_first.b64 p, 1.0; "
+        "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group.L2::cache_hint "
+        "[$1, {$2, $3}], [$0], p; }",
         """:func:`tma_store_2d` with an L2 cache policy of *evict first*
         (``createpolicy.fractional.L2::evict_first``, ``.L2::cache_hint``): the lines it
-        writes are the first L2 gives up, before the lines that loads brought in."""
-        def codegen(context, builder, sig, args):
-            ops = [_u32(context, builder, sig.args[0], args[0]),
-                   context.cast(builder, args[1], sig.args[1], types.uint64),
-                   context.cast(builder, args[2], sig.args[2], types.int32),
-                   context.cast(builder, args[3], sig.args[3], types.int32)]
-            _asm(builder, ir.VoidType(), ops,
-                 "{ .reg .b64 p; createpolicy.fractional.L2::evict_first.b64 p, 1.0; "
-                 "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group.L2::cache_hint "
-                 "[$1, {$2, $3}], [$0], p; }",
-                 "r,l,r,r,~{memory}")
-            return context.get_dummy_value()
-        return types.void(src, tensor_map, col, row), codegen
+        writes are the first L2 gives up, before the lines that loads brought in.""")
 
     bulk_commit = _simple("bulk_commit", "cp.async.bulk.commit_group;",
                           "``cp.async.bulk.commit_group`` — close the group of bulk copies "

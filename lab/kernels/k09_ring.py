@@ -99,22 +99,31 @@ def ring_ops(cfg: HopperConfig):
         return it + (k1 - k0)
 
     @cuda.jit(device=True, inline="always")
+    def counted_slice(acc, shared, full0, empty0, s, phase, held, kt, cw, leader):
+        """One k-slice of the counted main loops: wait for slot ``s``, issue its wgmma, hand
+        back the slot ``held`` that the k-slice before read once its wgmma are done; returns
+        the next slot, its phase and this one."""
+        wait(full0 + uint32(8 * s), phase)
+        compute_stage(acc, shared + uint32(s * STAGE_BYTES), cw, 1)
+        hopper.wgmma_wait(1)                          # the k-slice before is done …
+        if kt >= 1:                                   # … so its slot goes back
+            release(empty0 + uint32(8 * held), leader)
+        held = s
+        s = int32(s + 1)
+        if s == STAGES:
+            s = int32(0)
+            phase = int32(phase ^ 1)
+        return s, phase, held
+
+    @cuda.jit(device=True, inline="always")
     def mainloop_counted(acc, shared, full0, empty0, it, count, cw, leader):
         """:func:`mainloop` (wait depth 1) with the slot and its phase kept as counters."""
         s = int32(it % STAGES)                        # 32-bit, as the hardware counts
         phase = int32((it // STAGES) % 2)
         held = s                                      # the slot the last k-slice read
         for kt in range(int32(count)):
-            wait(full0 + uint32(8 * s), phase)
-            compute_stage(acc, shared + uint32(s * STAGE_BYTES), cw, 1)
-            hopper.wgmma_wait(1)                      # the k-slice before is done …
-            if kt >= 1:                               # … so its slot goes back
-                release(empty0 + uint32(8 * held), leader)
-            held = s
-            s = int32(s + 1)
-            if s == STAGES:
-                s = int32(0)
-                phase = int32(phase ^ 1)
+            s, phase, held = counted_slice(acc, shared, full0, empty0, s, phase, held, kt, cw,
+                                           leader)
         hopper.wgmma_wait(0)
         if count >= 1:
             release(empty0 + uint32(8 * held), leader)
@@ -132,16 +141,8 @@ def ring_ops(cfg: HopperConfig):
         kt = int32(0)
         n = int32(count)
         while kt < n:
-            wait(full0 + uint32(8 * s), phase)
-            compute_stage(acc, shared + uint32(s * STAGE_BYTES), cw, 1)
-            hopper.wgmma_wait(1)
-            if kt >= 1:
-                release(empty0 + uint32(8 * held), leader)
-            held = s
-            s = int32(s + 1)
-            if s == STAGES:
-                s = int32(0)
-                phase = int32(phase ^ 1)
+            s, phase, held = counted_slice(acc, shared, full0, empty0, s, phase, held, kt, cw,
+                                           leader)
             kt = int32(kt + 1)
         hopper.wgmma_wait(0)
         if n >= 1:
