@@ -118,9 +118,6 @@ def explore_configs() -> dict:
     assert replace(tile, grid=128, counters=True, steps=True) == K.RUNG_CONFIGS["wgmma_lean"]
     assert (replace(t, stages=3, grid=128, counters=True, steps=True, ring=4)
             == K.RUNG_CONFIGS["wgmma_ring"])
-    lean, ring = K.RUNG_CONFIGS["wgmma_lean"], K.RUNG_CONFIGS["wgmma_ring"]
-    assert replace(lean, uniform=True) == K.RUNG_CONFIGS["wgmma_uniform"]
-    assert replace(ring, uniform=True) == K.RUNG_CONFIGS["wgmma_ring_uniform"]
     return {
         "cluster": c,
         "tmastore grid 128": replace(t, grid=128),

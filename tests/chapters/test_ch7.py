@@ -217,7 +217,8 @@ def test_what_the_uniform_index_and_evict_first_paragraphs_say_holds():
     torch.mm at 4096³ (within the spread between runs, a quarter of a percent) and past it at
     8192³, one profiled launch level with torch.mm's. Rung 16: past cuBLAS at 8192³, short at
     4096³. Evict-first: fewer DRAM reads for the 16-bit C, no gain anywhere, behind rung 16
-    with an FP32 C."""
+    with an FP32 C. The rows measured are the registered rungs 15 and 16."""
+    from lab.kernels import k09_hopper as K
     from lab.chapters.ch7 import s5_past as P
 
     def r(kernel, dtype, size):
@@ -236,6 +237,9 @@ def test_what_the_uniform_index_and_evict_first_paragraphs_say_holds():
             assert r(P.EVICT, dtype, size) < r(P.UNIFORM, dtype, size) + 0.001
         assert abs(r(P.UNIFORM, dtype, 4096) - 1) < 0.0025 and r(P.UNIFORM, dtype, 8192) > 1
         assert r(P.F32_UNIFORM, dtype, 8192) > 1 > r(P.F32_UNIFORM, dtype, 4096)
+    labels = P.past_data()["parameters"]["configs"]
+    assert labels[P.UNIFORM] == K.RUNG_CONFIGS["wgmma_uniform"].label
+    assert labels[P.F32_UNIFORM] == K.RUNG_CONFIGS["wgmma_ring_uniform"].label
 
 
 def test_what_chapter_7b_says_of_fp8_in_clusters_and_whole_waves_holds():
