@@ -39,7 +39,8 @@ from lab.experiments import hopper_profile as P
 CHAPTER = 7
 NEEDS = ("cupy", "torch")
 NEEDS_KERNELS = ("wgmma_out16_fp16", "wgmma_grid128_fp16", "fp8_e4m3_cluster")
-H200_SECONDS = 480  # estimate: children compiling side by side, then about 6 min of GPU turns
+H200_SECONDS = 540  # measured: 538 s on the H200 (three children compiling side by side, then
+#                     their GPU turns and Nsight Compute's)
 
 SIZES = (4096, 8192)
 KINDS = ("f16", "bf16")
@@ -55,7 +56,7 @@ STREAMK_SHAPES = ((2100, 4200, 1000), (1536, 6400, 777))
 FASTCU_CHECK = (2048, 2048, 2048)
 PROCESSES = 3
 EXPLORE_PROCESSES = 4
-CHILD_TIMEOUT_S = 540
+CHILD_TIMEOUT_S = 580
 BATCH, BATCHES = 20, 10
 ROW_FIELDS = ("part", "kernel")
 DTYPE = {"f16": "float16", "bf16": "bfloat16"}
@@ -87,6 +88,8 @@ UNIFORM = STEPS + " uniform index"
 F32_UNIFORM = F32_RING + " uniform index"
 EVICT = UNIFORM + " C evict-first"
 F32_EVICT = F32_UNIFORM + " C evict-first"
+#: Rung 16 with its staged C handed to store threads through mbarriers (rung 17).
+F32_HANDOFF = F32_UNIFORM + " store threads"
 #: torch.mm with FP16 output under Nsight Compute (the yardstick of the 16-bit rungs).
 TORCH_F16 = "torch.mm f16"
 
@@ -172,12 +175,17 @@ def explore_configs() -> dict:
         F32_UNIFORM: K.RUNG_CONFIGS["wgmma_ring_uniform"],
         EVICT: replace(K.RUNG_CONFIGS["wgmma_uniform"], c_evict=True),
         F32_EVICT: replace(K.RUNG_CONFIGS["wgmma_ring_uniform"], c_evict=True),
+        # rung 16 with the staged C handed over to a store thread per consumer warpgroup
+        # (filled/freed mbarriers per box): no named barrier per box, no consumer thread
+        # waiting for the copy engine to read a box
+        F32_HANDOFF: K.RUNG_CONFIGS["wgmma_handoff"],
     }
 
 
 #: Labels timed in both input types during the exploration (the rest FP16 only).
 EXPLORE_BOTH = (SLEEP, GROUP16, COUNTERS, COUNTERS + " group_m 16", STEPS, F32_COUNTERS,
                 F32_STEPS, F32_RING, VECTOR, F32_WARP, UNIFORM, F32_UNIFORM, EVICT, F32_EVICT,
+                F32_HANDOFF,
                 "tmastore grid 128",
                 "tmastore 3 stages grid 128", "cluster 16-bit out",
                 "tmastore 16-bit out", "tmastore 16-bit out whole-tile",
@@ -212,19 +220,20 @@ PROFILE_KERNELS = ("wgmma_cluster_fp16", "wgmma_out16_fp16", "wgmma_tile16_fp16"
                    "wgmma_grid128_fp16", PAST + CUBLAS_TILE, PAST + SLEEP, PAST + GROUP16,
                    PAST + COUNTERS, PAST + STEPS, PAST + "tmastore 3 stages grid 128",
                    PAST + F32_COUNTERS, PAST + F32_STEPS, PAST + F32_RING, PAST + UNIFORM,
-                   PAST + F32_UNIFORM, PAST + EVICT, PAST + F32_EVICT, "cublas_fp16",
-                   TORCH_F16)
+                   PAST + F32_UNIFORM, PAST + EVICT, PAST + F32_EVICT, PAST + F32_HANDOFF,
+                   "cublas_fp16", TORCH_F16)
 #: Rows of the final measurement (labels of :func:`explore_configs`, both input types): rungs
 #: 8 and 9, rung 7 with a 16-bit C changed one step at a time up to rungs 10 and 11, rung 11
 #: on cuBLAS's tile, rung 11 with sleeping waits, 16-row groups, slot counters and descriptor
 #: steps, and rung 7 (FP32 C) on 128 blocks, then with slot counters, descriptor steps and a
 #: ring of 4 staging boxes; two other FP32 epilogues on that main loop (from registers;
-#: per-warp staging); rungs 15 and 16 (the uniform index), and they with C's stores evict-first.
+#: per-warp staging); rungs 15 and 16 (the uniform index), and they with C's stores evict-first;
+#: rung 17 (rung 16's C handed to store threads).
 FINAL = ("cluster", "cluster 16-bit out", "tmastore 16-bit out", "tmastore 16-bit out 3 stages",
          "tmastore 16-bit out whole-tile", "tmastore 16-bit out whole-tile grid 128",
          CUBLAS_TILE, SLEEP, GROUP16, COUNTERS, COUNTERS + " group_m 16", STEPS,
          "tmastore 3 stages grid 128", F32_COUNTERS, F32_STEPS, F32_RING, VECTOR, F32_WARP,
-         UNIFORM, F32_UNIFORM, EVICT, F32_EVICT)
+         UNIFORM, F32_UNIFORM, EVICT, F32_EVICT, F32_HANDOFF)
 #: The stream-K measurement (``mode`` "streamk", the ``hopper_streamk`` experiment): rung 12
 #: beside rungs 10 and 11, both input types, every child; its profile.
 STREAMK = ("tmastore 16-bit out whole-tile", "tmastore 16-bit out whole-tile grid 128",

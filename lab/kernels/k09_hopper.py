@@ -73,6 +73,11 @@ The rungs, one change each (every rung FP16 and BF16; ``k`` = 64 per stage; 128B
     descriptors in uniform registers, without moving them there from ordinary ones; and the
     k-slice loop counted in 32 bits. 49 SASS instructions per k-slice instead of 67.
 16. ``wgmma_ring_uniform`` — rung 14 (FP32 C) with rung 15's changes.
+17. ``wgmma_handoff`` — rung 16 with its C handed to store threads: each consumer warp
+    writes its rows of a staging box and arrives on the box's *filled* mbarrier; a thread of
+    the producer warpgroup (one per consumer warpgroup) waits for it, issues the TMA store and
+    arrives on the box's *freed* mbarrier once the store has read it. The consumer warps no
+    longer meet at a named barrier per box, and no consumer thread waits for the copy engine.
 
 Parameters of the specialized kernel that the ``hopper`` experiment sweeps (FP16): ``group_m``
 (block rows per L2 group), ``wait_depth`` (wgmma groups a consumer keeps in flight before it
@@ -104,8 +109,8 @@ from lab import launch as routed
 from lab.kernels import KernelSpec
 from lab.kernels.k07_tensor_core import pad_inputs, pad_into, pad_operand
 from lab.kernels.k09_parts import (BK, EPI_BOX, OUT_BYTES, ROW, SIGNATURES, HopperConfig,
-                                   epilogue, epilogue_tma, epilogue_vector, stage_ops,
-                                   tile_order, zero_acc)
+                                   epilogue, epilogue_handoff, epilogue_tma, epilogue_vector,
+                                   stage_ops, tile_order, zero_acc)
 from lab.kernels.k09_ring import ring_ops
 from lab.kernels.k09_streamk import flag_words, streamk_ops
 
@@ -260,10 +265,11 @@ def build_tma(cfg: HopperConfig):
 # ----------------------------------------------------------------------------- rungs 4-5
 
 def build_ws(cfg: HopperConfig):
-    """Rungs 4–8: a producer warpgroup (TMA) and consumer warpgroups (wgmma) that meet only
+    """Rungs 4–17: a producer warpgroup (TMA) and consumer warpgroups (wgmma) that meet only
     at full/empty mbarriers; optionally setmaxnreg, a persistent tile loop, ping-pong
     consumers (a whole tile each, in turn), an epilogue through shared memory and TMA
-    stores, and clusters whose blocks multicast the B tile to each other."""
+    stores (issued by the consumers, or by store threads of the producer warpgroup), stream-K,
+    and clusters whose blocks multicast the B tile to each other."""
     cfg.validate()
     BM, BN, STAGES, MT, GROUP_M = cfg.bm, cfg.bn, cfg.stages, cfg.mt, cfg.group_m
     STAGE_BYTES = cfg.stage_bytes
@@ -280,7 +286,11 @@ def build_ws(cfg: HopperConfig):
     DEPTH = cfg.wait_depth
     ELECT = cfg.elect
     wait = hopper.mbar_wait_sleep if cfg.sleep else hopper.mbar_wait
-    BARRIERS = 2 * STAGES + 2             # a full and an empty mbarrier per stage; 2 "order"
+    HANDOFF = cfg.handoff                 # staged C handed to store threads (mbarriers)
+    SLOTS = cfg.slots
+    # a full and an empty mbarrier per stage; 2 "order"; hand-off: a filled and a freed
+    # mbarrier per staging slot of each consumer warpgroup
+    BARRIERS = 2 * STAGES + 2 + (2 * CONSUMERS * SLOTS if HANDOFF else 0)
     SCALED = cfg.fp8                      # FP8: scale arguments, Bᵀ
     PROMOTE = cfg.promote // cfg.bk       # stages between promotions to FP32; 0 = never
     PART = ACC if PROMOTE else 1          # the tensor cores' partial sums, when promoting
@@ -298,6 +308,7 @@ def build_ws(cfg: HopperConfig):
     WARP_STORE = cfg.store == "warp"          # (every warp's lane 0 issues its stores)
     EPI_BOXES = cfg.epi_boxes             # staging boxes per consumer warpgroup
     STREAMK = cfg.streamk
+    stage_handoff, issue_handoff = epilogue_handoff(cfg)
     zero = zero_acc(ACC)
     load_stage, compute_stage = stage_ops(cfg)
 
@@ -435,12 +446,18 @@ def build_ws(cfg: HopperConfig):
         full0 = hopper.shared_address(bars)
         empty0 = full0 + uint32(8 * STAGES)
         order0 = full0 + uint32(16 * STAGES)
+        filled0 = order0 + uint32(16)                 # (hand-off) per consumer, per slot
+        freed0 = filled0 + uint32(8 * CONSUMERS * SLOTS)
         if tid == 0:
             for s in range(STAGES):
                 hopper.mbar_init(full0 + uint32(8 * s), 1)              # the producer's arrive
                 hopper.mbar_init(empty0 + uint32(8 * s), RELEASERS)     # one per consumer warp
             hopper.mbar_init(order0, 1)
             hopper.mbar_init(order0 + uint32(8), 1)
+            if HANDOFF:
+                for s in range(CONSUMERS * SLOTS):
+                    hopper.mbar_init(filled0 + uint32(8 * s), 4)        # the warps' lane 0
+                    hopper.mbar_init(freed0 + uint32(8 * s), 1)         # the store thread
             hopper.fence_barrier_init()
         cuda.syncthreads()
         if CLUSTER > 1:
@@ -472,6 +489,24 @@ def build_ws(cfg: HopperConfig):
                                      seg_start - t * k_tiles, seg_end - t * k_tiles,
                                      block_m, block_n, rank)
                         seg_end = seg_start
+            elif HANDOFF and tid % 32 == 0 and tid < 32 * (CONSUMERS + 1):
+                # lane 0 of warp 1 + cw: consumer warpgroup cw's store thread
+                cw = tid // 32 - 1
+                slots = uint32(cw * SLOTS * 8)
+                boxes = shared + uint32(EPI0 + cw * EPI_BOXES * EPI_BOX)
+                c_map = hopper.global_address(map_c)
+                slot = int32(0)                       # the staging slot and its phase
+                phase = int32(0)
+                warm = False                          # every slot used once
+                unit = int32(first)                   # (32-bit: 40 registers here)
+                while unit < tiles:
+                    block_m, block_n = tile_coords(unit, units_m, tiles_n)
+                    slot, phase, warm = issue_handoff(boxes, filled0 + slots, freed0 + slots,
+                                                      c_map, slot, phase, warm,
+                                                      int32(block_m * BM + cw * WG_ROWS),
+                                                      int32(block_n * BN))
+                    unit = int32(unit + step)
+                hopper.bulk_wait(0)                   # stores done before the block exits
         # endregion: producer
         # region: consumer
         else:                                         # consumer warpgroups: wgmma only
@@ -499,6 +534,9 @@ def build_ws(cfg: HopperConfig):
                 return
             boxes = shared + uint32(EPI0 + cw * EPI_BOXES * EPI_BOX)
             c_map = hopper.global_address(map_c)
+            slots = uint32(cw * SLOTS * 8)            # (hand-off) this warpgroup's barriers
+            slot = int32(0)                           # (hand-off) its staging slot, phase
+            phase = int32(0)
             it = int32(0)
             tn = log(flags, cw, thread, int32(0), 1)  # (events of a traced kernel)
             for unit in range(first, streamk_plan(tiles, k_tiles)[0], step):
@@ -513,7 +551,10 @@ def build_ws(cfg: HopperConfig):
                     it = mainloop(acc, shared, full0, empty0, it, k_tiles, cw, leader)
                 tn = log(flags, cw, thread, tn, 2)
                 if block_m < tiles_m:
-                    if EPI_TMA:
+                    if HANDOFF:
+                        slot, phase = stage_handoff(acc, boxes, filled0 + slots,
+                                                    freed0 + slots, thread, slot, phase, scale)
+                    elif EPI_TMA:
                         store_tile_tma(acc, boxes, c_map, block_m * BM + cw * WG_ROWS,
                                        block_n * BN, thread, 1 + cw, scale)
                     elif EPI_VECTOR:
@@ -526,7 +567,7 @@ def build_ws(cfg: HopperConfig):
                 it, tn = streamk_consumer(acc, shared, full0, empty0, it, k_tiles, cw, leader,
                                           thread, boxes, c_map, work, flags, tiles, units_m,
                                           tiles_n, scale, tn)
-            if EPI_TMA and (thread == 0 or (WARP_STORE and thread % 32 == 0)):
+            if EPI_TMA and not HANDOFF and (thread == 0 or (WARP_STORE and thread % 32 == 0)):
                 hopper.bulk_wait(0)                   # stores done before the block exits
             log(flags, cw, thread, tn, 10)
         # endregion: consumer
@@ -773,6 +814,9 @@ RUNG_CONFIGS["wgmma_ring"] = replace(RUNG_CONFIGS["wgmma_tmastore"], stages=3, g
 #: k-slice where rungs 13 and 14 have 67.
 RUNG_CONFIGS["wgmma_uniform"] = replace(RUNG_CONFIGS["wgmma_lean"], uniform=True)
 RUNG_CONFIGS["wgmma_ring_uniform"] = replace(RUNG_CONFIGS["wgmma_ring"], uniform=True)
+#: Rung 17, FP32 C: rung 16 with the staged C handed to a store thread per consumer
+#: warpgroup through a filled and a freed mbarrier per box, instead of a named barrier per box.
+RUNG_CONFIGS["wgmma_handoff"] = replace(RUNG_CONFIGS["wgmma_ring_uniform"], handoff=True)
 
 #: Cheap variations of rungs 7 and 8, one change each (FP16): the sweep of the ``hopper``
 #: experiment. (5 or 6 stages of 128×256×64 do not fit: 48 KB a stage, 227 KB in all.)
@@ -812,6 +856,8 @@ TITLES = {
                   "staging boxes",
     "wgmma_uniform": "rung 13 + a uniform warpgroup index and a 32-bit k-slice loop",
     "wgmma_ring_uniform": "rung 14 (FP32 C) + rung 15's uniform index and 32-bit loop",
+    "wgmma_handoff": "rung 16 (FP32 C) + store threads: the staged C handed over through "
+                     "mbarriers",
 }
 
 
@@ -840,6 +886,7 @@ def _needs(cfg: HopperConfig) -> str:
     text += ", clusters (multicast)" if cfg.cluster > 1 else ""
     text += ", whole-tile staging" if cfg.store == "tile" else ""
     text += ", stream-K (flags between blocks)" if cfg.streamk else ""
+    text += ", store threads (mbarrier hand-off)" if cfg.handoff else ""
     return text
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from numba import cuda, float32, uint32, uint64
+from numba import cuda, float32, int32, uint32, uint64
 
 from lab import hopper
 
@@ -100,6 +100,13 @@ class HopperConfig:
     # the TMA stores of C carry an L2 policy of evict first, so that C's lines leave L2 before
     # the panels of A and B that later tiles read again
     c_evict: bool = False
+    # the consumers hand their staged C to a store thread of their own in the producer
+    # warpgroup through mbarriers (a "filled" and a "freed" one per staging slot): each warp
+    # arrives when its rows of a slot are written, and waits only until the slot it writes
+    # next is free; the store thread issues the TMA stores and waits for them to be read.
+    # No barrier among the consumer warps; the slots are counted across tiles, so ``ring``
+    # need not divide a tile's boxes
+    handoff: bool = False
 
     @property
     def fp8(self) -> bool:
@@ -147,6 +154,12 @@ class HopperConfig:
     def epi_rows(self) -> int:
         """Rows of C per TMA store: a warp's 16 ("warp" staging), else a warpgroup's 64."""
         return 16 if self.store == "warp" else 64
+
+    @property
+    def slots(self) -> int:
+        """Staging slots per consumer warpgroup that a hand-off counts: the ring's boxes, or
+        one whole tile."""
+        return self.ring if self.store == "boxes" else 1
 
     @property
     def epilogue_bytes(self) -> int:
@@ -199,6 +212,8 @@ class HopperConfig:
             parts.append("uniform index")
         if self.c_evict:
             parts.append("C evict-first")
+        if self.handoff:
+            parts.append("store threads (hand-off)")
         if self.streamk:
             parts.append("stream-K last wave" + ("" if self.fixup == "finisher" else
                                                  f", fix-up {self.fixup}")
@@ -262,10 +277,18 @@ class HopperConfig:
                             "TMA store (per-warp staging without stream-K)")
         if not 2 <= self.ring <= 8 or (self.ring != 2 and (
                 self.store == "tile" or self.streamk or self.pingpong
-                or (self.mt * (self.bn // self.epi_cols)) % self.ring)):
+                or (not self.handoff
+                    and (self.mt * (self.bn // self.epi_cols)) % self.ring))):
             problems.append("ring (2…8 staging boxes, a divisor of a warpgroup's boxes per "
-                            "tile) is for the boxes of the specialized kernel's TMA store, "
-                            "without stream-K")
+                            "tile unless handed off) is for the boxes of the specialized "
+                            "kernel's TMA store, without stream-K")
+        if self.handoff and not (specialized and self.epilogue == "tma" and self.cluster == 1
+                                 and self.store in ("boxes", "tile") and not self.streamk
+                                 and not self.fp8 and self.consumers <= 3):
+            problems.append("the hand-off to store threads is for the specialized 16-bit "
+                            "kernel's TMA store (boxes or whole tiles), without clusters or "
+                            "stream-K, and at most 3 consumer warpgroups (one store thread "
+                            "each in the producer's other warps)")
         if self.streamk and not (specialized and self.persistent and self.cluster == 1
                                  and self.epilogue == "tma" and not self.fp8):
             problems.append("stream-K is for the persistent specialized 16-bit kernel with the "
@@ -525,25 +548,13 @@ def stage_multicast(cfg: HopperConfig):
     return load_stage_multicast
 
 
-def epilogue_tma(cfg: HopperConfig):
-    """``store_tile_tma``: one warpgroup's accumulators → C through shared memory and the copy
-    engine."""
-    MT, BN, COLS = cfg.mt, cfg.bn, cfg.epi_cols
-    QUARTERS = BN // COLS                         # boxes per 64-row slab
+def staging(cfg: HopperConfig):
+    """``stage_box``: a lane's share of one box of the accumulators into a 128B-swizzled
+    staging box, in the output type."""
+    BN, COLS = cfg.bn, cfg.epi_cols
     OUT = OUT_BYTES[cfg.out]
     BF16_OUT = cfg.out == "bf16"
     F16_OUT = cfg.out == "f16"
-    WHOLE = cfg.store == "tile"
-    WARP = cfg.store == "warp"
-    WARP_BOX = 16 * ROW                           # a warp's staging box: 16 rows, 2 KB
-    RING = cfg.ring
-    WARP_PENDING = RING - 1                       # a warp's stores that may still be reading
-    # A ring of 3 or more: one barrier per box. Before it, the issuing thread waits until the
-    # box after this one is free (its store, RING - 1 boxes back, has been read); the ring of
-    # 2 waits for the box itself, before a barrier of its own.
-    ONE_BARRIER = RING >= 3
-    PENDING = RING - 2 if ONE_BARRIER else 1      # stores that may still be reading
-    store_c = hopper.tma_store_2d_evict_first if cfg.c_evict else hopper.tma_store_2d
 
     @cuda.jit(device=True, inline="always")
     def box_slot(r, jj, lane):
@@ -562,6 +573,40 @@ def epilogue_tma(cfg: HopperConfig):
             hopper.st_shared_f16x2(where, x, y)
         else:
             hopper.st_shared_v2_f32(where, x, y)
+
+    @cuda.jit(device=True, inline="always")
+    def stage_box(box, acc, mi, q, top, lane, scale):
+        """This lane's share of box ``q`` of 64-row slab ``mi`` of the accumulators, times
+        ``scale``, into the staging box at shared address ``box``: rows ``top`` + lane / 4 and
+        8 below it, two columns of each 8-column block."""
+        for jj in range(COLS // 8):
+            j = q * (COLS // 8) + jj                  # 8-column block of the accumulators
+            for half in range(2):
+                r = top + lane // 4 + 8 * half
+                i = mi * (BN // 2) + 4 * j + 2 * half
+                stage_pair(box + box_slot(r, jj, lane), acc[i] * scale, acc[i + 1] * scale)
+
+    return stage_box
+
+
+def epilogue_tma(cfg: HopperConfig):
+    """``store_tile_tma``: one warpgroup's accumulators → C through shared memory and the copy
+    engine."""
+    MT, BN, COLS = cfg.mt, cfg.bn, cfg.epi_cols
+    QUARTERS = BN // COLS                         # boxes per 64-row slab
+    WHOLE = cfg.store == "tile"
+    WARP = cfg.store == "warp"
+    WARP_BOX = 16 * ROW                           # a warp's staging box: 16 rows, 2 KB
+    RING = cfg.ring
+    WARP_PENDING = RING - 1                       # a warp's stores that may still be reading
+    # A ring of 3 or more: one barrier per box. Before it, the issuing thread waits until the
+    # box after this one is free (its store, RING - 1 boxes back, has been read); the ring of
+    # 2 waits for the box itself, before a barrier of its own.
+    ONE_BARRIER = RING >= 3
+    PENDING = RING - 2 if ONE_BARRIER else 1      # stores that may still be reading
+    store_c = hopper.tma_store_2d_evict_first if cfg.c_evict else hopper.tma_store_2d
+
+    stage_box = staging(cfg)
 
     # region: epilogue_tma
     @cuda.jit(device=True, inline="always")
@@ -594,13 +639,7 @@ def epilogue_tma(cfg: HopperConfig):
                         if thread == 0:               # the box written two boxes ago is free
                             hopper.bulk_wait_read(PENDING)
                         hopper.named_barrier(bar_id, 128)
-                for jj in range(COLS // 8):
-                    j = q * (COLS // 8) + jj          # 8-column block of the accumulators
-                    for half in range(2):
-                        r = 16 * warp + lane // 4 + 8 * half
-                        i = mi * (BN // 2) + 4 * j + 2 * half
-                        stage_pair(box + box_slot(r, jj, lane), acc[i] * scale,
-                                   acc[i + 1] * scale)
+                stage_box(box, acc, mi, q, 16 * warp, lane, scale)
                 if not WHOLE:
                     hopper.fence_proxy_async()
                     if ONE_BARRIER and thread == 0:   # the next box's slot is free
@@ -630,19 +669,14 @@ def epilogue_tma(cfg: HopperConfig):
                 if lane == 0:
                     hopper.bulk_wait_read(WARP_PENDING)   # the slot's last store has read it
                 cuda.syncwarp()
-                for jj in range(COLS // 8):
-                    j = q * (COLS // 8) + jj
-                    for half in range(2):
-                        r = lane // 4 + 8 * half
-                        i = mi * (BN // 2) + 4 * j + 2 * half
-                        stage_pair(box + box_slot(r, jj, lane), acc[i] * scale,
-                                   acc[i + 1] * scale)
+                stage_box(box, acc, mi, q, 0, lane, scale)
                 hopper.fence_proxy_async()
                 cuda.syncwarp()
                 if lane == 0:
                     store_c(box, map_c, col0 + COLS * q, row0 + 64 * mi + 16 * warp)
                     hopper.bulk_commit()
     # endregion: epilogue_warp
+
 
     @cuda.jit(device=True, inline="always")
     def issue_tile(boxes, map_c, row0, col0, thread, bar_id):
@@ -658,3 +692,74 @@ def epilogue_tma(cfg: HopperConfig):
             hopper.bulk_commit()
 
     return store_warp if WARP else store_tile_tma
+
+
+def epilogue_handoff(cfg: HopperConfig):
+    """``stage_handoff`` (a consumer warpgroup stages its accumulators, slot by slot) and
+    ``issue_handoff`` (its store thread issues the TMA stores of one tile) for
+    ``HopperConfig.handoff``."""
+    MT, BN, COLS = cfg.mt, cfg.bn, cfg.epi_cols
+    QUARTERS = BN // COLS                         # boxes per 64-row slab
+    stage_box = staging(cfg)
+    store_c = hopper.tma_store_2d_evict_first if cfg.c_evict else hopper.tma_store_2d
+    SLOTS = cfg.slots
+    GROUP = 1 if cfg.store == "boxes" else MT * QUARTERS      # boxes per slot
+    GROUPS = MT * QUARTERS // GROUP                            # slots' worth per tile
+    READING = SLOTS - 1                       # stores that may still be reading their slot
+
+    # region: epilogue_handoff
+    @cuda.jit(device=True, inline="always")
+    def advance(slot, phase):
+        """The next staging slot and its phase (32-bit counters across tiles)."""
+        slot = int32(slot + 1)
+        if slot == SLOTS:
+            slot = int32(0)
+            phase = int32(phase ^ 1)
+        return slot, phase
+
+    @cuda.jit(device=True, inline="always")
+    def stage_handoff(acc, boxes, filled, freed, thread, slot, phase, scale):
+        """One warpgroup's accumulators, times ``scale``, into its staging slots, handed to
+        its store thread: for each slot every warp waits until the slot is free, writes its
+        16 rows, fences them for the async proxy and (lane 0, after ``__syncwarp``) arrives
+        on the slot's *filled* barrier. Returns the next slot and its phase."""
+        warp = thread // 32
+        lane = thread % 32
+        for grp in range(GROUPS):
+            hopper.mbar_wait(freed + uint32(8 * slot), phase ^ 1)
+            base = boxes + uint32(slot * (GROUP * EPI_BOX))
+            for g in range(GROUP):
+                b = grp * GROUP + g
+                stage_box(base + uint32(g * EPI_BOX), acc, b // QUARTERS, b % QUARTERS,
+                          16 * warp, lane, scale)
+            hopper.fence_proxy_async()
+            cuda.syncwarp()
+            if lane == 0:
+                hopper.mbar_arrive(filled + uint32(8 * slot))
+            slot, phase = advance(slot, phase)
+        return slot, phase
+
+    @cuda.jit(device=True, inline="always")
+    def issue_handoff(boxes, filled, freed, map_c, slot, phase, warm, row0, col0):
+        """The store thread's half of :func:`stage_handoff` for one tile: for each slot, wait
+        until its four warps have filled it, issue its TMA stores and commit them; then
+        (once ``warm``: every slot used) wait until the stores of the slot written next have
+        been read and arrive on its *freed* barrier. Returns slot, phase and ``warm``."""
+        for grp in range(GROUPS):
+            hopper.mbar_wait(filled + uint32(8 * slot), phase)
+            base = boxes + uint32(slot * (GROUP * EPI_BOX))
+            for g in range(GROUP):
+                b = grp * GROUP + g
+                store_c(base + uint32(g * EPI_BOX), map_c, col0 + COLS * (b % QUARTERS),
+                        row0 + 64 * (b // QUARTERS))
+            hopper.bulk_commit()
+            slot, phase = advance(slot, phase)
+            if slot == 0:                     # from here on every slot has been used
+                warm = True
+            if warm:                          # the next slot's last stores: read yet?
+                hopper.bulk_wait_read(READING)
+                hopper.mbar_arrive(freed + uint32(8 * slot))
+        return slot, phase, warm
+    # endregion: epilogue_handoff
+
+    return stage_handoff, issue_handoff

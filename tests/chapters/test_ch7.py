@@ -149,7 +149,7 @@ def test_what_the_left_at_4096_paragraphs_say_holds_in_the_file():
     p11, pt = P.profile("wgmma_grid128_fp16"), P.profile("torch.mm f16")
     ps, pg, pk = (P.profile("past:" + P.SLEEP), P.profile("past:" + P.GROUP16),
                   P.profile("past:" + P.COUNTERS))
-    pfk, pc = P.profile("past:" + P.F32_COUNTERS), P.profile("cublas_fp16")
+    pfk = P.profile("past:" + P.F32_COUNTERS)
     assert pt["ncu_kernel"].startswith("nvjet") and "256x128" in pt["ncu_kernel"]
     assert pt["tensor_active_pct"] > p11["tensor_active_pct"]
     assert pt["duration_us"] < p11["duration_us"]
@@ -213,10 +213,10 @@ def test_what_descriptor_steps_and_the_staging_ring_say_holds_in_the_file():
 
 
 def test_what_the_uniform_index_and_evict_first_paragraphs_say_holds():
-    """Rung 15: fewer instructions than rung 13, faster at both sizes and types, level with
-    torch.mm at 4096³ (within the spread between runs, a quarter of a percent) and past it at
-    8192³, one profiled launch level with torch.mm's. Rung 16: past cuBLAS at 8192³, short at
-    4096³. Evict-first: fewer DRAM reads for the 16-bit C, no gain anywhere, behind rung 16
+    """Rung 15: fewer instructions than rung 13, faster at both sizes and types, just ahead of
+    torch.mm at 4096³ (by less than the half percent runs on different days differ) and past
+    it at 8192³, one profiled launch no slower than torch.mm's. Rung 16: past cuBLAS at 8192³,
+    short at 4096³. Evict-first: fewer DRAM reads for the 16-bit C, no gain anywhere, behind rung 16
     with an FP32 C. The rows measured are the registered rungs 15 and 16."""
     from lab.kernels import k09_hopper as K
     from lab.chapters.ch7 import s5_past as P
@@ -228,24 +228,46 @@ def test_what_the_uniform_index_and_evict_first_paragraphs_say_holds():
                   P.profile("past:" + P.EVICT))
     pt = P.profile("torch.mm f16")
     assert pu["inst_executed"] < 0.85 * pd["inst_executed"]
-    assert abs(pu["duration_us"] / pt["duration_us"] - 1) < 0.005
+    assert pu["duration_us"] < 1.005 * pt["duration_us"]
     assert pe["dram_read_bytes"] < pu["dram_read_bytes"]
     for dtype in ("float16", "bfloat16"):
         for size in (4096, 8192):
             assert r(P.UNIFORM, dtype, size) > r(P.STEPS, dtype, size)
             assert r(P.F32_UNIFORM, dtype, size) > r(P.F32_EVICT, dtype, size)
             assert r(P.EVICT, dtype, size) < r(P.UNIFORM, dtype, size) + 0.001
-        assert abs(r(P.UNIFORM, dtype, 4096) - 1) < 0.0025 and r(P.UNIFORM, dtype, 8192) > 1
+        assert 1 < r(P.UNIFORM, dtype, 4096) < 1.005 and r(P.UNIFORM, dtype, 8192) > 1
         assert r(P.F32_UNIFORM, dtype, 8192) > 1 > r(P.F32_UNIFORM, dtype, 4096)
     labels = P.past_data()["parameters"]["configs"]
     assert labels[P.UNIFORM] == K.RUNG_CONFIGS["wgmma_uniform"].label
     assert labels[P.F32_UNIFORM] == K.RUNG_CONFIGS["wgmma_ring_uniform"].label
 
 
+def test_what_the_store_threads_paragraph_says_holds():
+    """Rung 17 (rung 16 with store threads): ahead of rung 16 at 4096³ in both types, still
+    short of cuBLAS there and past it at 8192³; barrier stalls fall and long-scoreboard stalls
+    rise; at the profiler's clock its cycles are rung 16's (within half a percent). Its rows
+    are the registered rung."""
+    from lab.kernels import k09_hopper as K
+    from lab.chapters.ch7 import s5_past as P
+
+    def r(kernel, dtype, size):
+        return P.summary(kernel, dtype, size)["ratio"]
+
+    for dtype in ("float16", "bfloat16"):
+        assert r(P.F32_UNIFORM, dtype, 4096) < r(P.F32_HANDOFF, dtype, 4096) < 1
+        assert r(P.F32_HANDOFF, dtype, 4096) > 0.99 and r(P.F32_HANDOFF, dtype, 8192) > 1
+    ph, pf = P.profile("past:" + P.F32_HANDOFF), P.profile("past:" + P.F32_UNIFORM)
+    assert ph["stalls"]["barrier"] < pf["stalls"]["barrier"]
+    assert ph["stalls"]["long_scoreboard"] > pf["stalls"]["long_scoreboard"]
+    assert abs(ph["sm_active_cycles_avg"] / pf["sm_active_cycles_avg"] - 1) < 0.005
+    labels = P.past_data()["parameters"]["configs"]
+    assert labels[P.F32_HANDOFF] == K.RUNG_CONFIGS["wgmma_handoff"].label
+
+
 def test_what_chapter_7b_says_of_fp8_in_clusters_and_whole_waves_holds():
     """7b: clusters level with cuBLASLt at 8192³ (within half a percent) and behind the plain
-    kernel at 4096³; the whole-tile kernel on 128 blocks past cuBLASLt at 8192³ and within half
-    a percent of it at 4096³."""
+    kernel at 4096³; the whole-tile kernel on 128 blocks past cuBLASLt at both sizes, by about
+    a percent at 4096³."""
     from lab.chapters.ch7 import s5_past as P
 
     def r(kernel, size):
@@ -254,4 +276,4 @@ def test_what_chapter_7b_says_of_fp8_in_clusters_and_whole_waves_holds():
     assert abs(r("fp8 cluster bf16 out", 8192) - 1) < 0.005
     assert r("fp8 cluster bf16 out", 4096) < r("fp8 bf16 out", 4096)
     assert r("fp8 bf16 out whole-tile grid 128", 8192) > 1
-    assert abs(r("fp8 bf16 out whole-tile grid 128", 4096) - 1) < 0.005
+    assert 1.005 < r("fp8 bf16 out whole-tile grid 128", 4096) < 1.02

@@ -98,6 +98,17 @@ def test_the_uniform_index_and_evict_first_and_their_rules():
     assert {H.UNIFORM, H.F32_UNIFORM, H.EVICT, H.F32_EVICT} <= set(H.FINAL)
 
 
+def test_rung_17_is_rung_16_with_store_threads():
+    """The hand-off row is rung 16 with ``handoff`` (one change), measured and profiled in the
+    final run; the hand-off is refused for stream-K."""
+    cfgs = H.explore_configs()
+    assert cfgs[H.F32_HANDOFF] == replace(cfgs[H.F32_UNIFORM], handoff=True)
+    assert "store threads" in cfgs[H.F32_HANDOFF].label
+    assert H.F32_HANDOFF in H.FINAL and H.PAST + H.F32_HANDOFF in H.PROFILE_KERNELS
+    with pytest.raises(ValueError, match="hand-off"):
+        replace(K.RUNG_CONFIGS["wgmma_streamk"], handoff=True).validate()
+
+
 def test_16bit_output_rules():
     cluster = K.RUNG_CONFIGS["wgmma_cluster"]
     replace(cluster, out="f16").validate()

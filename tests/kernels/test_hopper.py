@@ -162,6 +162,8 @@ def _offline_worker() -> dict:
                        "multicast": sass_ops.count("UTMALDG.2D.MULTICAST"),
                        "nanosleep": sass_ops.count("NANOSLEEP.SYNCS"),
                        "cache_hint": r.ptx.count(".L2::cache_hint"),
+                       "bar_sync": sass_ops.count("BAR.SYNC"),
+                       "tma_store": sass_ops.count("UTMASTG"),
                        "loop_mix": r.loop_mix}
     return facts
 
@@ -250,6 +252,18 @@ def test_a_uniform_index_shortens_the_main_loop_again(offline):
     assert all(offline[rung]["cache_hint"] == 0 for rung in K.RUNG_CONFIGS)
 
 
+def test_store_threads_take_the_epilogue_barriers(offline):
+    """``handoff`` (rung 17): the consumers' named barrier per staging box goes (rung 16: 8
+    unrolled ``BAR.SYNC`` besides the block's one after the barrier inits; rung 17: that one
+    alone); the TMA stores move to the store threads' loop; the main loop stays rung 16's 49
+    instructions per k-slice; no spills."""
+    ring, hand = offline["wgmma_ring_uniform"], offline["wgmma_handoff"]
+    assert (ring["bar_sync"], hand["bar_sync"]) == (9, 1), (ring["bar_sync"], hand["bar_sync"])
+    assert ring["tma_store"] == 8 and hand["tma_store"] == 1      # (a loop over the boxes)
+    assert sum(hand["loop_mix"].values()) == 49 and hand["loop_mix"].get("HGMMA") == 4
+    assert hand["spills"] == 0
+
+
 def test_setmaxnreg_is_applied(offline):
     f = offline["setmaxnreg"]
     assert f["mix"].get("USETMAXREG", 0) + f["mix"].get("SETMAXREG", 0) == 2, f["mix"]
@@ -288,7 +302,9 @@ def _epilogue_and_cluster_sass(cfg, f, what):
     copies = 2 if cfg.streamk else 1    # stream-K stores whole tiles and fixed-up shared ones
     boxes = cfg.mt * cfg.bn // cfg.epi_cols * copies    # TMA-store boxes per warpgroup and tile
     if cfg.epilogue == "tma":
-        assert f["mix"].get("UTMASTG") == boxes, f"{what}: UTMASTG {f['mix']}"
+        # (with the hand-off the store threads loop over a tile's boxes: one UTMASTG)
+        assert f["mix"].get("UTMASTG") == (1 if cfg.handoff else boxes), \
+            f"{what}: UTMASTG {f['mix']}"
         if cfg.streamk:       # the partial sums leave 16 bytes at a time (ACC/4 per thread)
             acc = cfg.mt * cfg.bn // 2      # and return through shared memory (cp.async, then
             # 16-byte shared loads); 4-byte global accesses only for the flags
@@ -439,6 +455,16 @@ def test_config_validation():
     pp = K.RUNG_CONFIGS["wgmma_pingpong"]
     assert pp.threads == 384 and pp.mt == 2 and pp.wg_rows == 128
     assert pp.shared_bytes == 6 * 32 * 1024
+    # the hand-off counts its slots across tiles: a ring need not divide a tile's 8 boxes
+    ring = K.RUNG_CONFIGS["wgmma_ring_uniform"]
+    with pytest.raises(ValueError, match="a divisor"):
+        replace(ring, ring=5).validate()
+    assert replace(ring, handoff=True, ring=5).validate().slots == 5
+    assert K.RUNG_CONFIGS["wgmma_uniform"].slots == 1          # whole-tile staging: one slot
+    for bad in (dict(cluster=2, regs=224, producer_regs=56), dict(epilogue="direct"),
+                dict(store="warp")):
+        with pytest.raises(ValueError, match="hand-off"):
+            replace(ring, handoff=True, **bad).validate()
 
 
 class _Barrier:
@@ -466,6 +492,26 @@ class _Barrier:
 
     def try_wait(self, parity):
         return self.phase % 2 != parity
+
+
+def _interleave(actors, rng, engine, finished, steps: int) -> bool:
+    """Run ``actors`` (generators that yield wherever the hardware may switch) in a random
+    interleaving; between their steps the copy engine acts (``engine()``: False when it has
+    nothing to do) three times in ten. True once every actor has ended and ``finished()``;
+    False after ``steps`` steps: a deadlock."""
+    done = [False] * len(actors)
+    for _ in range(steps):
+        if all(done) and finished():
+            return True
+        if rng.random() < 0.3 and engine():
+            continue
+        i = int(rng.integers(len(actors)))
+        if not done[i]:
+            try:
+                next(actors[i])
+            except StopIteration:
+                done[i] = True
+    return False
 
 
 def _pingpong_model(stages, k_tiles, count, rng):
@@ -516,23 +562,17 @@ def _pingpong_model(stages, k_tiles, count, rng):
                 empty[prev].arrive()
             yield                                     # the epilogue
 
-    actors = [producer(), consumer(0), consumer(1)]
-    done = [False] * 3
-    for _ in range(200000):
-        if all(done) and not copies:
-            return
-        if copies and rng.random() < 0.3:             # the copy engine delivers one copy
-            s, it = copies.pop(int(rng.integers(len(copies))))
-            slot[s] = it
-            full[s].complete_tx(1)
-            continue
-        i = int(rng.integers(3))
-        if not done[i]:
-            try:
-                next(actors[i])
-            except StopIteration:
-                done[i] = True
-    raise AssertionError(f"deadlock: stages {stages}, k_tiles {k_tiles}, tiles {count}")
+    def deliver():                                    # the copy engine delivers one copy
+        if not copies:
+            return False
+        s, it = copies.pop(int(rng.integers(len(copies))))
+        slot[s] = it
+        full[s].complete_tx(1)
+        return True
+
+    if not _interleave([producer(), consumer(0), consumer(1)], rng, deliver,
+                       lambda: not copies, 200000):
+        raise AssertionError(f"deadlock: stages {stages}, k_tiles {k_tiles}, tiles {count}")
 
 
 @pytest.mark.parametrize("stages", [2, 3, 6])
@@ -540,6 +580,70 @@ def test_pingpong_protocol_model(stages, rng):
     for k_tiles in (1, 2, 5, 9):
         for count in (1, 2, 3, 6):
             _pingpong_model(stages, k_tiles, count, rng)
+
+
+def _handoff_model(slots, groups, tiles, rng):
+    """The hand-off of ``HopperConfig.handoff`` (one consumer warpgroup): four warps fill
+    staging slots in turn (counted across tiles), each arriving on the slot's *filled*
+    barrier; the store thread waits for it, commits the slot's stores as a bulk group and,
+    once every slot has been used, waits until all but the newest ``slots - 1`` groups have
+    been read before arriving on the next slot's *freed* barrier. The copy engine reads the
+    committed groups in any order. Asserts the store thread finds each slot written by all
+    four warps for the box it expects, and that no warp writes a slot a store is still
+    reading (the copy engine would read a box of the wrong tile)."""
+    filled = [_Barrier(4) for _ in range(slots)]
+    freed = [_Barrier(1) for _ in range(slots)]
+    written = [[None] * 4 for _ in range(slots)]          # box each warp last wrote there
+    pending = {}                                          # group -> (slot, box) being read
+    total = tiles * groups
+
+    def wait(bar, parity):
+        while not bar.try_wait(parity):
+            yield
+
+    def warp(w):
+        slot, phase = 0, 0
+        for e in range(total):
+            yield from wait(freed[slot], phase ^ 1)
+            assert all(s != slot for s, _ in pending.values()), \
+                f"warp {w} writes slot {slot} while a store reads it"
+            written[slot][w] = e
+            yield
+            filled[slot].arrive()
+            slot, phase = (slot + 1) % slots, phase ^ (slot + 1 == slots)
+
+    def store():
+        slot, phase, warm = 0, 0, False
+        for e in range(total):
+            yield from wait(filled[slot], phase)
+            assert written[slot] == [e] * 4, f"box {e}: slot {slot} holds {written[slot]}"
+            pending[e] = (slot, e)
+            slot, phase = (slot + 1) % slots, phase ^ (slot + 1 == slots)
+            warm = warm or slot == 0
+            if warm:                                      # bulk_wait_read(slots - 1)
+                while any(g <= e - (slots - 1) for g in pending):
+                    yield
+                freed[slot].arrive()
+        while pending:                                    # bulk_wait(0)
+            yield
+
+    def read():                                       # the copy engine reads one group
+        if not pending:
+            return False
+        slot, box = pending.pop(list(pending)[int(rng.integers(len(pending)))])
+        assert written[slot] == [box] * 4, f"box {box} overwritten before it was read"
+        return True
+
+    if not _interleave([store()] + [warp(w) for w in range(4)], rng, read, lambda: True,
+                       400000):
+        raise AssertionError(f"deadlock: slots {slots}, groups {groups}, tiles {tiles}")
+
+
+@pytest.mark.parametrize("slots", [1, 2, 4, 5])
+def test_handoff_protocol_model(slots, rng):
+    for groups in (1, 4, 8):                  # slots' worth of C per tile (tile staging: 1)
+        for tiles in (1, 2, 5):
+            _handoff_model(slots, groups, tiles, rng)
 
 
 def _cluster_model(stages, k_tiles, units, depth, rng, cluster=2, consumers=2):
@@ -599,24 +703,20 @@ def _cluster_model(stages, k_tiles, units, depth, rng, cluster=2, consumers=2):
 
     actors = [producer(r) for r in range(cluster)]
     actors += [consumer(r, cw) for r in range(cluster) for cw in range(consumers)]
-    done = [False] * len(actors)
-    for _ in range(400000):
-        if all(done) and not copies:
-            for r in range(cluster):              # every phase of every barrier completed
-                assert all(b.pending == b.count and b.tx == 0 for b in full[r])
-            return
-        if copies and rng.random() < 0.3:
-            r, s, part, it = copies.pop(int(rng.integers(len(copies))))
-            assert not reading[r][s], f"slice {it} lands in block {r} slot {s} while it is read"
-            slot[r][s][part] = it
-            full[r][s].complete_tx(1)
-            continue
-        i = int(rng.integers(len(actors)))
-        if not done[i]:
-            try:
-                next(actors[i])
-            except StopIteration:
-                done[i] = True
+
+    def deliver():
+        if not copies:
+            return False
+        r, s, part, it = copies.pop(int(rng.integers(len(copies))))
+        assert not reading[r][s], f"slice {it} lands in block {r} slot {s} while it is read"
+        slot[r][s][part] = it
+        full[r][s].complete_tx(1)
+        return True
+
+    if _interleave(actors, rng, deliver, lambda: not copies, 400000):
+        for r in range(cluster):                  # every phase of every barrier completed
+            assert all(b.pending == b.count and b.tx == 0 for b in full[r])
+        return
     raise AssertionError(f"deadlock: stages {stages}, k_tiles {k_tiles}, units {units}, "
                          f"depth {depth}")
 

@@ -28,6 +28,8 @@ VECTOR = "vector store grid 128 slot counters descriptor steps"
 F32_WARP = F32_STEPS + " per-warp staging"
 UNIFORM, F32_UNIFORM = STEPS + " uniform index", F32_RING + " uniform index"
 EVICT, F32_EVICT = UNIFORM + " C evict-first", F32_UNIFORM + " C evict-first"
+#: Rung 17: rung 16 with its staged C handed to store threads.
+F32_HANDOFF = F32_UNIFORM + " store threads"
 
 
 @lru_cache(maxsize=None)
@@ -113,7 +115,8 @@ def steps_table():
              ("FP32 C: rung 14's main loop, C from registers, 4 stages", VECTOR),
              ("FP32 C: rung 14 with per-warp staging", F32_WARP),
              ("FP32 C: rung 14 + uniform index = rung 16", F32_UNIFORM),
-             ("FP32 C: rung 16 + C evict-first", F32_EVICT))
+             ("FP32 C: rung 16 + C evict-first", F32_EVICT),
+             ("FP32 C: rung 16 + store threads = rung 17", F32_HANDOFF))
     rows = []
     for title, kernel in steps:
         row = {"step": title}
@@ -393,10 +396,11 @@ def left_values(ratio, spread) -> dict:
 
 
 def uniform_values(ratio, spread) -> dict:
-    """Rungs 15 and 16 (rungs 13 and 14 with the uniform index) and the evict-first policy for
-    C: their ratios, and what one profiled launch of each says beside the yardsticks."""
+    """Rungs 15 and 16 (rungs 13 and 14 with the uniform index), the evict-first policy for C,
+    and rung 17 (rung 16's C handed to store threads): their ratios, and what one profiled
+    launch of each says beside the yardsticks."""
     pu, pf = profile("past:" + UNIFORM), profile("past:" + F32_UNIFORM)
-    pe = profile("past:" + EVICT)
+    pe, ph = profile("past:" + EVICT), profile("past:" + F32_HANDOFF)
     pt, pc = profile("torch.mm f16"), profile("cublas_fp16")
     out = {"uni_inst_m": f"{pu['inst_executed'] / 1e6:.1f}",
            "uni_torch_inst_m": f"{pt['inst_executed'] / 1e6:.1f}",
@@ -405,7 +409,16 @@ def uniform_values(ratio, spread) -> dict:
            "evict_dram_mb": f"{pe['dram_read_bytes'] / 1e6:.0f}",
            "evict_uni_dram_mb": f"{pu['dram_read_bytes'] / 1e6:.0f}",
            "uni_4096_fp16_range": spread(UNIFORM, "float16", 4096),
-           "uni_4096_bf16_range": spread(UNIFORM, "bfloat16", 4096)}
+           "uni_4096_bf16_range": spread(UNIFORM, "bfloat16", 4096),
+           "h17_us": f"{ph['duration_us']:.1f}",
+           "h17_kcycles": f"{ph['sm_active_cycles_avg'] / 1e3:.1f}",
+           "f32u_kcycles": f"{pf['sm_active_cycles_avg'] / 1e3:.1f}",
+           "h17_barrier": f"{ph['stalls']['barrier']:.2f}",
+           "f32u_barrier": f"{pf['stalls']['barrier']:.2f}",
+           "h17_long": f"{ph['stalls']['long_scoreboard']:.1f}",
+           "f32u_long": f"{pf['stalls']['long_scoreboard']:.1f}",
+           "h17_4096_fp16_range": spread(F32_HANDOFF, "float16", 4096),
+           "h17_4096_bf16_range": spread(F32_HANDOFF, "bfloat16", 4096)}
     out.update({
         "uni_4096_fp16": ratio(UNIFORM, "float16", 4096),
         "uni_8192_fp16": ratio(UNIFORM, "float16", 8192),
@@ -423,5 +436,9 @@ def uniform_values(ratio, spread) -> dict:
         "f32e_8192_fp16": ratio(F32_EVICT, "float16", 8192),
         "f32e_4096_bf16": ratio(F32_EVICT, "bfloat16", 4096),
         "f32e_8192_bf16": ratio(F32_EVICT, "bfloat16", 8192),
+        "h17_4096_fp16": ratio(F32_HANDOFF, "float16", 4096),
+        "h17_8192_fp16": ratio(F32_HANDOFF, "float16", 8192),
+        "h17_4096_bf16": ratio(F32_HANDOFF, "bfloat16", 4096),
+        "h17_8192_bf16": ratio(F32_HANDOFF, "bfloat16", 8192),
     })
     return out
