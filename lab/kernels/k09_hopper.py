@@ -108,8 +108,8 @@ from lab import convert, hopper, ptx
 from lab import launch as routed
 from lab.kernels import KernelSpec
 from lab.kernels.k07_tensor_core import pad_inputs, pad_into, pad_operand
+from lab.kernels.k09_epilogue import epilogue, epilogue_handoff, epilogue_tma, epilogue_vector
 from lab.kernels.k09_parts import (BK, EPI_BOX, OUT_BYTES, ROW, SIGNATURES, HopperConfig,
-                                   epilogue, epilogue_handoff, epilogue_tma, epilogue_vector,
                                    stage_ops, tile_order, zero_acc)
 from lab.kernels.k09_ring import ring_ops
 from lab.kernels.k09_streamk import flag_words, streamk_ops

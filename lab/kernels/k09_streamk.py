@@ -22,7 +22,8 @@ from __future__ import annotations
 from numba import cuda, float32, int32, int64, uint32, uint64
 
 from lab import hopper, ptx
-from lab.kernels.k09_parts import EPI_BOX, HopperConfig, epilogue_tma, tile_order, zero_acc
+from lab.kernels.k09_epilogue import epilogue_tma
+from lab.kernels.k09_parts import EPI_BOX, HopperConfig, tile_order, zero_acc
 
 #: A traced kernel's (``HopperConfig.trace``) events: thread 0 of every consumer warpgroup
 #: writes ``code << 56 | globaltimer`` (ns, low 56 bits) at each, in order, into its row of

@@ -1,0 +1,294 @@
+"""The epilogues of the Hopper rungs (:mod:`lab.kernels.k09_hopper`): one consumer
+warpgroup's accumulators → C. From registers: guarded stores (rungs 1–6), or 8-byte stores of
+whole tiles (``epilogue="vector"``). Through shared memory and TMA stores (``epilogue="tma"``,
+rungs 7–17): a ring of 8 KB staging boxes, the whole tile at once, or each warp its own rows,
+optionally marked evict-first in L2; and the staged boxes handed to store threads of the
+producer warpgroup through mbarriers (``handoff``, rung 17).
+"""
+from __future__ import annotations
+
+from numba import cuda, int32, uint32, uint64
+
+from lab import hopper
+from lab.kernels.k09_parts import EPI_BOX, OUT_BYTES, ROW, HopperConfig
+
+
+def epilogue(mt: int, bn: int):
+    # region: epilogue
+    @cuda.jit(device=True, inline="always")
+    def store_tile(C, acc, row0, col0, thread):
+        """Accumulators of one warpgroup (``mt`` stacked 64×bn wgmma tiles whose first row is
+        ``row0``) → C, guarded. Register 4j + r of a thread in warp w, lane l holds row
+        16w + l/4 + 8·(r ≥ 2), column 8j + 2·(l % 4) + r % 2."""
+        m = uint64(C.shape[0])
+        n = uint64(C.shape[1])
+        warp = thread // 32
+        lane = thread % 32
+        for mi in range(mt):
+            r0 = uint64(row0 + mi * 64 + 16 * warp + lane // 4)
+            for half in range(2):
+                r = r0 + uint64(8 * half)
+                if r < m:
+                    for j in range(bn // 8):
+                        c = uint64(col0 + 8 * j + 2 * (lane % 4))
+                        i = mi * (bn // 2) + 4 * j + 2 * half
+                        if c < n:
+                            C[r, c] = acc[i]
+                        if c + uint64(1) < n:
+                            C[r, c + uint64(1)] = acc[i + 1]
+    # endregion: epilogue
+    return store_tile
+
+
+def epilogue_vector(cfg: HopperConfig, store_tile):
+    """``store_tile_vector``: one warpgroup's FP32 accumulators → C from registers, 8 bytes a
+    store where the tile lies inside C; elsewhere ``store_tile``, the kernel's guarded
+    :func:`epilogue`."""
+    MT, BN, WG_ROWS = cfg.mt, cfg.bn, cfg.wg_rows
+
+    # region: epilogue_vector
+    @cuda.jit(device=True, inline="always")
+    def store_tile_vector(C, acc, row0, col0, thread):
+        """A tile inside C (and an even N: 8-byte aligned pairs): each register pair (two
+        adjacent columns) leaves in one ``st.global.v2.f32``, so a warp's store is 8 rows ×
+        32 bytes, whole sectors, with no shared memory, barrier or wait: the stores drain
+        while the warpgroup is already in the next tile's main loop. Else the guarded store."""
+        m = uint64(C.shape[0])
+        n = uint64(C.shape[1])
+        r0 = uint64(row0)
+        c0 = uint64(col0)
+        if r0 + uint64(WG_ROWS) <= m and c0 + uint64(BN) <= n and n % uint64(2) == 0:
+            warp = uint64(thread // 32)
+            lane = uint64(thread % 32)
+            base = (uint64(hopper.global_address(C))
+                    + ((r0 + uint64(16) * warp + lane // uint64(4)) * n
+                       + c0 + uint64(2) * (lane % uint64(4))) * uint64(4))
+            for mi in range(MT):
+                for half in range(2):
+                    row = base + uint64(mi * 64 + 8 * half) * n * uint64(4)
+                    for j in range(BN // 8):
+                        i = mi * (BN // 2) + 4 * j + 2 * half
+                        hopper.st_global_v2_f32(row + uint64(32 * j), acc[i], acc[i + 1])
+        else:
+            store_tile(C, acc, row0, col0, thread)
+    # endregion: epilogue_vector
+    return store_tile_vector
+
+
+def staging(cfg: HopperConfig):
+    """``stage_box``: a lane's share of one box of the accumulators into a 128B-swizzled
+    staging box, in the output type."""
+    BN, COLS = cfg.bn, cfg.epi_cols
+    OUT = OUT_BYTES[cfg.out]
+    BF16_OUT = cfg.out == "bf16"
+    F16_OUT = cfg.out == "f16"
+
+    @cuda.jit(device=True, inline="always")
+    def box_slot(r, jj, lane):
+        """Byte offset, in a 128B-swizzled staging box, of the pair at row r, 8-column block
+        jj of the box, this lane's two columns."""
+        offset = r * ROW + (8 * jj + 2 * (lane % 4)) * OUT
+        return uint32(offset ^ ((r % 8) << 4))
+
+    @cuda.jit(device=True, inline="always")
+    def stage_pair(where, x, y):
+        """Two adjacent values of C into a staging box at shared address ``where``: one 8-byte
+        store of two float32, or (a 16-bit C) one 4-byte store of the two rounded."""
+        if BF16_OUT:
+            hopper.st_shared_bf16x2(where, x, y)
+        elif F16_OUT:
+            hopper.st_shared_f16x2(where, x, y)
+        else:
+            hopper.st_shared_v2_f32(where, x, y)
+
+    @cuda.jit(device=True, inline="always")
+    def stage_box(box, acc, mi, q, top, lane, scale):
+        """This lane's share of box ``q`` of 64-row slab ``mi`` of the accumulators, times
+        ``scale``, into the staging box at shared address ``box``: rows ``top`` + lane / 4 and
+        8 below it, two columns of each 8-column block."""
+        for jj in range(COLS // 8):
+            j = q * (COLS // 8) + jj                  # 8-column block of the accumulators
+            for half in range(2):
+                r = top + lane // 4 + 8 * half
+                i = mi * (BN // 2) + 4 * j + 2 * half
+                stage_pair(box + box_slot(r, jj, lane), acc[i] * scale, acc[i + 1] * scale)
+
+    return stage_box
+
+
+def epilogue_tma(cfg: HopperConfig):
+    """``store_tile_tma``: one warpgroup's accumulators → C through shared memory and the copy
+    engine."""
+    MT, BN, COLS = cfg.mt, cfg.bn, cfg.epi_cols
+    QUARTERS = BN // COLS                         # boxes per 64-row slab
+    WHOLE = cfg.store == "tile"
+    WARP = cfg.store == "warp"
+    WARP_BOX = 16 * ROW                           # a warp's staging box: 16 rows, 2 KB
+    RING = cfg.ring
+    WARP_PENDING = RING - 1                       # a warp's stores that may still be reading
+    # A ring of 3 or more: one barrier per box. Before it, the issuing thread waits until the
+    # box after this one is free (its store, RING - 1 boxes back, has been read); the ring of
+    # 2 waits for the box itself, before a barrier of its own.
+    ONE_BARRIER = RING >= 3
+    PENDING = RING - 2 if ONE_BARRIER else 1      # stores that may still be reading
+    store_c = hopper.tma_store_2d_evict_first if cfg.c_evict else hopper.tma_store_2d
+
+    stage_box = staging(cfg)
+
+    # region: epilogue_tma
+    @cuda.jit(device=True, inline="always")
+    def store_tile_tma(acc, boxes, map_c, row0, col0, thread, bar_id, scale):
+        """One warpgroup's accumulators, times ``scale``, → C through shared memory and the
+        copy engine, one 64-row × 128-byte box at a time (32 float32 or 64 BF16 columns),
+        taking ``ring`` 8 KB staging boxes in turn. Per box: the
+        issuing thread (0) waits until the copy engine has *read* the box two back (its
+        buffer), the warpgroup writes the box 128B-swizzled (8-byte stores of two float32,
+        or 4-byte stores of two BF16; no bank conflicts), fences the writes for the async
+        proxy and meets at a named barrier;
+        thread 0 issues the TMA store and commits it. (A ring of 3 or more needs one barrier
+        per box: thread 0 waits, before it, until the *next* box is free.) The stores run on
+        while the warpgroup goes back to its main loop; rows and columns outside C are clipped
+        by the copy engine. With whole-tile staging every box of the tile has its own staging
+        box: one wait (for the last tile's stores) and two barriers for the whole tile."""
+        warp = thread // 32
+        lane = thread % 32
+        if WHOLE:
+            if thread == 0:
+                hopper.bulk_wait_read(0)              # the last tile's stores have read it
+            hopper.named_barrier(bar_id, 128)
+        for mi in range(MT):
+            for q in range(QUARTERS):
+                if WHOLE:
+                    box = boxes + uint32((mi * QUARTERS + q) * EPI_BOX)
+                else:
+                    box = boxes + uint32(((mi * QUARTERS + q) % RING) * EPI_BOX)
+                    if not ONE_BARRIER:
+                        if thread == 0:               # the box written two boxes ago is free
+                            hopper.bulk_wait_read(PENDING)
+                        hopper.named_barrier(bar_id, 128)
+                stage_box(box, acc, mi, q, 16 * warp, lane, scale)
+                if not WHOLE:
+                    hopper.fence_proxy_async()
+                    if ONE_BARRIER and thread == 0:   # the next box's slot is free
+                        hopper.bulk_wait_read(PENDING)
+                    hopper.named_barrier(bar_id, 128)
+                    if thread == 0:
+                        store_c(box, map_c, col0 + COLS * q, row0 + 64 * mi)
+                        hopper.bulk_commit()
+        if WHOLE:
+            issue_tile(boxes, map_c, row0, col0, thread, bar_id)
+    # endregion: epilogue_tma
+
+    # region: epilogue_warp
+    @cuda.jit(device=True, inline="always")
+    def store_warp(acc, boxes, map_c, row0, col0, thread, bar_id, scale):
+        """Per-warp staging: each warp stages its own 16 rows of a box (2 KB, 128B-swizzled)
+        in a ring of ``ring`` boxes of its own, and its lane 0 issues the TMA store of those
+        rows and commits it. The only waits are the warp's own: lane 0 waits until the store
+        that last used the slot has read it, ``__syncwarp`` hands that to the other lanes;
+        no barrier between the warps (``bar_id`` is not used)."""
+        warp = thread // 32
+        lane = thread % 32
+        mine = boxes + uint32(warp * RING * WARP_BOX)
+        for mi in range(MT):
+            for q in range(QUARTERS):
+                box = mine + uint32(((mi * QUARTERS + q) % RING) * WARP_BOX)
+                if lane == 0:
+                    hopper.bulk_wait_read(WARP_PENDING)   # the slot's last store has read it
+                cuda.syncwarp()
+                stage_box(box, acc, mi, q, 0, lane, scale)
+                hopper.fence_proxy_async()
+                cuda.syncwarp()
+                if lane == 0:
+                    store_c(box, map_c, col0 + COLS * q, row0 + 64 * mi + 16 * warp)
+                    hopper.bulk_commit()
+    # endregion: epilogue_warp
+
+
+    @cuda.jit(device=True, inline="always")
+    def issue_tile(boxes, map_c, row0, col0, thread, bar_id):
+        """Fence the staged tile for the async proxy, meet, and (thread 0) hand each box to
+        the copy engine in one bulk group."""
+        hopper.fence_proxy_async()
+        hopper.named_barrier(bar_id, 128)
+        if thread == 0:
+            for mi in range(MT):
+                for q in range(QUARTERS):
+                    store_c(boxes + uint32((mi * QUARTERS + q) * EPI_BOX), map_c,
+                                        col0 + COLS * q, row0 + 64 * mi)
+            hopper.bulk_commit()
+
+    return store_warp if WARP else store_tile_tma
+
+
+def epilogue_handoff(cfg: HopperConfig):
+    """``stage_handoff`` (a consumer warpgroup stages its accumulators, slot by slot) and
+    ``issue_handoff`` (its store thread issues the TMA stores of one tile) for
+    ``HopperConfig.handoff``."""
+    MT, BN, COLS = cfg.mt, cfg.bn, cfg.epi_cols
+    QUARTERS = BN // COLS                         # boxes per 64-row slab
+    stage_box = staging(cfg)
+    store_c = hopper.tma_store_2d_evict_first if cfg.c_evict else hopper.tma_store_2d
+    SLOTS = cfg.slots
+    GROUP = 1 if cfg.store == "boxes" else MT * QUARTERS      # boxes per slot
+    GROUPS = MT * QUARTERS // GROUP                            # slots' worth per tile
+    READING = SLOTS - 1                       # stores that may still be reading their slot
+
+    # region: handoff_stage
+    @cuda.jit(device=True, inline="always")
+    def advance(slot, phase):
+        """The next staging slot and its phase (32-bit counters across tiles)."""
+        slot = int32(slot + 1)
+        if slot == SLOTS:
+            slot = int32(0)
+            phase = int32(phase ^ 1)
+        return slot, phase
+
+    @cuda.jit(device=True, inline="always")
+    def stage_handoff(acc, boxes, filled, freed, thread, slot, phase, scale):
+        """One warpgroup's accumulators, times ``scale``, into its staging slots, handed to
+        its store thread: for each slot every warp waits until the slot is free, writes its
+        16 rows, fences them for the async proxy and (lane 0, after ``__syncwarp``) arrives
+        on the slot's *filled* barrier. Returns the next slot and its phase."""
+        warp = thread // 32
+        lane = thread % 32
+        for grp in range(GROUPS):
+            hopper.mbar_wait(freed + uint32(8 * slot), phase ^ 1)
+            base = boxes + uint32(slot * (GROUP * EPI_BOX))
+            for g in range(GROUP):
+                b = grp * GROUP + g
+                stage_box(base + uint32(g * EPI_BOX), acc, b // QUARTERS, b % QUARTERS,
+                          16 * warp, lane, scale)
+            hopper.fence_proxy_async()
+            cuda.syncwarp()
+            if lane == 0:
+                hopper.mbar_arrive(filled + uint32(8 * slot))
+            slot, phase = advance(slot, phase)
+        return slot, phase
+    # endregion: handoff_stage
+
+    # region: handoff_issue
+    @cuda.jit(device=True, inline="always")
+    def issue_handoff(boxes, filled, freed, map_c, slot, phase, warm, row0, col0):
+        """The store thread's half of :func:`stage_handoff` for one tile: for each slot, wait
+        until its four warps have filled it, issue its TMA stores and commit them; then
+        (once ``warm``: every slot used) wait until the stores of the slot written next have
+        been read and arrive on its *freed* barrier. Returns slot, phase and ``warm``."""
+        for grp in range(GROUPS):
+            hopper.mbar_wait(filled + uint32(8 * slot), phase)
+            base = boxes + uint32(slot * (GROUP * EPI_BOX))
+            for g in range(GROUP):
+                b = grp * GROUP + g
+                store_c(base + uint32(g * EPI_BOX), map_c, col0 + COLS * (b % QUARTERS),
+                        row0 + 64 * (b // QUARTERS))
+            hopper.bulk_commit()
+            slot, phase = advance(slot, phase)
+            if slot == 0:                     # from here on every slot has been used
+                warm = True
+            if warm:                          # the next slot's last stores: read yet?
+                hopper.bulk_wait_read(READING)
+                hopper.mbar_arrive(freed + uint32(8 * slot))
+        return slot, phase, warm
+    # endregion: handoff_issue
+
+    return stage_handoff, issue_handoff
