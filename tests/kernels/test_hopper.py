@@ -380,10 +380,10 @@ def test_k_major_descriptor_reads_what_tma_writes():
 
 
 def test_mn_major_descriptor_reads_what_tma_writes():
-    lbo = K.BK * K.ROW                                     # one 64-column box of B
+    lbo = K.BK * k09_parts.ROW                                     # one 64-column box of B
     for ks in range(4):
         kk, nn = np.meshgrid(np.arange(16), np.arange(256), indexing="ij")
-        read = hopper.swizzle_128b(ks * 16 * K.ROW + hopper.mn_major_offset(nn, kk, lbo))
+        read = hopper.swizzle_128b(ks * 16 * k09_parts.ROW + hopper.mn_major_offset(nn, kk, lbo))
         written = hopper.swizzle_128b(hopper.tma_box_offset(16 * ks + kk, nn % 64)
                                       + (nn // 64) * lbo)
         assert np.array_equal(read, written)

@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 from matplotlib.patches import FancyArrowPatch, Rectangle
 
 from lab.chapters.ch7 import common
-from lab.kernels import k09_hopper
+from lab.kernels import k09_hopper, k09_parts
 
 COLORS = {"A": "#c6dbef", "B": "#fdd0a2", "acc": "#c7e9c0", "bar": "#dadaeb",
           "tma": "#fdae6b", "mma": "#74c476", "epi": "#9e9ac8", "wait": "#eeeeee"}
@@ -55,7 +55,7 @@ def descriptors_figure():
     _box(ax, 0.0, 0.1, 2.8, 0.75, "A descriptor: start (k-step × 32 B),\nSBO 1024 B "
          "(next 8 rows), swizzle 128B", "#f7f7f7", fontsize=7)
     _box(ax, 3.3, 0.1, 4.4, 0.75, f"B descriptor: start (k-step × 16 rows), LBO "
-         f"{k09_hopper.BK * k09_hopper.ROW} B (next box),\nSBO 1024 B (next 8 k-rows), "
+         f"{k09_hopper.BK * k09_parts.ROW} B (next box),\nSBO 1024 B (next 8 k-rows), "
          "swizzle 128B", "#f7f7f7", fontsize=7)
     _arrow(ax, (0.7, 0.85), (0.2, 1.05 + 0.9), rad=-0.2)
     _arrow(ax, (4.0, 0.85), (3.8, 1.3))

@@ -9,7 +9,7 @@ import textwrap
 
 from lab import page, results
 from lab.chapters.ch7 import common
-from lab.kernels import k09_epilogue, k09_hopper, k09_parts, k09_ring
+from lab.kernels import k09_epilogue, k09_first, k09_hopper, k09_parts, k09_ring
 
 #: Listings longer than this are cut (with a line saying how many lines were left out).
 MAX_LINES = 40
@@ -26,15 +26,14 @@ def _fence(code: str, language: str = "python", where: str = "lab/kernels/k09_ho
 
 
 def _module(name: str):
-    """The module that holds region ``name``: the rungs' module, their stage ring's loops,
-    their epilogues, or the parts they share."""
-    return next(m for m in (k09_hopper, k09_ring, k09_epilogue, k09_parts)
+    """The module that holds region ``name``: the rungs' module, the first three rungs', their
+    stage ring's loops, their epilogues, or the parts they share."""
+    return next(m for m in (k09_hopper, k09_first, k09_ring, k09_epilogue, k09_parts)
                 if name in page.regions(m))
 
 
 def _source(name: str) -> str:
-    """A named region of the rungs' module, their ring's loops, their epilogues, or the parts
-    they share."""
+    """A named region of the kernels modules of chapter 7 (:func:`_module`)."""
     return page.source_of(_module(name), name)
 
 

@@ -18,9 +18,9 @@ def ex07_1(rung: str = "wgmma_2wg", stage: int = 2, wg: int = 1, ks: int = 3) ->
     and a check with the NumPy twins that they read what TMA wrote there."""
     cfg = k9.RUNG_CONFIGS[rung]
     base = stage * cfg.stage_bytes
-    b_box = k9.BK * k9.ROW
-    a_addr = base + wg * cfg.wg_rows * k9.ROW + 32 * ks        # mi = 0: the first 64 rows
-    b_addr = base + cfg.a_bytes + ks * 16 * k9.ROW
+    b_box = k9.BK * k09_parts.ROW
+    a_addr = base + wg * cfg.wg_rows * k09_parts.ROW + 32 * ks        # mi = 0: the first 64 rows
+    b_addr = base + cfg.a_bytes + ks * 16 * k09_parts.ROW
     da, db = hopper.desc_value(a_addr, 16, 1024), hopper.desc_value(b_addr, b_box, 1024)
     fa, fb = hopper.desc_fields(da), hopper.desc_fields(db)
     a_off, b_off = a_addr - base, b_addr - base
@@ -36,7 +36,7 @@ def ex07_1(rung: str = "wgmma_2wg", stage: int = 2, wg: int = 1, ks: int = 3) ->
     return {"rung": rung, "stage": stage, "wg": wg, "ks": ks, "stage_bytes": cfg.stage_bytes,
             "a_address": a_addr, "b_address": b_addr, "a_desc": hex(da), "b_desc": hex(db),
             "a_lbo": fa["lbo"], "a_sbo": fa["sbo"], "b_lbo": fb["lbo"], "b_sbo": fb["sbo"],
-            "swizzle": fb["swizzle"], "a_step": 32, "b_step": 16 * k9.ROW,
+            "swizzle": fb["swizzle"], "a_step": 32, "b_step": 16 * k09_parts.ROW,
             "reads_what_tma_wrote": bool(a_ok and b_ok)}
 
 
