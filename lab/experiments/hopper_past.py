@@ -8,13 +8,15 @@ kernels; cuBLASLt FP8 (``torch._scaled_mm``, fast accumulation, the same output 
 FP8 kernels; and fast.cu's kernel 12 (:mod:`lab.twins.fastcu`, BF16 in and out), built with nvcc
 on the GPU's machine and launched on our buffers.
 
-Every variant is checked before it is timed: against float64 on fresh inputs, the output
-poisoned with NaN first, at :data:`ODD_SHAPES` (1×1×1, not multiples of any tile, non-square)
-and one round shape; fast.cu's kernel 12 on its own shape rules (:data:`FASTCU_CHECK`), on
-sampled rows. Timing is GPU-only: :func:`lab.timing.time_queued` queues 20 calls behind a busy
-kernel, so the host's launch cost (the Hopper launcher's tensor-map look-ups and marshalling)
-is hidden and the events measure the GPU's time per call. NVML samples the SM clock and board
-power during every row. Inputs are cache-hot (one buffer set per size and type).
+Every variant is checked: against float64 on fresh inputs, the output poisoned with NaN first,
+at :data:`ODD_SHAPES` (1×1×1, not multiples of any tile, non-square) and one round shape — in
+the final measurement once per run, the children taking the configurations in turn, and a
+configuration whose check fails is left out of the summary; fast.cu's kernel 12 on its own
+shape rules (:data:`FASTCU_CHECK`), on sampled rows. Timing is GPU-only:
+:func:`lab.timing.time_queued` queues 20 calls behind a busy kernel, so the host's launch cost
+(the Hopper launcher's tensor-map look-ups and marshalling) is hidden and the events measure
+the GPU's time per call. NVML samples the SM clock and board power during every row. Inputs
+are cache-hot (one buffer set per size and type).
 
 Children: the parent starts :data:`PROCESSES` child processes that compile side by side and take
 turns on the GPU (:mod:`lab.gpulock`); each times every row of its share in rotated order
@@ -90,6 +92,8 @@ EVICT = UNIFORM + " C evict-first"
 F32_EVICT = F32_UNIFORM + " C evict-first"
 #: Rung 16 with its staged C handed to store threads through mbarriers (rung 17).
 F32_HANDOFF = F32_UNIFORM + " store threads"
+#: Rung 17 with a tile's last stage slot lent to its epilogue and a ring of 5 boxes.
+F32_LEND = F32_HANDOFF + " last stage lent"
 #: torch.mm with FP16 output under Nsight Compute (the yardstick of the 16-bit rungs).
 TORCH_F16 = "torch.mm f16"
 
@@ -179,13 +183,17 @@ def explore_configs() -> dict:
         # (filled/freed mbarriers per box): no named barrier per box, no consumer thread
         # waiting for the copy engine to read a box
         F32_HANDOFF: K.RUNG_CONFIGS["wgmma_handoff"],
+        # rung 17 with the stage slot that a tile's last k-slice read lent to its epilogue:
+        # the first 3 boxes of each consumer warpgroup's C staged there, the other 5 in a
+        # ring of 5, so that no consumer waits for a store within a tile
+        F32_LEND: replace(K.RUNG_CONFIGS["wgmma_handoff"], ring=5, lend=True),
     }
 
 
 #: Labels timed in both input types during the exploration (the rest FP16 only).
 EXPLORE_BOTH = (SLEEP, GROUP16, COUNTERS, COUNTERS + " group_m 16", STEPS, F32_COUNTERS,
                 F32_STEPS, F32_RING, VECTOR, F32_WARP, UNIFORM, F32_UNIFORM, EVICT, F32_EVICT,
-                F32_HANDOFF,
+                F32_HANDOFF, F32_LEND,
                 "tmastore grid 128",
                 "tmastore 3 stages grid 128", "cluster 16-bit out",
                 "tmastore 16-bit out", "tmastore 16-bit out whole-tile",
@@ -214,6 +222,10 @@ def fp8_configs() -> dict:
     }
 
 
+#: Traced after the children in the final measurement, at :data:`TRACE_SIZE` in both input
+#: types: rung 15 (16-bit C), rungs 16 and 17 (FP32 C) and rung 17 with its last stage lent.
+TRACED = (UNIFORM, F32_UNIFORM, F32_HANDOFF, F32_LEND)
+TRACE_SIZE = 4096
 #: Launched once each under Nsight Compute in the final measurement (FP16, 4096³): rung 8,
 #: the rungs past it, rung 11 on cuBLAS's tile (``past:`` + its label), and cuBLAS.
 PROFILE_KERNELS = ("wgmma_cluster_fp16", "wgmma_out16_fp16", "wgmma_tile16_fp16",
@@ -221,19 +233,19 @@ PROFILE_KERNELS = ("wgmma_cluster_fp16", "wgmma_out16_fp16", "wgmma_tile16_fp16"
                    PAST + COUNTERS, PAST + STEPS, PAST + "tmastore 3 stages grid 128",
                    PAST + F32_COUNTERS, PAST + F32_STEPS, PAST + F32_RING, PAST + UNIFORM,
                    PAST + F32_UNIFORM, PAST + EVICT, PAST + F32_EVICT, PAST + F32_HANDOFF,
-                   "cublas_fp16", TORCH_F16)
+                   PAST + F32_LEND, "cublas_fp16", TORCH_F16)
 #: Rows of the final measurement (labels of :func:`explore_configs`, both input types): rungs
 #: 8 and 9, rung 7 with a 16-bit C changed one step at a time up to rungs 10 and 11, rung 11
 #: on cuBLAS's tile, rung 11 with sleeping waits, 16-row groups, slot counters and descriptor
 #: steps, and rung 7 (FP32 C) on 128 blocks, then with slot counters, descriptor steps and a
 #: ring of 4 staging boxes; two other FP32 epilogues on that main loop (from registers;
 #: per-warp staging); rungs 15 and 16 (the uniform index), and they with C's stores evict-first;
-#: rung 17 (rung 16's C handed to store threads).
+#: rung 17 (rung 16's C handed to store threads), and rung 17 with its last stage lent to C.
 FINAL = ("cluster", "cluster 16-bit out", "tmastore 16-bit out", "tmastore 16-bit out 3 stages",
          "tmastore 16-bit out whole-tile", "tmastore 16-bit out whole-tile grid 128",
          CUBLAS_TILE, SLEEP, GROUP16, COUNTERS, COUNTERS + " group_m 16", STEPS,
          "tmastore 3 stages grid 128", F32_COUNTERS, F32_STEPS, F32_RING, VECTOR, F32_WARP,
-         UNIFORM, F32_UNIFORM, EVICT, F32_EVICT, F32_HANDOFF)
+         UNIFORM, F32_UNIFORM, EVICT, F32_EVICT, F32_HANDOFF, F32_LEND)
 #: The stream-K measurement (``mode`` "streamk", the ``hopper_streamk`` experiment): rung 12
 #: beside rungs 10 and 11, both input types, every child; its profile.
 STREAMK = ("tmastore 16-bit out whole-tile", "tmastore 16-bit out whole-tile grid 128",
@@ -514,7 +526,9 @@ def child(lock_path: str, index: int, mode: str, fastcu_lib: str,
     sampler = None
     try:
         failed = set()
-        for cfg in todo:
+        # (final: each configuration is checked once per run, by the children in turn; every
+        # child times them all, and the summary leaves out any whose check failed)
+        for cfg in (todo[index::processes] if mode == "final" else todo):
             # (the stream-K shapes give a block of 128 several tiles, each starting at another
             # slot of the ring: checked for every kernel whose main loop or waits are new)
             multi = cfg.streamk or cfg.counters or cfg.sleep
@@ -576,12 +590,82 @@ def child(lock_path: str, index: int, mode: str, fastcu_lib: str,
                "end": time.time()})
 
 
+def tile_steps(events) -> dict:
+    """Per tile, from a traced launch's events (:func:`lab.kernels.k09_streamk.trace_rows`):
+    each consumer warpgroup's main loop (from its start or the tile before stored to the tile
+    multiplied) and epilogue (multiplied to stored: its C staged), in µs — the 10th, 50th and
+    90th percentiles over every warpgroup's tiles, and the count."""
+    main, epi = [], []
+    for ev in events:
+        for (c0, t0), (c1, t1) in zip(ev, ev[1:]):
+            if c1 == 2:
+                main.append((t1 - t0) / 1e3)
+            elif c0 == 2 and c1 == 3:
+                epi.append((t1 - t0) / 1e3)
+    out = {"tiles": len(epi)}
+    for name, values in (("mainloop", main), ("epilogue", epi)):
+        for q in (10, 50, 90):
+            out[f"{name}_p{q}_us"] = float(np.percentile(values, q)) if values else None
+    return out
+
+
+def traces(rng) -> list[dict]:
+    """Each of :data:`TRACED`, traced (every consumer warpgroup writes the GPU's nanosecond
+    timer as each tile is multiplied and stored), checked once at 257×129×67, then launched
+    five times at :data:`TRACE_SIZE`³ on cache-hot inputs; the last launch's tile steps."""
+    from numba import cuda
+
+    from lab import bench
+    from lab.kernels.k09_streamk import trace_rows
+
+    K = _k()
+    cfgs = explore_configs()
+    size = TRACE_SIZE
+    rows = []
+    for kind in KINDS:
+        a, b = bench.random_inputs(size, size, size,
+                                   np.float16 if kind == "f16" else np.uint16, rng)
+        d_a, d_b = cuda.to_device(a), cuda.to_device(b)
+        c32 = cuda.device_array((size, size), np.float32)
+        c16 = cuda.device_array((size, size), np.float16 if kind == "f16" else np.uint16)
+        for label in TRACED:
+            cfg = replace(for_kind(cfgs[label], kind), trace=True)
+            row = {"part": "trace", "kernel": label, "dtype": DTYPE[kind], "m": size,
+                   "n": size, "k": size}
+            try:
+                row["check"] = check(cfg, 257, 129, 67, rng)["passed"]
+                launch = K.launcher(cfg)
+                for _ in range(5):
+                    launch(d_a, d_b, c32 if cfg.out == "f32" else c16)
+                cuda.synchronize()
+                (blocks, (_, flags)), = launch.scratch.items()
+                row.update(tile_steps(trace_rows(flags.copy_to_host(), blocks,
+                                                 cfg.consumers)))
+            except Exception as exc:  # noqa: BLE001 - the row says why
+                row["error"] = f"{type(exc).__name__}: {exc}"[:300]
+            rows.append(row)
+    return rows
+
+
 # ----------------------------------------------------------------------------- the parent
 
+def failed_checks(rows: list[dict]) -> set:
+    """(label, dtype) of every configuration with a failed check among ``rows``."""
+    names = {(for_kind(c, kind).label, DTYPE[kind]): lb
+             for lb, c in explore_configs().items() for kind in KINDS}
+    names.update({(c.label, "e4m3"): lb for lb, c in fp8_configs().items()})
+    return {(names.get((r["kernel"], r.get("dtype")), r["kernel"]), r.get("dtype"))
+            for r in rows if r.get("part") == "check" and not r.get("passed")}
+
+
 def summarize(rows: list[dict]) -> list[dict]:
+    """Medians over the processes of each row's TFLOP/s and ratio, leaving out every
+    configuration whose check failed in any process."""
+    failed = failed_checks(rows)
     by: dict = {}
     for r in rows:
-        if r.get("part") == "time" and r.get("tflops"):
+        if (r.get("part") == "time" and r.get("tflops")
+                and (r["kernel"], r["dtype"]) not in failed):
             by.setdefault((r["kernel"], r["dtype"], r["m"]), []).append(r)
     out = []
     for (kernel, dtype, size), group in by.items():
@@ -658,6 +742,8 @@ def run(progress, *, quick: bool = False, mode: str | None = None) -> dict:
         if status[label] != "0":
             errors[label] = f"exit {status[label]}: " + _tail(path)
     rows += summarize(rows)
+    if mode == "final":                  # (the children are done: the GPU is free)
+        rows += traces(np.random.default_rng(2026))
     from lab.kernels import k09_hopper as K
     return {"rows": rows, "row_fields": list(ROW_FIELDS),
             "parameters": {"mode": mode, "sizes": list(SIZES), "processes": processes,

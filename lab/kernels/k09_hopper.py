@@ -142,9 +142,12 @@ def build_ws(cfg: HopperConfig):
     wait = hopper.mbar_wait_sleep if cfg.sleep else hopper.mbar_wait
     HANDOFF = cfg.handoff                 # staged C handed to store threads (mbarriers)
     SLOTS = cfg.slots
+    LEND = cfg.lend                       # the last k-slice's stage slot lent to the epilogue
+    LENT_BYTES = cfg.lent_boxes * EPI_BOX     # of it, per consumer warpgroup
     # a full and an empty mbarrier per stage; 2 "order"; hand-off: a filled and a freed
-    # mbarrier per staging slot of each consumer warpgroup
-    BARRIERS = 2 * STAGES + 2 + (2 * CONSUMERS * SLOTS if HANDOFF else 0)
+    # mbarrier per staging slot of each consumer warpgroup; lend: a "lent" one per warpgroup
+    BARRIERS = (2 * STAGES + 2 + (2 * CONSUMERS * SLOTS if HANDOFF else 0)
+                + (CONSUMERS if LEND else 0))
     SCALED = cfg.fp8                      # FP8: scale arguments, Bᵀ
     PROMOTE = cfg.promote // cfg.bk       # stages between promotions to FP32; 0 = never
     PART = ACC if PROMOTE else 1          # the tensor cores' partial sums, when promoting
@@ -302,6 +305,7 @@ def build_ws(cfg: HopperConfig):
         order0 = full0 + uint32(16 * STAGES)
         filled0 = order0 + uint32(16)                 # (hand-off) per consumer, per slot
         freed0 = filled0 + uint32(8 * CONSUMERS * SLOTS)
+        lent0 = freed0 + uint32(8 * CONSUMERS * SLOTS)    # (lend) per consumer
         if tid == 0:
             for s in range(STAGES):
                 hopper.mbar_init(full0 + uint32(8 * s), 1)              # the producer's arrive
@@ -312,6 +316,9 @@ def build_ws(cfg: HopperConfig):
                 for s in range(CONSUMERS * SLOTS):
                     hopper.mbar_init(filled0 + uint32(8 * s), 4)        # the warps' lane 0
                     hopper.mbar_init(freed0 + uint32(8 * s), 1)         # the store thread
+            if LEND:
+                for w in range(CONSUMERS):
+                    hopper.mbar_init(lent0 + uint32(8 * w), 4)          # the warps' lane 0
             hopper.fence_barrier_init()
         cuda.syncthreads()
         if CLUSTER > 1:
@@ -353,13 +360,17 @@ def build_ws(cfg: HopperConfig):
                 phase = int32(0)
                 warm = False                          # every slot used once
                 unit = int32(first)                   # (32-bit: 40 registers here)
+                done = int32(0)                       # (lend) tiles stored so far
                 while unit < tiles:
                     block_m, block_n = tile_coords(unit, units_m, tiles_n)
-                    slot, phase, warm = issue_handoff(boxes, filled0 + slots, freed0 + slots,
-                                                      c_map, slot, phase, warm,
-                                                      int32(block_m * BM + cw * WG_ROWS),
-                                                      int32(block_n * BN))
+                    last = int32(((done + 1) * k_tiles + STAGES - 1) % STAGES)   # (lend)
+                    slot, phase, warm = issue_handoff(
+                        boxes, filled0 + slots, freed0 + slots, c_map, slot, phase, warm,
+                        int32(block_m * BM + cw * WG_ROWS), int32(block_n * BN),
+                        shared + uint32(last * STAGE_BYTES + cw * LENT_BYTES),
+                        lent0 + uint32(8 * cw), done % 2, empty0 + uint32(8 * last))
                     unit = int32(unit + step)
+                    done = int32(done + 1)
                 hopper.bulk_wait(0)                   # stores done before the block exits
         # endregion: producer
         # region: consumer
@@ -406,8 +417,11 @@ def build_ws(cfg: HopperConfig):
                 tn = log(flags, cw, thread, tn, 2)
                 if block_m < tiles_m:
                     if HANDOFF:
-                        slot, phase = stage_handoff(acc, boxes, filled0 + slots,
-                                                    freed0 + slots, thread, slot, phase, scale)
+                        last = int32((it + STAGES - 1) % STAGES)   # (lend) the slot lent
+                        slot, phase = stage_handoff(
+                            acc, boxes, filled0 + slots, freed0 + slots, thread, slot, phase,
+                            scale, shared + uint32(last * STAGE_BYTES + cw * LENT_BYTES),
+                            lent0 + uint32(8 * cw))
                     elif EPI_TMA:
                         store_tile_tma(acc, boxes, c_map, block_m * BM + cw * WG_ROWS,
                                        block_n * BN, thread, 1 + cw, scale)
@@ -440,7 +454,7 @@ def build_ws(cfg: HopperConfig):
     def wgmma_ws_sk(map_a, map_b, map_c, C, k, work, flags):
         ws_body(map_a, map_b, map_c, C, k, C, C, work, flags)
 
-    if STREAMK:
+    if STREAMK or cfg.trace:                       # (a trace is written after the flags)
         return wgmma_ws_sk
     return wgmma_ws_scaled if SCALED else wgmma_ws
 
@@ -467,7 +481,7 @@ def signature(cfg: HopperConfig) -> str:
         return SIGNATURES["cpasync"][cfg.kind]
     if cfg.fp8:
         return SIGNATURES["fp8"].format(out="uint16" if cfg.out == "bf16" else "float32")
-    if cfg.streamk:                                  # C, then the workspace (float32)
+    if cfg.streamk or cfg.trace:                     # C, then the workspace (float32)
         return SIGNATURES["ws_sk"].replace("float32[:, ::1], int32,",
                                            f"{OUT_ARRAY[cfg.out]}[:, ::1], int32,", 1)
     if cfg.producer and cfg.out != "f32":             # 16-bit C (BF16 as uint16 bits)
@@ -541,7 +555,8 @@ def launcher(cfg: HopperConfig):
         if blocks not in scratch:
             acc = cfg.mt * cfg.bn // 2
             words = flag_words(blocks, cfg.consumers, cfg.trace)
-            shape = (blocks * cfg.consumers * acc, 128)
+            # (traced without stream-K: only the flags and the trace after them are used)
+            shape = (blocks * cfg.consumers * acc if cfg.streamk else 1, 128)
             work = (cuda.to_device(np.zeros(shape, np.float32)) if cfg.fixup == "atomic"
                     else cuda.device_array(shape, np.float32))
             scratch[blocks] = (work, cuda.to_device(np.zeros(words, np.int32)))
@@ -596,6 +611,7 @@ def launcher(cfg: HopperConfig):
                 # shape's 16 tiles on 132 SMs: a split-K over all of them), at most one
                 # block per k-slice and at most cfg.grid blocks
                 blocks = min(_sm_count(), units * -(-k // BK), cfg.grid or _sm_count())
+            if cfg.streamk or cfg.trace:
                 args += streamk_scratch(blocks)
             routed.launch(kernel, signature(cfg), blocks, cfg.threads, dynamic, args)
         else:
