@@ -126,7 +126,7 @@ __all__ = ["wgmma_fence", "wgmma_commit", "wgmma_wait", "smem_desc", "smem_desc_
            "tma_store_2d_evict_first", "bulk_commit",
            "bulk_wait", "bulk_wait_read", "st_shared_v2_f32", "named_barrier",
            "tma_load_2d_multicast", "cluster_ctarank", "cluster_nctarank", "cluster_sync",
-           "mbar_arrive_cluster", "elect_one", "mbar_arrive_count"]
+           "mbar_arrive_cluster", "elect_one"]
 __all__ += [f"wgmma_m64n{n}k{k}_{kind}" for n in WGMMA_N for kind, k in WGMMA_K.items()]
 __all__ += ["st_shared_bf16x2", "st_shared_f16x2", "flag_acquire", "flag_release",
             "flag_clear", "st_global_v4_f32", "ld_shared_v4_f32", "globaltimer",
@@ -327,18 +327,6 @@ else:
                  "r,~{memory}")
             return context.get_dummy_value()
         return types.void(bar), codegen
-
-    @intrinsic
-    def mbar_arrive_count(typingctx, bar, count):
-        """``mbarrier.arrive.shared::cta.b64`` with a count: ``count`` arrivals at once (a
-        thread that answers for several warps)."""
-        def codegen(context, builder, sig, args):
-            _asm(builder, ir.VoidType(), [_u32(context, builder, sig.args[0], args[0]),
-                                          _u32(context, builder, sig.args[1], args[1])],
-                 "{\n.reg .b64 state;\nmbarrier.arrive.shared::cta.b64 state, [$0], $1;\n}",
-                 "r,r,~{memory}")
-            return context.get_dummy_value()
-        return types.void(bar, count), codegen
 
     @intrinsic
     def mbar_expect_tx(typingctx, bar, nbytes):

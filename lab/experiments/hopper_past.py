@@ -22,7 +22,9 @@ Children: the parent starts :data:`PROCESSES` child processes that compile side 
 turns on the GPU (:mod:`lab.gpulock`); each times every row of its share in rotated order
 (``mode`` "explore": each child a share of :data:`EXPLORE`, one process per row; "final": every
 child all of :data:`FINAL` and the FP8 rows, and ``summary`` rows give the median over the
-processes of each process's ratio, with the lowest and highest).
+processes of each process's ratio, with the lowest and highest). After the final measurement's
+children the parent traces :data:`TRACED` (``trace`` rows: each tile's main loop and epilogue
+on the GPU's nanosecond timer, :func:`tile_steps`).
 """
 from __future__ import annotations
 
@@ -92,8 +94,6 @@ EVICT = UNIFORM + " C evict-first"
 F32_EVICT = F32_UNIFORM + " C evict-first"
 #: Rung 16 with its staged C handed to store threads through mbarriers (rung 17).
 F32_HANDOFF = F32_UNIFORM + " store threads"
-#: Rung 17 with a tile's last stage slot lent to its epilogue and a ring of 5 boxes.
-F32_LEND = F32_HANDOFF + " last stage lent"
 #: torch.mm with FP16 output under Nsight Compute (the yardstick of the 16-bit rungs).
 TORCH_F16 = "torch.mm f16"
 
@@ -183,17 +183,13 @@ def explore_configs() -> dict:
         # (filled/freed mbarriers per box): no named barrier per box, no consumer thread
         # waiting for the copy engine to read a box
         F32_HANDOFF: K.RUNG_CONFIGS["wgmma_handoff"],
-        # rung 17 with the stage slot that a tile's last k-slice read lent to its epilogue:
-        # the first 3 boxes of each consumer warpgroup's C staged there, the other 5 in a
-        # ring of 5, so that no consumer waits for a store within a tile
-        F32_LEND: replace(K.RUNG_CONFIGS["wgmma_handoff"], ring=5, lend=True),
     }
 
 
 #: Labels timed in both input types during the exploration (the rest FP16 only).
 EXPLORE_BOTH = (SLEEP, GROUP16, COUNTERS, COUNTERS + " group_m 16", STEPS, F32_COUNTERS,
                 F32_STEPS, F32_RING, VECTOR, F32_WARP, UNIFORM, F32_UNIFORM, EVICT, F32_EVICT,
-                F32_HANDOFF, F32_LEND,
+                F32_HANDOFF,
                 "tmastore grid 128",
                 "tmastore 3 stages grid 128", "cluster 16-bit out",
                 "tmastore 16-bit out", "tmastore 16-bit out whole-tile",
@@ -223,8 +219,8 @@ def fp8_configs() -> dict:
 
 
 #: Traced after the children in the final measurement, at :data:`TRACE_SIZE` in both input
-#: types: rung 15 (16-bit C), rungs 16 and 17 (FP32 C) and rung 17 with its last stage lent.
-TRACED = (UNIFORM, F32_UNIFORM, F32_HANDOFF, F32_LEND)
+#: types: rung 15 (16-bit C), rungs 16 and 17 (FP32 C): where a tile's time goes.
+TRACED = (UNIFORM, F32_UNIFORM, F32_HANDOFF)
 TRACE_SIZE = 4096
 #: Launched once each under Nsight Compute in the final measurement (FP16, 4096³): rung 8,
 #: the rungs past it, rung 11 on cuBLAS's tile (``past:`` + its label), and cuBLAS.
@@ -233,19 +229,19 @@ PROFILE_KERNELS = ("wgmma_cluster_fp16", "wgmma_out16_fp16", "wgmma_tile16_fp16"
                    PAST + COUNTERS, PAST + STEPS, PAST + "tmastore 3 stages grid 128",
                    PAST + F32_COUNTERS, PAST + F32_STEPS, PAST + F32_RING, PAST + UNIFORM,
                    PAST + F32_UNIFORM, PAST + EVICT, PAST + F32_EVICT, PAST + F32_HANDOFF,
-                   PAST + F32_LEND, "cublas_fp16", TORCH_F16)
+                   "cublas_fp16", TORCH_F16)
 #: Rows of the final measurement (labels of :func:`explore_configs`, both input types): rungs
 #: 8 and 9, rung 7 with a 16-bit C changed one step at a time up to rungs 10 and 11, rung 11
 #: on cuBLAS's tile, rung 11 with sleeping waits, 16-row groups, slot counters and descriptor
 #: steps, and rung 7 (FP32 C) on 128 blocks, then with slot counters, descriptor steps and a
 #: ring of 4 staging boxes; two other FP32 epilogues on that main loop (from registers;
 #: per-warp staging); rungs 15 and 16 (the uniform index), and they with C's stores evict-first;
-#: rung 17 (rung 16's C handed to store threads), and rung 17 with its last stage lent to C.
+#: rung 17 (rung 16's C handed to store threads).
 FINAL = ("cluster", "cluster 16-bit out", "tmastore 16-bit out", "tmastore 16-bit out 3 stages",
          "tmastore 16-bit out whole-tile", "tmastore 16-bit out whole-tile grid 128",
          CUBLAS_TILE, SLEEP, GROUP16, COUNTERS, COUNTERS + " group_m 16", STEPS,
          "tmastore 3 stages grid 128", F32_COUNTERS, F32_STEPS, F32_RING, VECTOR, F32_WARP,
-         UNIFORM, F32_UNIFORM, EVICT, F32_EVICT, F32_HANDOFF, F32_LEND)
+         UNIFORM, F32_UNIFORM, EVICT, F32_EVICT, F32_HANDOFF)
 #: The stream-K measurement (``mode`` "streamk", the ``hopper_streamk`` experiment): rung 12
 #: beside rungs 10 and 11, both input types, every child; its profile.
 STREAMK = ("tmastore 16-bit out whole-tile", "tmastore 16-bit out whole-tile grid 128",
@@ -630,21 +626,26 @@ def traces(rng) -> list[dict]:
         c16 = cuda.device_array((size, size), np.float16 if kind == "f16" else np.uint16)
         for label in TRACED:
             cfg = replace(for_kind(cfgs[label], kind), trace=True)
-            row = {"part": "trace", "kernel": label, "dtype": DTYPE[kind], "m": size,
-                   "n": size, "k": size}
             try:
-                row["check"] = check(cfg, 257, 129, 67, rng)["passed"]
+                passed = check(cfg, 257, 129, 67, rng)["passed"]
                 launch = K.launcher(cfg)
                 for _ in range(5):
                     launch(d_a, d_b, c32 if cfg.out == "f32" else c16)
                 cuda.synchronize()
                 (blocks, (_, flags)), = launch.scratch.items()
-                row.update(tile_steps(trace_rows(flags.copy_to_host(), blocks,
-                                                 cfg.consumers)))
+                rows.append(trace_row(label, kind, size, passed,
+                                      trace_rows(flags.copy_to_host(), blocks, cfg.consumers)))
             except Exception as exc:  # noqa: BLE001 - the row says why
-                row["error"] = f"{type(exc).__name__}: {exc}"[:300]
-            rows.append(row)
+                rows.append({**trace_row(label, kind, size, False, []),
+                             "error": f"{type(exc).__name__}: {exc}"[:300]})
     return rows
+
+
+def trace_row(label: str, kind: str, size: int, passed: bool, events) -> dict:
+    """The row of one traced launch of ``label`` in input type ``kind`` at ``size``³: whether
+    the traced kernel passed its check, and :func:`tile_steps` of its events."""
+    return {"part": "trace", "kernel": label, "dtype": DTYPE[kind], "m": size, "n": size,
+            "k": size, "passed": bool(passed), **tile_steps(events)}
 
 
 # ----------------------------------------------------------------------------- the parent
@@ -753,6 +754,8 @@ def run(progress, *, quick: bool = False, mode: str | None = None) -> dict:
                            "fp8_configs": {lb: c.label for lb, c in fp8_configs().items()},
                            "final": list(FINAL), "final_fp8": list(FINAL_FP8),
                            "streamk": list(STREAMK),
+                           "traced": list(TRACED) if mode == "final" else [],
+                           "trace_size": TRACE_SIZE,
                            "profile_kernels": list(profiled), "ncu": ncu,
                            "ncu_metrics": metrics,
                            "timing": f"GPU time per call: {BATCH} calls queued behind a busy "

@@ -224,19 +224,15 @@ def epilogue_tma(cfg: HopperConfig):
 def epilogue_handoff(cfg: HopperConfig):
     """``stage_handoff`` (a consumer warpgroup stages its accumulators, slot by slot) and
     ``issue_handoff`` (its store thread issues the TMA stores of one tile) for
-    ``HopperConfig.handoff``; with ``lend``, the tile's first boxes go through the stage slot
-    its last k-slice read."""
+    ``HopperConfig.handoff``."""
     MT, BN, COLS = cfg.mt, cfg.bn, cfg.epi_cols
     QUARTERS = BN // COLS                         # boxes per 64-row slab
     stage_box = staging(cfg)
     store_c = hopper.tma_store_2d_evict_first if cfg.c_evict else hopper.tma_store_2d
     SLOTS = cfg.slots
     GROUP = 1 if cfg.store == "boxes" else MT * QUARTERS      # boxes per slot
-    LENT = cfg.lent_boxes                                      # boxes in the lent stage slot
-    GROUPS = (MT * QUARTERS - LENT) // GROUP                   # slots' worth per tile
+    GROUPS = MT * QUARTERS // GROUP                            # slots' worth per tile
     READING = SLOTS - 1                       # stores that may still be reading their slot
-    CONSUMER_THREADS = 128 * cfg.consumers
-    LEND_BARRIER = 1 + cfg.consumers          # a named barrier the other epilogues leave free
 
     # region: handoff_stage
     @cuda.jit(device=True, inline="always")
@@ -249,29 +245,18 @@ def epilogue_handoff(cfg: HopperConfig):
         return slot, phase
 
     @cuda.jit(device=True, inline="always")
-    def stage_handoff(acc, boxes, filled, freed, thread, slot, phase, scale, lent, lent_bar):
+    def stage_handoff(acc, boxes, filled, freed, thread, slot, phase, scale):
         """One warpgroup's accumulators, times ``scale``, into its staging slots, handed to
         its store thread: for each slot every warp waits until the slot is free, writes its
         16 rows, fences them for the async proxy and (lane 0, after ``__syncwarp``) arrives
-        on the slot's *filled* barrier. Returns the next slot and its phase. (``lend``: first,
-        once every consumer warpgroup is past its main loop, the tile's first boxes into the
-        lent stage slot at ``lent``, handed over through ``lent_bar``.)"""
+        on the slot's *filled* barrier. Returns the next slot and its phase."""
         warp = thread // 32
         lane = thread % 32
-        if LENT:
-            hopper.named_barrier(LEND_BARRIER, CONSUMER_THREADS)   # the slot's wgmma done
-            for b in range(LENT):
-                stage_box(lent + uint32(b * EPI_BOX), acc, b // QUARTERS, b % QUARTERS,
-                          16 * warp, lane, scale)
-            hopper.fence_proxy_async()
-            cuda.syncwarp()
-            if lane == 0:
-                hopper.mbar_arrive(lent_bar)
         for grp in range(GROUPS):
             hopper.mbar_wait(freed + uint32(8 * slot), phase ^ 1)
             base = boxes + uint32(slot * (GROUP * EPI_BOX))
             for g in range(GROUP):
-                b = LENT + grp * GROUP + g
+                b = grp * GROUP + g
                 stage_box(base + uint32(g * EPI_BOX), acc, b // QUARTERS, b % QUARTERS,
                           16 * warp, lane, scale)
             hopper.fence_proxy_async()
@@ -284,42 +269,25 @@ def epilogue_handoff(cfg: HopperConfig):
 
     # region: handoff_issue
     @cuda.jit(device=True, inline="always")
-    def issue_handoff(boxes, filled, freed, map_c, slot, phase, warm, row0, col0, lent,
-                      lent_bar, lent_phase, empty):
+    def issue_handoff(boxes, filled, freed, map_c, slot, phase, warm, row0, col0):
         """The store thread's half of :func:`stage_handoff` for one tile: for each slot, wait
         until its four warps have filled it, issue its TMA stores and commit them; then
         (once ``warm``: every slot used) wait until the stores of the slot written next have
-        been read and arrive on its *freed* barrier. Returns slot, phase and ``warm``.
-        (``lend``: first the lent slot's boxes, stored and read before the store thread gives
-        the slot back on its ``empty`` barrier for the warpgroup's four warps; every ring slot
-        is used once per tile, and all are freed together at its end.)"""
-        if LENT:
-            hopper.mbar_wait(lent_bar, lent_phase)
-            for b in range(LENT):
-                store_c(lent + uint32(b * EPI_BOX), map_c, col0 + COLS * (b % QUARTERS),
-                        row0 + 64 * (b // QUARTERS))
-            hopper.bulk_commit()
-            hopper.bulk_wait_read(0)
-            hopper.mbar_arrive_count(empty, 4)
+        been read and arrive on its *freed* barrier. Returns slot, phase and ``warm``."""
         for grp in range(GROUPS):
             hopper.mbar_wait(filled + uint32(8 * slot), phase)
             base = boxes + uint32(slot * (GROUP * EPI_BOX))
             for g in range(GROUP):
-                b = LENT + grp * GROUP + g
+                b = grp * GROUP + g
                 store_c(base + uint32(g * EPI_BOX), map_c, col0 + COLS * (b % QUARTERS),
                         row0 + 64 * (b // QUARTERS))
             hopper.bulk_commit()
             slot, phase = advance(slot, phase)
-            if not LENT:
-                if slot == 0:                 # from here on every slot has been used
-                    warm = True
-                if warm:                      # the next slot's last stores: read yet?
-                    hopper.bulk_wait_read(READING)
-                    hopper.mbar_arrive(freed + uint32(8 * slot))
-        if LENT:                              # the tile's stores read: every slot free
-            hopper.bulk_wait_read(0)
-            for s in range(SLOTS):
-                hopper.mbar_arrive(freed + uint32(8 * s))
+            if slot == 0:                     # from here on every slot has been used
+                warm = True
+            if warm:                          # the next slot's last stores: read yet?
+                hopper.bulk_wait_read(READING)
+                hopper.mbar_arrive(freed + uint32(8 * slot))
         return slot, phase, warm
     # endregion: handoff_issue
 

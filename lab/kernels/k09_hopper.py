@@ -142,12 +142,9 @@ def build_ws(cfg: HopperConfig):
     wait = hopper.mbar_wait_sleep if cfg.sleep else hopper.mbar_wait
     HANDOFF = cfg.handoff                 # staged C handed to store threads (mbarriers)
     SLOTS = cfg.slots
-    LEND = cfg.lend                       # the last k-slice's stage slot lent to the epilogue
-    LENT_BYTES = cfg.lent_boxes * EPI_BOX     # of it, per consumer warpgroup
     # a full and an empty mbarrier per stage; 2 "order"; hand-off: a filled and a freed
-    # mbarrier per staging slot of each consumer warpgroup; lend: a "lent" one per warpgroup
-    BARRIERS = (2 * STAGES + 2 + (2 * CONSUMERS * SLOTS if HANDOFF else 0)
-                + (CONSUMERS if LEND else 0))
+    # mbarrier per staging slot of each consumer warpgroup
+    BARRIERS = 2 * STAGES + 2 + (2 * CONSUMERS * SLOTS if HANDOFF else 0)
     SCALED = cfg.fp8                      # FP8: scale arguments, Bᵀ
     PROMOTE = cfg.promote // cfg.bk       # stages between promotions to FP32; 0 = never
     PART = ACC if PROMOTE else 1          # the tensor cores' partial sums, when promoting
@@ -305,7 +302,6 @@ def build_ws(cfg: HopperConfig):
         order0 = full0 + uint32(16 * STAGES)
         filled0 = order0 + uint32(16)                 # (hand-off) per consumer, per slot
         freed0 = filled0 + uint32(8 * CONSUMERS * SLOTS)
-        lent0 = freed0 + uint32(8 * CONSUMERS * SLOTS)    # (lend) per consumer
         if tid == 0:
             for s in range(STAGES):
                 hopper.mbar_init(full0 + uint32(8 * s), 1)              # the producer's arrive
@@ -316,9 +312,6 @@ def build_ws(cfg: HopperConfig):
                 for s in range(CONSUMERS * SLOTS):
                     hopper.mbar_init(filled0 + uint32(8 * s), 4)        # the warps' lane 0
                     hopper.mbar_init(freed0 + uint32(8 * s), 1)         # the store thread
-            if LEND:
-                for w in range(CONSUMERS):
-                    hopper.mbar_init(lent0 + uint32(8 * w), 4)          # the warps' lane 0
             hopper.fence_barrier_init()
         cuda.syncthreads()
         if CLUSTER > 1:
@@ -360,17 +353,13 @@ def build_ws(cfg: HopperConfig):
                 phase = int32(0)
                 warm = False                          # every slot used once
                 unit = int32(first)                   # (32-bit: 40 registers here)
-                done = int32(0)                       # (lend) tiles stored so far
                 while unit < tiles:
                     block_m, block_n = tile_coords(unit, units_m, tiles_n)
-                    last = int32(((done + 1) * k_tiles + STAGES - 1) % STAGES)   # (lend)
-                    slot, phase, warm = issue_handoff(
-                        boxes, filled0 + slots, freed0 + slots, c_map, slot, phase, warm,
-                        int32(block_m * BM + cw * WG_ROWS), int32(block_n * BN),
-                        shared + uint32(last * STAGE_BYTES + cw * LENT_BYTES),
-                        lent0 + uint32(8 * cw), done % 2, empty0 + uint32(8 * last))
+                    slot, phase, warm = issue_handoff(boxes, filled0 + slots, freed0 + slots,
+                                                      c_map, slot, phase, warm,
+                                                      int32(block_m * BM + cw * WG_ROWS),
+                                                      int32(block_n * BN))
                     unit = int32(unit + step)
-                    done = int32(done + 1)
                 hopper.bulk_wait(0)                   # stores done before the block exits
         # endregion: producer
         # region: consumer
@@ -417,11 +406,8 @@ def build_ws(cfg: HopperConfig):
                 tn = log(flags, cw, thread, tn, 2)
                 if block_m < tiles_m:
                     if HANDOFF:
-                        last = int32((it + STAGES - 1) % STAGES)   # (lend) the slot lent
-                        slot, phase = stage_handoff(
-                            acc, boxes, filled0 + slots, freed0 + slots, thread, slot, phase,
-                            scale, shared + uint32(last * STAGE_BYTES + cw * LENT_BYTES),
-                            lent0 + uint32(8 * cw))
+                        slot, phase = stage_handoff(acc, boxes, filled0 + slots,
+                                                    freed0 + slots, thread, slot, phase, scale)
                     elif EPI_TMA:
                         store_tile_tma(acc, boxes, c_map, block_m * BM + cw * WG_ROWS,
                                        block_n * BN, thread, 1 + cw, scale)

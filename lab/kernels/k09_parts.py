@@ -79,9 +79,9 @@ class HopperConfig:
     # partial sums into the tile's one slot in L2 with ``red.global.add``; the finisher waits
     # for their count, adds the slot once and zeroes it)
     fixup: str = "finisher"
-    # for the experiment ``streamk_trace``: every consumer warpgroup of the persistent kernel
-    # logs the GPU's nanosecond timer at each step of its work (:data:`TRACE_EVENTS`: each
-    # tile multiplied and stored; stream-K's shares and fix-ups) after the flags
+    # every consumer warpgroup of the persistent kernel logs the GPU's nanosecond timer at each
+    # step of its work (:data:`TRACE_EVENTS`: each tile multiplied and its C staged; stream-K's
+    # shares and fix-ups) after the flags (experiments ``streamk_trace`` and ``hopper_past``)
     trace: bool = False
     # the producer's and consumers' mbarrier waits pass a suspend-time hint (``mbar_wait_sleep``):
     # a waiting warp sleeps until the phase completes instead of polling
@@ -106,12 +106,6 @@ class HopperConfig:
     # No barrier among the consumer warps; the slots are counted across tiles, so ``ring``
     # need not divide a tile's boxes
     handoff: bool = False
-    # (with the hand-off) the slot of the stage ring that a tile's last k-slice read is lent
-    # to the epilogue: once every consumer's wgmma are done with it, the consumers stage the
-    # tile's first boxes of C there, and the store threads give the slot back to the producer
-    # when their TMA stores have read it. The ring of boxes then holds the rest of the tile,
-    # so no consumer waits for a store within a tile
-    lend: bool = False
 
     @property
     def fp8(self) -> bool:
@@ -167,11 +161,6 @@ class HopperConfig:
         return self.ring if self.store == "boxes" else 1
 
     @property
-    def lent_boxes(self) -> int:
-        """Staging boxes per consumer warpgroup in the lent stage slot (``lend``), else 0."""
-        return self.stage_bytes // EPI_BOX // self.consumers if self.lend else 0
-
-    @property
     def epilogue_bytes(self) -> int:
         """The staging boxes of every consumer warpgroup for the TMA store."""
         return self.consumers * self.epi_boxes * EPI_BOX if self.epilogue == "tma" else 0
@@ -224,8 +213,6 @@ class HopperConfig:
             parts.append("C evict-first")
         if self.handoff:
             parts.append("store threads (hand-off)")
-        if self.lend:
-            parts.append("last stage lent to C")
         if self.streamk:
             parts.append("stream-K last wave" + ("" if self.fixup == "finisher" else
                                                  f", fix-up {self.fixup}")
@@ -303,14 +290,6 @@ class HopperConfig:
                             "kernel's TMA store (boxes or whole tiles), without clusters or "
                             "stream-K, and at most 3 consumer warpgroups (one store thread "
                             "each in the producer's other warps)")
-        tile_boxes = self.mt * (self.bn // self.epi_cols)
-        if self.lend and not (self.handoff and self.store == "boxes" and self.uniform
-                              and self.stage_bytes % (EPI_BOX * self.consumers) == 0
-                              and self.ring + self.lent_boxes == tile_boxes):
-            problems.append("lending the last stage to C is for the hand-off through a ring of "
-                            "boxes with the uniform main loop, the ring holding the boxes of a "
-                            "warpgroup's tile that the stage slot does not (FP32 C on 128×256: "
-                            "ring 5)")
         if self.streamk and not (specialized and self.persistent and self.cluster == 1
                                  and self.epilogue == "tma" and not self.fp8):
             problems.append("stream-K is for the persistent specialized 16-bit kernel with the "

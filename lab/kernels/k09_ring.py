@@ -24,7 +24,6 @@ def ring_ops(cfg: HopperConfig):
     wait = hopper.mbar_wait_sleep if cfg.sleep else hopper.mbar_wait
     load_stage, compute_stage = stage_ops(cfg)
     load_stage_multicast = stage_multicast(cfg)
-    KEEP_LAST = cfg.lend                  # the last k-slice's slot is lent to the epilogue
 
     @cuda.jit(device=True, inline="always")
     def release(empty, leader):
@@ -135,8 +134,7 @@ def ring_ops(cfg: HopperConfig):
     @cuda.jit(device=True, inline="always")
     def mainloop_uniform(acc, shared, full0, empty0, it, count, cw, leader):
         """:func:`mainloop_counted` counting its k-slices in 32 bits: ``range`` would keep a
-        64-bit count and index in ordinary registers. (``lend``: the last k-slice's slot is
-        not handed back here: the epilogue stages C in it, the store threads hand it back.)"""
+        64-bit count and index in ordinary registers."""
         s = int32(it % STAGES)
         phase = int32((it // STAGES) % 2)
         held = s
@@ -147,7 +145,7 @@ def ring_ops(cfg: HopperConfig):
                                            leader)
             kt = int32(kt + 1)
         hopper.wgmma_wait(0)
-        if n >= 1 and not KEEP_LAST:
+        if n >= 1:
             release(empty0 + uint32(8 * held), leader)
         return it + count
     # endregion: uniform

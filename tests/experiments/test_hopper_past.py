@@ -187,6 +187,43 @@ def test_summary_is_the_median_over_processes():
     assert (s["ratio_min"], s["ratio_max"]) == (0.96, 0.98)
 
 
+def test_summary_leaves_out_a_configuration_whose_check_failed():
+    """Each configuration is checked in one child only (they take turns); a failure there
+    keeps its rows from every process's summary, in that input type."""
+    cfg = H.for_kind(H.explore_configs()[H.F32_HANDOFF], "bf16")
+    rows = [{"part": "time", "kernel": H.F32_HANDOFF, "dtype": dtype, "m": 4096, "out": "f32",
+             "tflops": 700.0, "ratio": 0.99, "sm_mhz_median": 1980.0}
+            for dtype in ("float16", "bfloat16") for _ in range(3)]
+    rows.append({"part": "check", "kernel": cfg.label, "dtype": "bfloat16", "passed": False,
+                 "process": 1})
+    assert H.failed_checks(rows) == {(H.F32_HANDOFF, "bfloat16")}
+    assert [(s["dtype"], s["processes"]) for s in H.summarize(rows)] == [("float16", 3)]
+
+
+def test_tile_steps_and_a_trace_row_that_the_results_store_accepts():
+    """Main loop: from the start (or the tile before stored) to the tile multiplied; epilogue:
+    multiplied to stored. The row ``traces`` writes passes the results schema."""
+    from lab import results
+
+    ev = [[(1, 0), (2, 45_000), (3, 47_000), (2, 90_000), (3, 91_000), (10, 91_100)],
+          [(1, 500), (2, 44_500), (3, 46_500), (10, 46_600)]]
+    steps = H.tile_steps(ev)
+    assert steps["tiles"] == 3
+    assert steps["mainloop_p50_us"] == pytest.approx(44.0)
+    assert steps["epilogue_p50_us"] == pytest.approx(2.0)
+    assert steps["epilogue_p10_us"] <= steps["epilogue_p50_us"] <= steps["epilogue_p90_us"]
+    row = H.trace_row(H.F32_HANDOFF, "f16", 4096, True, ev)
+    assert row["dtype"] == "float16" and row["tiles"] == 3
+    data = {"experiment": "hopper_past", "parameters": {},
+            "rows": [row, H.trace_row(H.UNIFORM, "bf16", 4096, False, [])],
+            "row_fields": list(H.ROW_FIELDS),
+            "command": "python -m lab measure hopper_past",
+            "provenance": dict(results.load("hopper_past")["provenance"]),
+            "schema_version": results.SCHEMA_VERSION}
+    results.validate(data, "a trace row")
+    assert set(H.TRACED) <= set(H.explore_configs())
+
+
 def test_fastcu_refuses_shapes_before_any_launch():
     assert fastcu.shape_problem(4096, 4096, 4096) is None
     for shape in ((4000, 4096, 4096), (4096, 4100, 4096), (4096, 4096, 100), (1, 1, 1)):
