@@ -183,8 +183,8 @@ def test_what_descriptor_steps_and_the_staging_ring_say_holds_in_the_file():
     within half a percent of torch.mm at 4096³ and past it at 8192³. The FP32-C kernel: slot
     counters faster than without, the ring of four staging boxes (rung 14) faster than the
     steps before it and than both other epilogues on its main loop, at both sizes; past cuBLAS
-    at 8192³ and about one percent short at 4096³, fewer barrier stalls, and about one percent
-    short of cuBLAS in one profiled launch too. Rungs 13 and 14 are those configurations."""
+    at 8192³ and about one percent short at 4096³, barrier stalls barely moved (within 10 %), and
+    about one percent short of cuBLAS in one profiled launch too. Rungs 13 and 14 are those configurations."""
     from lab.kernels import k09_hopper as K
     from lab.chapters.ch7 import s5_past as P
 
@@ -204,7 +204,7 @@ def test_what_descriptor_steps_and_the_staging_ring_say_holds_in_the_file():
                                                           P.VECTOR, P.F32_WARP))
         assert abs(r(P.STEPS, dtype, 4096) - 1) < 0.005 and r(P.STEPS, dtype, 8192) > 1
         assert r(P.F32_RING, dtype, 8192) > 1 and 0.985 < r(P.F32_RING, dtype, 4096) < 1
-    assert pr["stalls"]["barrier"] < pf["stalls"]["barrier"]
+    assert abs(pr["stalls"]["barrier"] / pf["stalls"]["barrier"] - 1) < 0.1
     assert 1 < pr["duration_us"] / pc["duration_us"] < 1.02
     assert pr["tensor_active_pct"] < pc["tensor_active_pct"]
     labels = P.past_data()["parameters"]["configs"]
@@ -213,9 +213,9 @@ def test_what_descriptor_steps_and_the_staging_ring_say_holds_in_the_file():
 
 
 def test_what_the_uniform_index_and_evict_first_paragraphs_say_holds():
-    """Rung 15: fewer instructions than rung 13, faster at both sizes and types, just ahead of
-    torch.mm at 4096³ (by less than the half percent runs on different days differ) and past
-    it at 8192³, one profiled launch no slower than torch.mm's. Rung 16: past cuBLAS at 8192³,
+    """Rung 15: fewer instructions than rung 13, faster at both sizes and types, level with
+    torch.mm at 4096³ (within the half percent runs on different days differ by) and past it
+    at 8192³, one profiled launch no slower than torch.mm's. Rung 16: past cuBLAS at 8192³,
     short at 4096³. Evict-first: fewer DRAM reads for the 16-bit C, no gain anywhere, behind rung 16
     with an FP32 C. The rows measured are the registered rungs 15 and 16."""
     from lab.kernels import k09_hopper as K
@@ -235,7 +235,7 @@ def test_what_the_uniform_index_and_evict_first_paragraphs_say_holds():
             assert r(P.UNIFORM, dtype, size) > r(P.STEPS, dtype, size)
             assert r(P.F32_UNIFORM, dtype, size) > r(P.F32_EVICT, dtype, size)
             assert r(P.EVICT, dtype, size) < r(P.UNIFORM, dtype, size) + 0.001
-        assert 1 < r(P.UNIFORM, dtype, 4096) < 1.005 and r(P.UNIFORM, dtype, 8192) > 1
+        assert abs(r(P.UNIFORM, dtype, 4096) - 1) < 0.005 and r(P.UNIFORM, dtype, 8192) > 1
         assert r(P.F32_UNIFORM, dtype, 8192) > 1 > r(P.F32_UNIFORM, dtype, 4096)
     labels = P.past_data()["parameters"]["configs"]
     assert labels[P.UNIFORM] == K.RUNG_CONFIGS["wgmma_uniform"].label
@@ -262,6 +262,26 @@ def test_what_the_store_threads_paragraph_says_holds():
     assert abs(ph["sm_active_cycles_avg"] / pf["sm_active_cycles_avg"] - 1) < 0.005
     labels = P.past_data()["parameters"]["configs"]
     assert labels[P.F32_HANDOFF] == K.RUNG_CONFIGS["wgmma_handoff"].label
+
+
+def test_what_the_trace_paragraph_says_holds():
+    """Rung 17's traced tile against rung 15's (4096³ FP16): main loops within 2 %, an FP32
+    epilogue more than twice the 16-bit one, four tiles a block, and the epilogues' difference
+    over a block's tiles most (60-120 %) of what a call of rung 17 takes beyond rung 15, which
+    is within a microsecond of what cuBLAS's FP32 C costs it. Both traced kernels passed their
+    checks."""
+    from lab.chapters.ch7 import s5_past as P
+
+    t15, t17 = P.trace(P.UNIFORM), P.trace(P.F32_HANDOFF)
+    v = P.values()
+    assert abs(t17["mainloop_p50_us"] / t15["mainloop_p50_us"] - 1) < 0.02
+    assert t17["epilogue_p50_us"] > 2 * t15["epilogue_p50_us"]
+    tiles = int(v["tile_per_block"])
+    assert tiles == 4 and t17["tiles"] == 1024
+    ours, lib = float(v["tile_f32_us"]), float(v["tile_cublas_f32_us"])
+    epilogues = tiles * (t17["epilogue_p50_us"] - t15["epilogue_p50_us"])
+    assert 0.6 * ours < epilogues < 1.2 * ours
+    assert abs(ours - lib) < 1.0
 
 
 def test_what_chapter_7b_says_of_fp8_in_clusters_and_whole_waves_holds():

@@ -60,6 +60,17 @@ def profile(kernel: str, data: dict | None = None) -> dict:
     raise KeyError(f"hopper_past.json has no profile row for {kernel}")
 
 
+def trace(kernel: str, dtype: str = "float16", data: dict | None = None) -> dict:
+    """The traced launch of ``kernel`` (``hopper_past``'s ``trace`` rows): each warpgroup-tile's
+    main loop and epilogue on the GPU's nanosecond timer, 10th, 50th and 90th percentiles."""
+    for r in (data or past_data())["rows"]:
+        if r["part"] == "trace" and r["kernel"] == kernel and r["dtype"] == dtype:
+            if not r["passed"]:
+                raise ValueError(f"the traced {kernel} {dtype} failed its check")
+            return r
+    raise KeyError(f"hopper_past.json has no trace row for {kernel} {dtype}")
+
+
 def past_table():
     """Every row of the final measurement: median over the processes, the ratio to the
     yardstick with the same output type and its spread, the SM clock."""
@@ -182,7 +193,7 @@ def values() -> dict:
     pt = profile(CUBLAS_TILE_PROFILE)
     t7, s3 = "tmastore 16-bit out", "tmastore 16-bit out 3 stages"
     r10, r11 = "tmastore 16-bit out whole-tile", "tmastore 16-bit out whole-tile grid 128"
-    f10, f11 = "fp8 bf16 out whole-tile", "fp8 bf16 out whole-tile grid 128"
+    f11 = "fp8 bf16 out whole-tile grid 128"
     sk = streamk_data()
     rsk = "tmastore 16-bit out whole-tile stream-K"
     p11s, p12 = profile("wgmma_grid128_fp16", sk), profile("wgmma_streamk_fp16", sk)
@@ -271,14 +282,8 @@ def values() -> dict:
         "past_p11_inst_m": f"{p11['inst_executed'] / 1e6:.1f}",
         "past_pc_inst_m": f"{pc['inst_executed'] / 1e6:.1f}",
         "past_pt_l2_read_mb": f"{pt['l2_read_bytes'] / 1e6:.0f}",
-        "past_fp8_tile_4096": ratio(f10, "e4m3", 4096),
-        "past_fp8_tile_8192": ratio(f10, "e4m3", 8192),
         "past_fp8_grid_4096": ratio(f11, "e4m3", 4096),
         "past_fp8_grid_8192": ratio(f11, "e4m3", 8192),
-        "past_fp8_grid_4096_range": spread(f11, "e4m3", 4096),
-        "past_fp8_grid_8192_tflops": tflops(f11, "e4m3", 8192),
-        "past_fp8_cublas_8192_tflops": tflops("cuBLASLt e4m3 fast accum (BF16 out)", "e4m3",
-                                              8192),
         "past_processes": str(min(r["processes"] for r in past_data()["rows"]
                                   if r["part"] == "summary")),
         "past_cluster_4096_fp16": ratio("cluster", "float16", 4096),
@@ -302,11 +307,6 @@ def values() -> dict:
         "past_pc_tensor": f"{pc['tensor_active_pct']:.1f}",
         "past_p8_write_mb": f"{p8['dram_write_bytes'] / 1e6:.0f}",
         "past_p9_write_mb": f"{p9['dram_write_bytes'] / 1e6:.0f}",
-        "past_fp8_cluster_8192": ratio("fp8 cluster bf16 out", "e4m3", 8192),
-        "past_fp8_cluster_8192_f32": ratio("fp8 cluster f32 out", "e4m3", 8192),
-        "past_fp8_cluster_8192_tflops": tflops("fp8 cluster bf16 out", "e4m3", 8192),
-        "past_fp8_cluster_4096": ratio("fp8 cluster bf16 out", "e4m3", 4096),
-        "past_fp8_plain_4096": ratio("fp8 bf16 out", "e4m3", 4096),
         **left_values(ratio, spread),
     }
 
@@ -402,6 +402,16 @@ def uniform_values(ratio, spread) -> dict:
     pu, pf = profile("past:" + UNIFORM), profile("past:" + F32_UNIFORM)
     pe, ph = profile("past:" + EVICT), profile("past:" + F32_HANDOFF)
     pt, pc = profile("torch.mm f16"), profile("cublas_fp16")
+    t15, t17 = trace(UNIFORM), trace(F32_HANDOFF)
+    size = t17["m"]
+    blocks = k09_hopper.RUNG_CONFIGS["wgmma_handoff"].grid
+    tiles = t17["tiles"] // (2 * blocks)      # a block's tiles (two warpgroup-tiles each)
+
+    def us(kernel, dtype):                    # the median time of one call at the traced size
+        return 2 * size ** 3 / (summary(kernel, dtype, size)["tflops"] * 1e6)
+
+    ours = us(F32_HANDOFF, "float16") - us(UNIFORM, "float16")
+    lib = us("cublas_fp16 (FP32 out)", "float16") - us("torch.mm f16 (F16 out)", "float16")
     out = {"uni_inst_m": f"{pu['inst_executed'] / 1e6:.1f}",
            "uni_torch_inst_m": f"{pt['inst_executed'] / 1e6:.1f}",
            "uni_us": f"{pu['duration_us']:.1f}", "uni_torch_us": f"{pt['duration_us']:.1f}",
@@ -418,7 +428,13 @@ def uniform_values(ratio, spread) -> dict:
            "h17_long": f"{ph['stalls']['long_scoreboard']:.1f}",
            "f32u_long": f"{pf['stalls']['long_scoreboard']:.1f}",
            "h17_4096_fp16_range": spread(F32_HANDOFF, "float16", 4096),
-           "h17_4096_bf16_range": spread(F32_HANDOFF, "bfloat16", 4096)}
+           "h17_4096_bf16_range": spread(F32_HANDOFF, "bfloat16", 4096),
+           "tile15_main_us": f"{t15['mainloop_p50_us']:.1f}",
+           "tile15_epi_us": f"{t15['epilogue_p50_us']:.2f}",
+           "tile17_main_us": f"{t17['mainloop_p50_us']:.1f}",
+           "tile17_epi_us": f"{t17['epilogue_p50_us']:.2f}",
+           "tile_count": f"{t17['tiles']:,}", "tile_per_block": str(tiles),
+           "tile_f32_us": f"{ours:.1f}", "tile_cublas_f32_us": f"{lib:.1f}"}
     out.update({
         "uni_4096_fp16": ratio(UNIFORM, "float16", 4096),
         "uni_8192_fp16": ratio(UNIFORM, "float16", 8192),
