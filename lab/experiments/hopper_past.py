@@ -605,13 +605,44 @@ def tile_steps(events) -> dict:
     return out
 
 
+def call_steps(events, before=None) -> dict:
+    """A traced call's steps outside its tiles, from its events (and those of the call before
+    it in the stream, ``before``): how far apart its warpgroups start and end, its span from
+    the first start to the last end, the median main loop of a warpgroup's first tile (the
+    later ones are :func:`tile_steps`'), and the gap from the last end of the call before to
+    this call's first start — the block's exit, the launch and the set-up between them, and
+    (store threads) C still draining. µs; None where the events do not say."""
+    def firsts(evs, code):
+        return [next((t for c, t in ev if c == code), None) for ev in evs]
+
+    def lasts(evs, code):
+        return [next((t for c, t in reversed(ev) if c == code), None) for ev in evs]
+
+    starts = [t for t in firsts(events, 1) if t is not None]
+    ends = [t for t in lasts(events, 10) if t is not None]
+    first = [m - s for s, m in zip(firsts(events, 1), firsts(events, 2))
+             if s is not None and m is not None]
+    out = {"start_spread_us": (max(starts) - min(starts)) / 1e3 if starts else None,
+           "end_spread_us": (max(ends) - min(ends)) / 1e3 if ends else None,
+           "span_us": (max(ends) - min(starts)) / 1e3 if starts and ends else None,
+           "first_mainloop_p50_us": float(np.median(first)) / 1e3 if first else None,
+           "gap_us": None}
+    prior = [t for t in lasts(before or [], 10) if t is not None]
+    if prior and starts:
+        out["gap_us"] = (min(starts) - max(prior)) / 1e3
+    return out
+
+
 def traces(rng) -> list[dict]:
     """Each of :data:`TRACED`, traced (every consumer warpgroup writes the GPU's nanosecond
-    timer as each tile is multiplied and stored), checked once at 257×129×67, then launched
-    five times at :data:`TRACE_SIZE`³ on cache-hot inputs; the last launch's tile steps."""
+    timer as each tile is multiplied and stored), checked once at 257×129×67, then at
+    :data:`TRACE_SIZE`³ on cache-hot inputs: two launchers (each its own trace) warmed, then
+    called back to back behind a busy kernel, three times; the second call's tile steps
+    (:func:`tile_steps`) and steps outside its tiles (:func:`call_steps`), the first call's
+    events being the call before it."""
     from numba import cuda
 
-    from lab import bench
+    from lab import bench, timing
     from lab.kernels.k09_streamk import trace_rows
 
     K = _k()
@@ -628,24 +659,31 @@ def traces(rng) -> list[dict]:
             cfg = replace(for_kind(cfgs[label], kind), trace=True)
             try:
                 passed = check(cfg, 257, 129, 67, rng)["passed"]
-                launch = K.launcher(cfg)
-                for _ in range(5):
-                    launch(d_a, d_b, c32 if cfg.out == "f32" else c16)
-                cuda.synchronize()
-                (blocks, (_, flags)), = launch.scratch.items()
-                rows.append(trace_row(label, kind, size, passed,
-                                      trace_rows(flags.copy_to_host(), blocks, cfg.consumers)))
+                pair = (K.launcher(cfg), K.launcher(cfg))
+                c = c32 if cfg.out == "f32" else c16
+                for _ in range(3):
+                    timing.process_spinner().launch(5.0)     # the pair queued back to back
+                    for launch in pair:
+                        launch(d_a, d_b, c)
+                    cuda.synchronize()
+                events = []
+                for launch in pair:
+                    (blocks, (_, flags)), = launch.scratch.items()
+                    events.append(trace_rows(flags.copy_to_host(), blocks, cfg.consumers))
+                rows.append(trace_row(label, kind, size, passed, events[1], events[0]))
             except Exception as exc:  # noqa: BLE001 - the row says why
                 rows.append({**trace_row(label, kind, size, False, []),
                              "error": f"{type(exc).__name__}: {exc}"[:300]})
     return rows
 
 
-def trace_row(label: str, kind: str, size: int, passed: bool, events) -> dict:
+def trace_row(label: str, kind: str, size: int, passed: bool, events, before=None) -> dict:
     """The row of one traced launch of ``label`` in input type ``kind`` at ``size``³: whether
-    the traced kernel passed its check, and :func:`tile_steps` of its events."""
+    the traced kernel passed its check, :func:`tile_steps` and :func:`call_steps` of its
+    events (``before``: the events of the call before it)."""
     return {"part": "trace", "kernel": label, "dtype": DTYPE[kind], "m": size, "n": size,
-            "k": size, "passed": bool(passed), **tile_steps(events)}
+            "k": size, "passed": bool(passed), **tile_steps(events),
+            **call_steps(events, before)}
 
 
 # ----------------------------------------------------------------------------- the parent

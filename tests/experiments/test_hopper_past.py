@@ -212,8 +212,20 @@ def test_tile_steps_and_a_trace_row_that_the_results_store_accepts():
     assert steps["mainloop_p50_us"] == pytest.approx(44.0)
     assert steps["epilogue_p50_us"] == pytest.approx(2.0)
     assert steps["epilogue_p10_us"] <= steps["epilogue_p50_us"] <= steps["epilogue_p90_us"]
-    row = H.trace_row(H.F32_HANDOFF, "f16", 4096, True, ev)
+    before = [[(1, -60_000), (2, -15_000), (3, -13_000), (10, -2_500)],
+              [(1, -60_000), (2, -16_000), (3, -14_000), (10, -1_000)]]
+    row = H.trace_row(H.F32_HANDOFF, "f16", 4096, True, ev, before)
     assert row["dtype"] == "float16" and row["tiles"] == 3
+    # outside the tiles: starts 0.5 µs apart, ends 44.5 apart, 91.1 µs from the first start to
+    # the last end, first tiles' main loops 45 and 44 µs, 1 µs after the call before ended
+    assert row["start_spread_us"] == pytest.approx(0.5)
+    assert row["end_spread_us"] == pytest.approx(44.5)
+    assert row["span_us"] == pytest.approx(91.1)
+    assert row["first_mainloop_p50_us"] == pytest.approx(44.5)
+    assert row["gap_us"] == pytest.approx(1.0)
+    assert H.call_steps([], None) == dict.fromkeys(
+        ("start_spread_us", "end_spread_us", "span_us", "first_mainloop_p50_us", "gap_us"))
+    assert H.call_steps(ev)["gap_us"] is None            # no call before it
     data = {"experiment": "hopper_past", "parameters": {},
             "rows": [row, H.trace_row(H.UNIFORM, "bf16", 4096, False, [])],
             "row_fields": list(H.ROW_FIELDS),
