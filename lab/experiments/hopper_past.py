@@ -24,7 +24,8 @@ turns on the GPU (:mod:`lab.gpulock`); each times every row of its share in rota
 child all of :data:`FINAL` and the FP8 rows, and ``summary`` rows give the median over the
 processes of each process's ratio, with the lowest and highest). After the final measurement's
 children the parent traces :data:`TRACED` (``trace`` rows: each tile's main loop and epilogue
-on the GPU's nanosecond timer, :func:`tile_steps`).
+on the GPU's nanosecond timer, :func:`tile_steps`, and a call's steps outside its tiles,
+:func:`call_steps`).
 """
 from __future__ import annotations
 
