@@ -25,7 +25,8 @@ child all of :data:`FINAL` and the FP8 rows, and ``summary`` rows give the media
 processes of each process's ratio, with the lowest and highest). After the final measurement's
 children the parent traces :data:`TRACED` (``trace`` rows: each tile's main loop and epilogue
 on the GPU's nanosecond timer, :func:`tile_steps`, and a call's steps outside its tiles,
-:func:`call_steps`).
+:func:`call_steps`), then times the yardsticks and :data:`TIMELINE` under CUPTI (``timeline``
+rows: each kernel's duration and the gaps between back-to-back calls).
 """
 from __future__ import annotations
 
@@ -223,6 +224,10 @@ def fp8_configs() -> dict:
 #: types: rung 15 (16-bit C), rungs 16 and 17 (FP32 C): where a tile's time goes.
 TRACED = (UNIFORM, F32_UNIFORM, F32_HANDOFF)
 TRACE_SIZE = 4096
+#: Back-to-back calls of each yardstick and of :data:`TIMELINE` (FP16, :data:`TRACE_SIZE`³)
+#: under CUPTI, after the traces: each kernel's duration and the gaps between them.
+TIMELINE = (UNIFORM, F32_HANDOFF)
+TIMELINE_CALLS = 10
 #: Launched once each under Nsight Compute in the final measurement (FP16, 4096³): rung 8,
 #: the rungs past it, rung 11 on cuBLAS's tile (``past:`` + its label), and cuBLAS.
 PROFILE_KERNELS = ("wgmma_cluster_fp16", "wgmma_out16_fp16", "wgmma_tile16_fp16",
@@ -612,7 +617,9 @@ def call_steps(events, before=None) -> dict:
     the first start to the last end, the median main loop of a warpgroup's first tile (the
     later ones are :func:`tile_steps`'), and the gap from the last end of the call before to
     this call's first start — the block's exit, the launch and the set-up between them, and
-    (store threads) C still draining. µs; None where the events do not say."""
+    (store threads) C still draining; a call that began before the one before it ended has
+    ``overlap_us`` instead (row fields in µs are never negative). µs; None where the events
+    do not say."""
     def firsts(evs, code):
         return [next((t for c, t in ev if c == code), None) for ev in evs]
 
@@ -627,10 +634,11 @@ def call_steps(events, before=None) -> dict:
            "end_spread_us": (max(ends) - min(ends)) / 1e3 if ends else None,
            "span_us": (max(ends) - min(starts)) / 1e3 if starts and ends else None,
            "first_mainloop_p50_us": float(np.median(first)) / 1e3 if first else None,
-           "gap_us": None}
+           "gap_us": None, "overlap_us": None}
     prior = [t for t in lasts(before or [], 10) if t is not None]
     if prior and starts:
-        out["gap_us"] = (min(starts) - max(prior)) / 1e3
+        gap = (min(starts) - max(prior)) / 1e3
+        out["gap_us" if gap >= 0 else "overlap_us"] = abs(gap)
     return out
 
 
@@ -676,6 +684,70 @@ def traces(rng) -> list[dict]:
                 rows.append({**trace_row(label, kind, size, False, []),
                              "error": f"{type(exc).__name__}: {exc}"[:300]})
     return rows
+
+
+def timeline_rows(names, kernels, size: int = TRACE_SIZE) -> list[dict]:
+    """``timeline`` rows from CUPTI's kernel records (``name``, ``ts`` and ``dur`` in µs, as
+    a Chrome trace has them): the records between two of the busy kernels that separate the
+    groups (``spin_kernel``) are the calls of ``names[i]``, in order; each row has the median,
+    lowest and highest duration of the group's GEMM kernels (those over 50 µs: a call's small
+    kernels, such as a cast, are left out), the median gap between one kernel's end and the
+    next one's start (``overlap_p50_us`` instead if they overlapped) and the time per call
+    from the first start to the last end."""
+    groups, current = [], None
+    for k in sorted(kernels, key=lambda k: k["ts"]):
+        if "spin_kernel" in k["name"]:
+            if current:
+                groups.append(current)
+            current = []
+        elif current is not None:
+            current.append(k)
+    if current:
+        groups.append(current)
+    rows = []
+    for name, group in zip(names, groups):
+        g = [k for k in group if k["dur"] > 50]
+        if not g:
+            continue
+        durs = [k["dur"] for k in g]
+        gaps = [b["ts"] - (a["ts"] + a["dur"]) for a, b in zip(g, g[1:])]
+        gap = float(np.median(gaps)) if gaps else None
+        rows.append({"part": "timeline", "kernel": name, "dtype": "float16", "m": size,
+                     "n": size, "k": size, "calls": len(g), "cuda_kernel": g[0]["name"][:120],
+                     "kernel_p50_us": float(np.median(durs)), "kernel_min_us": min(durs),
+                     "kernel_max_us": max(durs),
+                     "gap_p50_us": gap if gap is not None and gap >= 0 else None,
+                     "overlap_p50_us": -gap if gap is not None and gap < 0 else None,
+                     "per_call_us": (g[-1]["ts"] + g[-1]["dur"] - g[0]["ts"]) / len(g)})
+    return rows
+
+
+def timeline(rng) -> list[dict]:
+    """The yardsticks and :data:`TIMELINE`, FP16 at :data:`TRACE_SIZE`³, under CUPTI
+    (``torch.profiler``): each warmed, then :data:`TIMELINE_CALLS` calls queued behind a busy
+    kernel (``torch.cuda._sleep``); :func:`timeline_rows` of the kernels it records."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    provs = providers_16(TRACE_SIZE, "f16", list(TIMELINE), rng)
+    names = [n for n in provs if n != "__keep__"]
+    for name in names:
+        for _ in range(3):
+            provs[name][0]()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for name in names:
+            torch.cuda._sleep(50_000_000)
+            for _ in range(TIMELINE_CALLS):
+                provs[name][0]()
+            torch.cuda.synchronize()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "timeline.json")
+        prof.export_chrome_trace(path)
+        with open(path) as fh:
+            events = json.load(fh)["traceEvents"]
+    kernels = [e for e in events if e.get("cat") == "kernel" and e.get("ph") == "X"]
+    return timeline_rows(names, kernels)
 
 
 def trace_row(label: str, kind: str, size: int, passed: bool, events, before=None) -> dict:
@@ -784,6 +856,11 @@ def run(progress, *, quick: bool = False, mode: str | None = None) -> dict:
     rows += summarize(rows)
     if mode == "final":                  # (the children are done: the GPU is free)
         rows += traces(np.random.default_rng(2026))
+        try:
+            rows += timeline(np.random.default_rng(2027))
+        except Exception as exc:  # noqa: BLE001 - the row says why
+            rows.append({"part": "timeline", "kernel": "__error__",
+                         "error": f"{type(exc).__name__}: {exc}"[:300]})
     from lab.kernels import k09_hopper as K
     return {"rows": rows, "row_fields": list(ROW_FIELDS),
             "parameters": {"mode": mode, "sizes": list(SIZES), "processes": processes,
@@ -795,6 +872,8 @@ def run(progress, *, quick: bool = False, mode: str | None = None) -> dict:
                            "streamk": list(STREAMK),
                            "traced": list(TRACED) if mode == "final" else [],
                            "trace_size": TRACE_SIZE,
+                           "timeline": list(TIMELINE) if mode == "final" else [],
+                           "timeline_calls": TIMELINE_CALLS,
                            "profile_kernels": list(profiled), "ncu": ncu,
                            "ncu_metrics": metrics,
                            "timing": f"GPU time per call: {BATCH} calls queued behind a busy "

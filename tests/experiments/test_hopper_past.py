@@ -223,9 +223,14 @@ def test_tile_steps_and_a_trace_row_that_the_results_store_accepts():
     assert row["span_us"] == pytest.approx(91.1)
     assert row["first_mainloop_p50_us"] == pytest.approx(44.5)
     assert row["gap_us"] == pytest.approx(1.0)
+    assert row["overlap_us"] is None
     assert H.call_steps([], None) == dict.fromkeys(
-        ("start_spread_us", "end_spread_us", "span_us", "first_mainloop_p50_us", "gap_us"))
+        ("start_spread_us", "end_spread_us", "span_us", "first_mainloop_p50_us", "gap_us",
+         "overlap_us"))
     assert H.call_steps(ev)["gap_us"] is None            # no call before it
+    late = [[(1, -60_000), (10, 2_000)]]                 # it ended 2 µs after this one began
+    assert H.call_steps(ev, late)["overlap_us"] == pytest.approx(2.0)
+    assert H.call_steps(ev, late)["gap_us"] is None
     data = {"experiment": "hopper_past", "parameters": {},
             "rows": [row, H.trace_row(H.UNIFORM, "bf16", 4096, False, [])],
             "row_fields": list(H.ROW_FIELDS),
@@ -234,6 +239,37 @@ def test_tile_steps_and_a_trace_row_that_the_results_store_accepts():
             "schema_version": results.SCHEMA_VERSION}
     results.validate(data, "a trace row")
     assert set(H.TRACED) <= set(H.explore_configs())
+
+
+def test_timeline_rows_from_cupti_records():
+    """Groups between busy kernels, in order; a call's small kernels left out; durations, gaps
+    (or overlap) and time per call; rows the results store accepts."""
+    from lab import results
+
+    def k(name, ts, dur):
+        return {"name": name, "ts": ts, "dur": dur}
+    kernels = [k("spin_kernel", 0, 50_000),
+               k("nvjet_gemm", 50_010, 176), k("nvjet_gemm", 50_190, 175),
+               k("nvjet_gemm", 50_369, 177),
+               k("spin_kernel", 60_000, 50_000), k("cast", 110_000, 3),
+               k("wgmma_ws", 110_005, 177), k("wgmma_ws", 110_183, 178),
+               k("spin_kernel", 120_000, 50_000),
+               k("wgmma_ws", 170_000, 180), k("wgmma_ws", 170_170, 180)]
+    rows = H.timeline_rows(["torch.mm f16 (F16 out)", H.UNIFORM, H.F32_HANDOFF],
+                           list(reversed(kernels)))          # (any order: sorted by start)
+    assert [r["kernel"] for r in rows] == ["torch.mm f16 (F16 out)", H.UNIFORM, H.F32_HANDOFF]
+    mm, r15, r17 = rows
+    assert mm["calls"] == 3 and mm["kernel_p50_us"] == 176 and mm["gap_p50_us"] == 4
+    assert mm["per_call_us"] == pytest.approx((50_546 - 50_010) / 3)
+    assert r15["calls"] == 2 and r15["gap_p50_us"] == 1 and r15["cuda_kernel"] == "wgmma_ws"
+    assert r17["gap_p50_us"] is None and r17["overlap_p50_us"] == 10
+    data = {"experiment": "hopper_past", "parameters": {}, "rows": rows,
+            "row_fields": list(H.ROW_FIELDS), "command": "python -m lab measure hopper_past",
+            "provenance": dict(results.load("hopper_past")["provenance"]),
+            "schema_version": results.SCHEMA_VERSION}
+    results.validate(data, "timeline rows")
+    assert H.timeline_rows(["x"], []) == []
+    assert set(H.TIMELINE) <= set(H.explore_configs())
 
 
 def test_fastcu_refuses_shapes_before_any_launch():
