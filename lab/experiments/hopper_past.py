@@ -611,6 +611,14 @@ def tile_steps(events) -> dict:
     return out
 
 
+def _gap_or_overlap(gap):
+    """(gap, overlap): a time between two things, split so that neither is negative (row
+    fields in µs never are); (None, None) for None."""
+    if gap is None:
+        return None, None
+    return (gap, None) if gap >= 0 else (None, -gap)
+
+
 def call_steps(events, before=None) -> dict:
     """A traced call's steps outside its tiles, from its events (and those of the call before
     it in the stream, ``before``): how far apart its warpgroups start and end, its span from
@@ -637,8 +645,7 @@ def call_steps(events, before=None) -> dict:
            "gap_us": None, "overlap_us": None}
     prior = [t for t in lasts(before or [], 10) if t is not None]
     if prior and starts:
-        gap = (min(starts) - max(prior)) / 1e3
-        out["gap_us" if gap >= 0 else "overlap_us"] = abs(gap)
+        out["gap_us"], out["overlap_us"] = _gap_or_overlap((min(starts) - max(prior)) / 1e3)
     return out
 
 
@@ -697,12 +704,12 @@ def timeline_rows(names, kernels, size: int = TRACE_SIZE) -> list[dict]:
     groups, current = [], None
     for k in sorted(kernels, key=lambda k: k["ts"]):
         if "spin_kernel" in k["name"]:
-            if current:
+            if current is not None:       # (an empty group still belongs to its name)
                 groups.append(current)
             current = []
         elif current is not None:
             current.append(k)
-    if current:
+    if current is not None:
         groups.append(current)
     rows = []
     for name, group in zip(names, groups):
@@ -711,13 +718,12 @@ def timeline_rows(names, kernels, size: int = TRACE_SIZE) -> list[dict]:
             continue
         durs = [k["dur"] for k in g]
         gaps = [b["ts"] - (a["ts"] + a["dur"]) for a, b in zip(g, g[1:])]
-        gap = float(np.median(gaps)) if gaps else None
+        gap, overlap = _gap_or_overlap(float(np.median(gaps)) if gaps else None)
         rows.append({"part": "timeline", "kernel": name, "dtype": "float16", "m": size,
                      "n": size, "k": size, "calls": len(g), "cuda_kernel": g[0]["name"][:120],
                      "kernel_p50_us": float(np.median(durs)), "kernel_min_us": min(durs),
                      "kernel_max_us": max(durs),
-                     "gap_p50_us": gap if gap is not None and gap >= 0 else None,
-                     "overlap_p50_us": -gap if gap is not None and gap < 0 else None,
+                     "gap_p50_us": gap, "overlap_p50_us": overlap,
                      "per_call_us": (g[-1]["ts"] + g[-1]["dur"] - g[0]["ts"]) / len(g)})
     return rows
 

@@ -269,6 +269,9 @@ def test_timeline_rows_from_cupti_records():
             "schema_version": results.SCHEMA_VERSION}
     results.validate(data, "timeline rows")
     assert H.timeline_rows(["x"], []) == []
+    # a name whose calls recorded no kernel keeps its place: the next name gets its own group
+    empty = [k("spin_kernel", 0, 10), k("spin_kernel", 100, 10), k("g", 200, 176)]
+    assert [r["kernel"] for r in H.timeline_rows(["none", "some"], empty)] == ["some"]
     assert set(H.TIMELINE) <= set(H.explore_configs())
 
 
