@@ -98,13 +98,13 @@ def test_every_experiment_declares_its_needs_and_an_estimate():
 
 @pytest.mark.parametrize("cc,skipped", [
     ((7, 5), {"precision", "tc_tune", "tensor_cores", "epilogue", "shapes", "splitk", "waves",
-             "hopper", "hopper_profile", "hopper_past", "hopper_streamk", "streamk_trace", "fp8",
-             "clocks", "libraries"}),
-    ((8, 6), {"hopper", "hopper_profile", "hopper_past", "hopper_streamk", "streamk_trace",
-              "fp8"}),
+             "hopper", "hopper_profile", "hopper_past", "hopper_streamk", "hopper_table",
+             "streamk_trace", "fp8", "clocks", "libraries"}),
+    ((8, 6), {"hopper", "hopper_profile", "hopper_past", "hopper_streamk", "hopper_table",
+              "streamk_trace", "fp8"}),
     ((9, 0), set()),
-    ((10, 0), {"hopper", "hopper_profile", "hopper_past", "hopper_streamk", "streamk_trace",
-               "fp8"})])     # sm_90a code runs on 9.0 alone
+    ((10, 0), {"hopper", "hopper_profile", "hopper_past", "hopper_streamk", "hopper_table",
+               "streamk_trace", "fp8"})])     # sm_90a code runs on 9.0 alone
 def test_experiments_are_skipped_where_their_kernels_cannot_run(monkeypatch, cc, skipped):
     runnable = kernels.runnable
     monkeypatch.setattr(kernels, "runnable", lambda kernel, _=None: runnable(kernel, cc))

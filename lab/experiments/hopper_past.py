@@ -96,6 +96,9 @@ EVICT = UNIFORM + " C evict-first"
 F32_EVICT = F32_UNIFORM + " C evict-first"
 #: Rung 16 with its staged C handed to store threads through mbarriers (rung 17).
 F32_HANDOFF = F32_UNIFORM + " store threads"
+#: Rungs 15 and 17 with the tile order read from a table (rungs 18 and 19).
+TABLE = UNIFORM + " tile table"
+F32_TABLE = F32_HANDOFF + " tile table"
 #: torch.mm with FP16 output under Nsight Compute (the yardstick of the 16-bit rungs).
 TORCH_F16 = "torch.mm f16"
 
@@ -185,6 +188,10 @@ def explore_configs() -> dict:
         # (filled/freed mbarriers per box): no named barrier per box, no consumer thread
         # waiting for the copy engine to read a box
         F32_HANDOFF: K.RUNG_CONFIGS["wgmma_handoff"],
+        # rungs 15 and 17 with each tile's row and column read from a table computed on the
+        # host, not found with 64-bit divisions between tiles (rungs 18 and 19)
+        TABLE: K.RUNG_CONFIGS["wgmma_table"],
+        F32_TABLE: K.RUNG_CONFIGS["wgmma_handoff_table"],
     }
 
 
@@ -253,6 +260,12 @@ FINAL = ("cluster", "cluster 16-bit out", "tmastore 16-bit out", "tmastore 16-bi
 STREAMK = ("tmastore 16-bit out whole-tile", "tmastore 16-bit out whole-tile grid 128",
            "tmastore 16-bit out whole-tile stream-K")
 PROFILE_STREAMK = ("wgmma_grid128_fp16", "wgmma_streamk_fp16")
+#: The tile-table measurement (``mode`` "table", the ``hopper_table`` experiment): rungs 18
+#: and 19 beside rungs 15 and 17 and fast.cu's kernel 12, both input types, every child; the
+#: four rungs and both yardsticks under Nsight Compute.
+TABLE_ROWS = (UNIFORM, TABLE, F32_HANDOFF, F32_TABLE)
+PROFILE_TABLE = (PAST + UNIFORM, PAST + TABLE, PAST + F32_HANDOFF, PAST + F32_TABLE,
+                 "cublas_fp16", TORCH_F16)
 FINAL_FP8 = ("fp8 f32 out", "fp8 bf16 out", "fp8 cluster f32 out", "fp8 cluster bf16 out",
              "fp8 bf16 out whole-tile", "fp8 bf16 out whole-tile grid 128")
 
@@ -499,8 +512,8 @@ def child(lock_path: str, index: int, mode: str, fastcu_lib: str,
         share = items[index::processes]
         labels = {kind: [lb for kd, lb in share if kd == kind] for kind in KINDS}
         fp8_labels = [lb for kd, lb in share if kd == "e4m3"]
-    elif mode == "streamk":
-        labels = {kind: list(STREAMK) for kind in KINDS}
+    elif mode in ("streamk", "table"):
+        labels = {kind: list(STREAMK if mode == "streamk" else TABLE_ROWS) for kind in KINDS}
         fp8_labels = []
     else:
         labels = {kind: list(FINAL) for kind in KINDS}
@@ -804,7 +817,8 @@ def summarize(rows: list[dict]) -> list[dict]:
 def run(progress, *, quick: bool = False, mode: str | None = None) -> dict:
     """``quick``: the exploration (every variant once, shared among the children); else the
     final measurement (the chosen rows in every child); ``mode`` "streamk": the stream-K rung
-    beside rungs 10 and 11 (every child), without fast.cu and FP8."""
+    beside rungs 10 and 11 (every child), without fast.cu and FP8; "table": rungs 18 and 19
+    beside rungs 15 and 17 and fast.cu (every child), without FP8."""
     from lab import bench
     from lab.experiments.hopper_profile import _read_rows, _tail, wait_all
     from lab.twins import fastcu
@@ -827,7 +841,7 @@ def run(progress, *, quick: bool = False, mode: str | None = None) -> dict:
                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     started = []
     processes = EXPLORE_PROCESSES if mode == "explore" else PROCESSES
-    profiled = PROFILE_STREAMK if mode == "streamk" else PROFILE_KERNELS
+    profiled = {"streamk": PROFILE_STREAMK, "table": PROFILE_TABLE}.get(mode, PROFILE_KERNELS)
     for index in range(processes):
         log = open(os.path.join(work, f"child{index}.log"), "w")
         started.append((f"child{index}", subprocess.Popen(
@@ -875,7 +889,7 @@ def run(progress, *, quick: bool = False, mode: str | None = None) -> dict:
                            "configs": {lb: c.label for lb, c in explore_configs().items()},
                            "fp8_configs": {lb: c.label for lb, c in fp8_configs().items()},
                            "final": list(FINAL), "final_fp8": list(FINAL_FP8),
-                           "streamk": list(STREAMK),
+                           "streamk": list(STREAMK), "table": list(TABLE_ROWS),
                            "traced": list(TRACED) if mode == "final" else [],
                            "trace_size": TRACE_SIZE,
                            "timeline": list(TIMELINE) if mode == "final" else [],

@@ -78,24 +78,11 @@ The rungs, one change each (every rung FP16 and BF16; ``k`` = 64 per stage; 128B
     the producer warpgroup (one per consumer warpgroup) waits for it, issues the TMA store and
     arrives on the box's *freed* mbarrier once the store has read it. The consumer warps no
     longer meet at a named barrier per box, and no consumer thread waits for the copy engine.
-
-Parameters of the specialized kernel that the ``hopper`` experiment sweeps (FP16): ``group_m``
-(block rows per L2 group), ``wait_depth`` (wgmma groups a consumer keeps in flight before it
-releases a stage: 1 in every rung), ``elect`` (the producer warp runs the loop and
-``elect.sync`` picks the lane that issues), ``regs``/``producer_regs`` (setmaxnreg), ``store``
-(the epilogue's staging: two boxes in turn, or the whole tile), ``grid`` (a cap on the blocks of
-a persistent launch). More than 4 stages of 128×256×64 do not fit: 48 KB each, 227 KB of shared
-memory per block.
-
-Every launch: ``launch(A, B, C)`` with device arrays; C (M×N float32) is written only inside
-``row < M, col < N``.
-
-Input types (``kind``): ``f16`` and ``bf16`` for the rungs; ``e4m3`` and ``e5m2`` (FP8, uint8
-bits) for the specialized kernel with the TMA-store epilogue, which then reads Bᵀ (FP8
-``wgmma`` takes both operands K-major), takes 128 k per stage, and has the parameters ``out``
-(FP32 or BF16 result), ``scales`` (per-tensor, in the epilogue, or 1×128 / 128×128 blocks at
-each promotion) and ``promote`` (partial sums moved into FP32 registers every ``promote`` k):
-:mod:`lab.kernels.k09_fp8`.
+18. ``wgmma_table`` — rung 15 with each tile's row and first column read from a table that
+    the launcher computes once per shape (:mod:`lab.kernels.k09_table`), instead of found
+    between tiles by the grouped order's 64-bit divisions (a call of a division routine each).
+19. ``wgmma_handoff_table`` — rung 17 (FP32 C) with the same table, read by its store threads
+    too.
 """
 from __future__ import annotations
 
@@ -113,13 +100,14 @@ from lab.kernels.k09_first import build_cpasync, build_tma
 from lab.kernels.k09_parts import (BK, EPI_BOX, OUT_BYTES, SIGNATURES, HopperConfig, stage_ops,
                                    tile_order, zero_acc)
 from lab.kernels.k09_ring import ring_ops
+from lab.kernels import k09_table
 from lab.kernels.k09_streamk import flag_words, streamk_ops
 
 
-# ----------------------------------------------------------------------------- rungs 4-17
+# ----------------------------------------------------------------------------- rungs 4-19
 
 def build_ws(cfg: HopperConfig):
-    """Rungs 4–17: a producer warpgroup (TMA) and consumer warpgroups (wgmma) that meet only
+    """Rungs 4–19: a producer warpgroup (TMA) and consumer warpgroups (wgmma) that meet only
     at full/empty mbarriers; optionally setmaxnreg, a persistent tile loop, ping-pong
     consumers (a whole tile each, in turn), an epilogue through shared memory and TMA
     stores (issued by the consumers, or by store threads of the producer warpgroup), stream-K,
@@ -271,13 +259,14 @@ def build_ws(cfg: HopperConfig):
 
     release, produce, mainloop = ring_ops(cfg)
     UNIFORM = cfg.uniform
+    TABLE = cfg.table                     # rung 18: each tile's row and column from a table
     streamk_plan, streamk_consumer, log = streamk_ops(cfg, mainloop)
 
     # One block per SM and a register cap at entry: what setmaxnreg needs to take effect.
     bounds = {} if hopper.SIMULATOR else {"launch_bounds": (cfg.threads, 1)}
 
     @cuda.jit(device=True, inline="always")
-    def ws_body(map_a, map_b, map_c, C, k, sa, sb, work, flags):
+    def ws_body(map_a, map_b, map_c, C, k, sa, sb, work, flags, table):
         smem = cuda.shared.array(0, dtype=uint8, alignment=1024)
         bars = cuda.shared.array(BARRIERS, dtype=uint64)
         tid = int32(cuda.threadIdx.x)
@@ -328,11 +317,16 @@ def build_ws(cfg: HopperConfig):
                 # (computed here, after setmaxnreg: live across it they would be spilled)
                 dp_tiles, sk_iters, sk_lo, sk_hi = streamk_plan(tiles, k_tiles)
                 for unit in range(first, dp_tiles, step):
-                    unit_m, block_n = tile_coords(unit, units_m, tiles_n)
-                    # a block row past M (odd tile rows, cluster 2) reloads the last one
-                    block_m = min(unit_m * CLUSTER + rank, tiles_m - 1)
+                    if TABLE:
+                        block_m = table[2 * unit]
+                        col0 = table[2 * unit + 1]
+                    else:
+                        unit_m, block_n = tile_coords(unit, units_m, tiles_n)
+                        # a block row past M (odd tile rows, cluster 2) reloads the last one
+                        block_m = min(unit_m * CLUSTER + rank, tiles_m - 1)
+                        col0 = block_n * BN
                     it = produce(shared, full0, empty0, a_map, b_map, it, 0, k_tiles,
-                                 block_m, block_n, rank)
+                                 block_m, col0, rank)
                 if STREAMK:                           # this block's k-slices of the last wave
                     seg_end = sk_hi
                     while seg_end > sk_lo:
@@ -341,7 +335,7 @@ def build_ws(cfg: HopperConfig):
                         block_m, block_n = tile_coords(dp_tiles + t, units_m, tiles_n)
                         it = produce(shared, full0, empty0, a_map, b_map, it,
                                      seg_start - t * k_tiles, seg_end - t * k_tiles,
-                                     block_m, block_n, rank)
+                                     block_m, block_n * BN, rank)
                         seg_end = seg_start
             elif HANDOFF and tid % 32 == 0 and tid < 32 * (CONSUMERS + 1):
                 # lane 0 of warp 1 + cw: consumer warpgroup cw's store thread
@@ -354,11 +348,16 @@ def build_ws(cfg: HopperConfig):
                 warm = False                          # every slot used once
                 unit = int32(first)                   # (32-bit: 40 registers here)
                 while unit < tiles:
-                    block_m, block_n = tile_coords(unit, units_m, tiles_n)
+                    if TABLE:
+                        block_m = table[2 * unit]
+                        col0 = table[2 * unit + 1]
+                    else:
+                        block_m, block_n = tile_coords(unit, units_m, tiles_n)
+                        col0 = block_n * BN
                     slot, phase, warm = issue_handoff(boxes, filled0 + slots, freed0 + slots,
                                                       c_map, slot, phase, warm,
                                                       int32(block_m * BM + cw * WG_ROWS),
-                                                      int32(block_n * BN))
+                                                      int32(col0))
                     unit = int32(unit + step)
                 hopper.bulk_wait(0)                   # stores done before the block exits
         # endregion: producer
@@ -394,13 +393,18 @@ def build_ws(cfg: HopperConfig):
             it = int32(0)
             tn = log(flags, cw, thread, int32(0), 1)  # (events of a traced kernel)
             for unit in range(first, streamk_plan(tiles, k_tiles)[0], step):
-                unit_m, block_n = tile_coords(unit, units_m, tiles_n)
-                block_m = unit_m * CLUSTER + rank
+                if TABLE:
+                    block_m = table[2 * unit]
+                    col0 = table[2 * unit + 1]
+                else:
+                    unit_m, block_n = tile_coords(unit, units_m, tiles_n)
+                    block_m = unit_m * CLUSTER + rank
+                    col0 = block_n * BN
                 zero(acc)
                 if PROMOTE:
                     it = mainloop_promoted(acc, part, ra, cb, shared, full0, empty0, it,
                                            k_tiles, cw, leader, sa, sb,
-                                           block_m * BM + cw * WG_ROWS, block_n * BN, thread)
+                                           block_m * BM + cw * WG_ROWS, col0, thread)
                 else:
                     it = mainloop(acc, shared, full0, empty0, it, k_tiles, cw, leader)
                 tn = log(flags, cw, thread, tn, 2)
@@ -410,12 +414,11 @@ def build_ws(cfg: HopperConfig):
                                                     freed0 + slots, thread, slot, phase, scale)
                     elif EPI_TMA:
                         store_tile_tma(acc, boxes, c_map, block_m * BM + cw * WG_ROWS,
-                                       block_n * BN, thread, 1 + cw, scale)
+                                       col0, thread, 1 + cw, scale)
                     elif EPI_VECTOR:
-                        store_tile_vector(C, acc, block_m * BM + cw * WG_ROWS, block_n * BN,
-                                          thread)
+                        store_tile_vector(C, acc, block_m * BM + cw * WG_ROWS, col0, thread)
                     else:
-                        store_tile(C, acc, block_m * BM + cw * WG_ROWS, block_n * BN, thread)
+                        store_tile(C, acc, block_m * BM + cw * WG_ROWS, col0, thread)
                 tn = log(flags, cw, thread, tn, 3)
             if STREAMK:
                 it, tn = streamk_consumer(acc, shared, full0, empty0, it, k_tiles, cw, leader,
@@ -430,18 +433,24 @@ def build_ws(cfg: HopperConfig):
 
     @cuda.jit(**bounds)
     def wgmma_ws(map_a, map_b, map_c, C, k):
-        ws_body(map_a, map_b, map_c, C, k, C, C, C, map_a)   # (no scales, no stream-K)
+        ws_body(map_a, map_b, map_c, C, k, C, C, C, map_a, map_a)  # (no scales, stream-K)
 
     @cuda.jit(**bounds)
     def wgmma_ws_scaled(map_a, map_b, map_c, C, k, sa, sb):
-        ws_body(map_a, map_b, map_c, C, k, sa, sb, C, map_a)
+        ws_body(map_a, map_b, map_c, C, k, sa, sb, C, map_a, map_a)
 
     @cuda.jit(**bounds)
     def wgmma_ws_sk(map_a, map_b, map_c, C, k, work, flags):
-        ws_body(map_a, map_b, map_c, C, k, C, C, work, flags)
+        ws_body(map_a, map_b, map_c, C, k, C, C, work, flags, map_a)
+
+    @cuda.jit(**bounds)
+    def wgmma_ws_table(map_a, map_b, map_c, C, k, table):
+        ws_body(map_a, map_b, map_c, C, k, C, C, C, map_a, table)
 
     if STREAMK or cfg.trace:                       # (a trace is written after the flags)
         return wgmma_ws_sk
+    if TABLE:
+        return wgmma_ws_table
     return wgmma_ws_scaled if SCALED else wgmma_ws
 
 
@@ -470,6 +479,8 @@ def signature(cfg: HopperConfig) -> str:
     if cfg.streamk or cfg.trace:                     # C, then the workspace (float32)
         return SIGNATURES["ws_sk"].replace("float32[:, ::1], int32,",
                                            f"{OUT_ARRAY[cfg.out]}[:, ::1], int32,", 1)
+    if cfg.table:                                    # C, then the table of tiles
+        return SIGNATURES["ws_table"].replace("float32", OUT_ARRAY[cfg.out], 1)
     if cfg.producer and cfg.out != "f32":             # 16-bit C (BF16 as uint16 bits)
         return SIGNATURES["ws"].replace("float32", OUT_ARRAY[cfg.out])
     return SIGNATURES["ws"] if cfg.producer else SIGNATURES["tma"]
@@ -548,6 +559,13 @@ def launcher(cfg: HopperConfig):
             scratch[blocks] = (work, cuda.to_device(np.zeros(words, np.int32)))
         return scratch[blocks]
 
+    tables: dict = {}                   # rung 18: (m, n) -> its table of tiles, on the device
+
+    def tile_table(m: int, n: int):
+        if (m, n) not in tables:
+            tables[(m, n)] = cuda.to_device(k09_table.tile_table(m, n, cfg))
+        return tables[(m, n)]
+
     def launch(A, B, C, sa=None, sb=None) -> None:
         require_hopper()
         if cfg.fp8:
@@ -599,6 +617,8 @@ def launcher(cfg: HopperConfig):
                 blocks = min(_sm_count(), units * -(-k // BK), cfg.grid or _sm_count())
             if cfg.streamk or cfg.trace:
                 args += streamk_scratch(blocks)
+            if cfg.table:
+                args += (tile_table(m, n),)
             routed.launch(kernel, signature(cfg), blocks, cfg.threads, dynamic, args)
         else:
             clusters = units
@@ -673,6 +693,11 @@ RUNG_CONFIGS["wgmma_ring_uniform"] = replace(RUNG_CONFIGS["wgmma_ring"], uniform
 #: Rung 17, FP32 C: rung 16 with the staged C handed to a store thread per consumer
 #: warpgroup through a filled and a freed mbarrier per box, instead of a named barrier per box.
 RUNG_CONFIGS["wgmma_handoff"] = replace(RUNG_CONFIGS["wgmma_ring_uniform"], handoff=True)
+#: Rungs 18 and 19: rungs 15 and 17 with the tile order read from a table (k09_table): the
+#: producer, the consumers and the store threads find a tile's row and column with two loads,
+#: not with the 64-bit divisions of ``tile_order`` between tiles.
+RUNG_CONFIGS["wgmma_table"] = replace(RUNG_CONFIGS["wgmma_uniform"], table=True)
+RUNG_CONFIGS["wgmma_handoff_table"] = replace(RUNG_CONFIGS["wgmma_handoff"], table=True)
 
 #: Cheap variations of rungs 7 and 8, one change each (FP16): the sweep of the ``hopper``
 #: experiment. (5 or 6 stages of 128×256×64 do not fit: 48 KB a stage, 227 KB in all.)
@@ -714,6 +739,9 @@ TITLES = {
     "wgmma_ring_uniform": "rung 14 (FP32 C) + rung 15's uniform index and 32-bit loop",
     "wgmma_handoff": "rung 16 (FP32 C) + store threads: the staged C handed over through "
                      "mbarriers",
+    "wgmma_table": "rung 15 + the tile order read from a table (no divisions between "
+                   "tiles)",
+    "wgmma_handoff_table": "rung 17 (FP32 C) + rung 18's tile table",
 }
 
 
@@ -743,6 +771,7 @@ def _needs(cfg: HopperConfig) -> str:
     text += ", whole-tile staging" if cfg.store == "tile" else ""
     text += ", stream-K (flags between blocks)" if cfg.streamk else ""
     text += ", store threads (mbarrier hand-off)" if cfg.handoff else ""
+    text += ", a table of tiles" if cfg.table else ""
     return text
 
 

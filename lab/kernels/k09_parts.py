@@ -20,6 +20,9 @@ SIGNATURES = {
     # stream-K: then the workspace of partial tiles and their flags
     "ws_sk": "void(uint64[::1], uint64[::1], uint64[::1], float32[:, ::1], int32, "
              "float32[:, ::1], int32[::1])",
+    # rung 18: then its table of tiles (two int32 each: tile row, first column)
+    "ws_table": "void(uint64[::1], uint64[::1], uint64[::1], float32[:, ::1], int32, "
+                "int32[::1])",
     # FP8: C (float32 or BF16 bits), then the scales of A and of B (float32, 2-D)
     "fp8": "void(uint64[::1], uint64[::1], uint64[::1], {out}[:, ::1], int32, "
            "float32[:, ::1], float32[:, ::1])",
@@ -106,6 +109,10 @@ class HopperConfig:
     # No barrier among the consumer warps; the slots are counted across tiles, so ``ring``
     # need not divide a tile's boxes
     handoff: bool = False
+    # rung 18: the block reads each tile's row and first column from a table that the launcher
+    # computes once per shape (the grouped order of ``tile_order``), instead of finding them
+    # with 64-bit divisions between tiles
+    table: bool = False
 
     @property
     def fp8(self) -> bool:
@@ -213,6 +220,8 @@ class HopperConfig:
             parts.append("C evict-first")
         if self.handoff:
             parts.append("store threads (hand-off)")
+        if self.table:
+            parts.append("tile table")
         if self.streamk:
             parts.append("stream-K last wave" + ("" if self.fixup == "finisher" else
                                                  f", fix-up {self.fixup}")
@@ -317,6 +326,10 @@ class HopperConfig:
         if self.uniform and not (self.counters and self.steps and not self.streamk):
             problems.append("the uniform index is for the main loop with slot counters and "
                             "descriptor steps, without stream-K")
+        if self.table and not (specialized and self.persistent and self.cluster == 1
+                               and not self.streamk):
+            problems.append("a tile table is for the persistent specialized kernel without "
+                            "clusters or stream-K")
         if self.producer_regs % 8 or not 24 <= self.producer_regs <= 256:
             problems.append("producer_regs must be a multiple of 8 in 24…256")
         if self.regs and 128 * self.producer_regs + 128 * self.consumers * self.regs > 65536:

@@ -16,7 +16,7 @@ from lab.kernels.k09_parts import HopperConfig, stage_multicast, stage_ops
 def ring_ops(cfg: HopperConfig):
     """``release`` (a consumer warp hands a slot back), ``produce`` (the producer's copies of
     a tile's k-slices) and ``mainloop`` (a consumer's wgmma over them), as ``cfg`` asks."""
-    BM, BN, STAGES = cfg.bm, cfg.bn, cfg.stages
+    BM, STAGES = cfg.bm, cfg.stages
     STAGE_BYTES = cfg.stage_bytes
     CLUSTER = cfg.cluster
     DEPTH = cfg.wait_depth
@@ -38,25 +38,26 @@ def ring_ops(cfg: HopperConfig):
 
     # region: produce
     @cuda.jit(device=True, inline="always")
-    def issue(shared, full0, a_map, b_map, s, kt, block_m, block_n, rank):
-        """One lane's TMA copies of k-slice ``kt`` into slot ``s`` (multicast in a cluster)."""
+    def issue(shared, full0, a_map, b_map, s, kt, block_m, col0, rank):
+        """One lane's TMA copies of k-slice ``kt`` of the tile at tile row ``block_m``,
+        column ``col0``, into slot ``s`` (multicast in a cluster)."""
         if not ELECT or hopper.elect_one() != 0:
             if CLUSTER == 1:
                 load_stage(shared + uint32(s * STAGE_BYTES), full0 + uint32(8 * s),
-                           a_map, b_map, kt, block_m * BM, block_n * BN)
+                           a_map, b_map, kt, block_m * BM, col0)
             else:
                 load_stage_multicast(shared + uint32(s * STAGE_BYTES), full0 + uint32(8 * s),
-                                     a_map, b_map, kt, block_m * BM, block_n * BN, rank)
+                                     a_map, b_map, kt, block_m * BM, col0, rank)
 
     @cuda.jit(device=True, inline="always")
-    def produce(shared, full0, empty0, a_map, b_map, it, k0, k1, block_m, block_n, rank):
+    def produce(shared, full0, empty0, a_map, b_map, it, k0, k1, block_m, col0, rank):
         """The producer's copies of k-slices k0 … k1-1 of one tile; returns the ring's count."""
         for kt in range(k0, k1):
             s = it % STAGES
             # wait until the consumers released this slot's previous use
             # (and, in a cluster, the partner's consumers released its copy)
             wait(empty0 + uint32(8 * s), ((it // STAGES) % 2) ^ 1)
-            issue(shared, full0, a_map, b_map, s, kt, block_m, block_n, rank)
+            issue(shared, full0, a_map, b_map, s, kt, block_m, col0, rank)
             it += 1
         return it
     # endregion: produce
@@ -83,7 +84,7 @@ def ring_ops(cfg: HopperConfig):
 
     # region: counters
     @cuda.jit(device=True, inline="always")
-    def produce_counted(shared, full0, empty0, a_map, b_map, it, k0, k1, block_m, block_n,
+    def produce_counted(shared, full0, empty0, a_map, b_map, it, k0, k1, block_m, col0,
                         rank):
         """:func:`produce` with the slot and its phase kept as counters: one division per
         tile instead of one per k-slice."""
@@ -91,7 +92,7 @@ def ring_ops(cfg: HopperConfig):
         phase = int32((it // STAGES) % 2)
         for kt in range(k0, k1):
             wait(empty0 + uint32(8 * s), phase ^ 1)
-            issue(shared, full0, a_map, b_map, s, kt, block_m, block_n, rank)
+            issue(shared, full0, a_map, b_map, s, kt, block_m, col0, rank)
             s = int32(s + 1)
             if s == STAGES:
                 s = int32(0)

@@ -164,6 +164,7 @@ def _offline_worker() -> dict:
                        "cache_hint": r.ptx.count(".L2::cache_hint"),
                        "bar_sync": sass_ops.count("BAR.SYNC"),
                        "tma_store": sass_ops.count("UTMASTG"),
+                       "div64": r.ptx.count("div.s64") + r.ptx.count("rem.s64"),
                        "loop_mix": r.loop_mix}
     return facts
 
@@ -262,6 +263,18 @@ def test_store_threads_take_the_epilogue_barriers(offline):
     assert ring["tma_store"] == 8 and hand["tma_store"] == 1      # (a loop over the boxes)
     assert sum(hand["loop_mix"].values()) == 49 and hand["loop_mix"].get("HGMMA") == 4
     assert hand["spills"] == 0
+
+
+def test_the_tile_table_takes_the_divisions_out_of_the_loop_over_tiles(offline):
+    """Rungs 18 and 19 (``table``): the 64-bit divisions and remainders of ``tile_order``
+    (rung 15: eight in the loops over tiles of its producer and consumers, beside the two that
+    count each loop's trips; rung 17: eleven, its store threads' too) go; the two trip counts
+    stay. Chapter 7 quotes these counts. Main loop: four HGMMA, no spills."""
+    counts = tuple(offline[r]["div64"] for r in ("wgmma_uniform", "wgmma_table",
+                                                   "wgmma_handoff", "wgmma_handoff_table"))
+    assert counts == (10, 2, 13, 2), counts
+    for rung in ("wgmma_table", "wgmma_handoff_table"):
+        assert offline[rung]["loop_mix"].get("HGMMA") == 4 and offline[rung]["spills"] == 0
 
 
 def test_setmaxnreg_is_applied(offline):

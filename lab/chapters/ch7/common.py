@@ -9,7 +9,8 @@ from lab.kernels import k09_hopper
 
 #: Rungs past rung 8, measured by ``hopper_past`` (section 5), not by ``hopper_profile``.
 PAST = ("wgmma_out16", "wgmma_tile16", "wgmma_grid128", "wgmma_streamk", "wgmma_lean",
-        "wgmma_ring", "wgmma_uniform", "wgmma_ring_uniform", "wgmma_handoff")
+        "wgmma_ring", "wgmma_uniform", "wgmma_ring_uniform", "wgmma_handoff", "wgmma_table",
+        "wgmma_handoff_table")
 #: The rungs in ladder order (FP16 names get ``_fp16``, BF16 ``_bf16``).
 RUNGS = tuple(r for r in k09_hopper.RUNG_CONFIGS if r not in PAST)
 #: The rung each rung changes (rung 6, ping-pong, is a side branch off rung 5 that later rungs
@@ -21,7 +22,8 @@ PARENT = {"wgmma_cpasync": "tc", "wgmma_tma": "wgmma_cpasync", "wgmma_2wg": "wgm
           "wgmma_tile16": "wgmma_tmastore", "wgmma_grid128": "wgmma_tile16",
           "wgmma_streamk": "wgmma_tile16", "wgmma_lean": "wgmma_grid128",
           "wgmma_ring": "wgmma_tmastore", "wgmma_uniform": "wgmma_lean",
-          "wgmma_ring_uniform": "wgmma_ring", "wgmma_handoff": "wgmma_ring_uniform"}
+          "wgmma_ring_uniform": "wgmma_ring", "wgmma_handoff": "wgmma_ring_uniform",
+          "wgmma_table": "wgmma_uniform", "wgmma_handoff_table": "wgmma_handoff"}
 NUMBER = {name: i + 1 for i, name in enumerate(RUNGS)}
 SIZES = (4096, 8192)
 DTYPES = {"fp16": "float16", "bf16": "bfloat16"}
