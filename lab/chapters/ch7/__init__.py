@@ -4,7 +4,8 @@ The page's sections, in order, one module each: :mod:`.s1_result` (the ladder ag
 medians of three processes), :mod:`.s2_idea` (what wgmma changes, the shared layout),
 :mod:`.s3_rungs` (what each rung changes and what Nsight Compute saw), :mod:`.s4_stability`
 (how steady the numbers are, and why rung 8 was not), :mod:`.s5_past` (past rung 8),
-:mod:`.s6_trace` (stream-K traced, step by step); the drawings in :mod:`.figures`, the
+:mod:`.s6_trace` (stream-K traced, step by step), :mod:`.s7_table` (rungs 18 and 19, the
+tile table); the drawings in :mod:`.figures`, the
 exercises' solutions in :mod:`.solutions`, the results files' rows in :mod:`.common`. The
 notebook calls only the names imported here.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 from lab import page
 from lab.chapters.ch7 import s1_result, s2_idea, s3_rungs, s4_stability, s5_past, s6_trace, \
-    solutions
+    s7_table, solutions
 from lab.chapters.ch7.figures import (descriptors_figure, epilogue_timeline_figure,
                                       multicast_figure, ring_figure)
 from lab.chapters.ch7.s1_result import headline_table, ladder_figure
@@ -23,12 +24,13 @@ from lab.chapters.ch7.s4_stability import cluster_table, host_figure
 from lab.chapters.ch7.s5_past import past_profile_table, past_table, steps_table, \
     streamk_table
 from lab.chapters.ch7.s6_trace import trace_figure
+from lab.chapters.ch7.s7_table import table_table
 
 __all__ = ["descriptors_figure", "epilogue_timeline_figure", "multicast_figure", "ring_figure",
            "headline_table", "ladder_figure", "instruction_table", "layout_check",
            "config_diff", "profile_table", "region", "region_diff", "region_lines",
            "cluster_table", "host_figure", "past_table", "past_profile_table", "steps_table",
-           "streamk_table", "trace_figure", "figure", "glue",
+           "streamk_table", "trace_figure", "table_table", "figure", "glue",
            "checks_table"]
 
 
@@ -58,6 +60,7 @@ def glue():
     """Glue every value the prose quotes (each section's and the solutions'); returns them as
     one checked text block (for a removed cell)."""
     values = {**s1_result.values(), **s3_rungs.values(), **s4_stability.values(),
-              **s5_past.values(), **s6_trace.values(), **solutions.values()}
+              **s5_past.values(), **s6_trace.values(), **s7_table.values(),
+              **solutions.values()}
     page.glue_values(values)
     return page.values_text(values)
