@@ -128,20 +128,24 @@ def steps_table():
              ("FP32 C: rung 14 + uniform index = rung 16", F32_UNIFORM),
              ("FP32 C: rung 16 + C evict-first", F32_EVICT),
              ("FP32 C: rung 16 + store threads = rung 17", F32_HANDOFF))
-    rows = []
-    for title, kernel in steps:
-        row = {"step": title}
-        for dtype, short in (("float16", "FP16"), ("bfloat16", "BF16")):
-            for size in (4096, 8192):
-                try:
-                    r = summary(kernel, dtype, size)
-                except KeyError:
-                    row[f"{short} {size}³"] = ""
-                    continue
-                row[f"{short} {size}³"] = (f"{r['ratio']:.3f} ({r['ratio_min']:.3f}–"
-                                           f"{r['ratio_max']:.3f})")
-        rows.append(row)
+    rows = [{"step": title, **ratio_cells(kernel)} for title, kernel in steps]
     return page.table(rows, source=results.source_line("hopper_past"))
+
+
+def ratio_cells(kernel: str, data: dict | None = None) -> dict:
+    """One row's cells "FP16 4096³" … "BF16 8192³": the median ratio over the processes and
+    their range, blank where the run has no such row (fast.cu's kernel 12: BF16 only)."""
+    cells = {}
+    for dtype, short in (("float16", "FP16"), ("bfloat16", "BF16")):
+        for size in (4096, 8192):
+            try:
+                r = summary(kernel, dtype, size, data)
+            except KeyError:
+                cells[f"{short} {size}³"] = ""
+                continue
+            cells[f"{short} {size}³"] = (f"{r['ratio']:.3f} ({r['ratio_min']:.3f}–"
+                                         f"{r['ratio_max']:.3f})")
+    return cells
 
 
 def streamk_table():
@@ -154,12 +158,7 @@ def streamk_table():
                                  "wgmma_grid128_fp16"),
                                 ("rung 12 (stream-K)", "tmastore 16-bit out whole-tile stream-K",
                                  "wgmma_streamk_fp16")):
-        row = {"rung": title}
-        for dtype, short in (("float16", "FP16"), ("bfloat16", "BF16")):
-            for size in (4096, 8192):
-                r = summary(kernel, dtype, size, data)
-                row[f"{short} {size}³"] = (f"{r['ratio']:.3f} ({r['ratio_min']:.3f}–"
-                                           f"{r['ratio_max']:.3f})")
+        row = {"rung": title, **ratio_cells(kernel, data)}
         p = profile(prof, data) if prof else {}
         row["µs (ncu)"] = f"{p['duration_us']:.0f}" if p else ""
         row["tensor pipe %"] = f"{p['tensor_active_pct']:.1f}" if p else ""

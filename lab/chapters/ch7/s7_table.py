@@ -6,7 +6,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from lab import page, results
-from lab.chapters.ch7.s5_past import F32_HANDOFF, UNIFORM, profile, summary
+from lab.chapters.ch7.s5_past import F32_HANDOFF, UNIFORM, profile, ratio_cells, summary
 
 #: Rungs 18 and 19: rungs 15 and 17 with the tile table (their labels in the rows).
 TABLE, F32_TABLE = UNIFORM + " tile table", F32_HANDOFF + " tile table"
@@ -33,19 +33,8 @@ def _summary(kernel: str, dtype: str, size: int) -> dict:
 def table_table():
     """The four rungs and kernel 12 against the yardstick with their output type: median ratio
     over the processes and its range, both input types, both sizes."""
-    rows = []
-    for title, kernel, yardstick in ROWS:
-        row = {"kernel": title, "against": yardstick}
-        for dtype, short in (("float16", "FP16"), ("bfloat16", "BF16")):
-            for size in (4096, 8192):
-                try:
-                    r = _summary(kernel, dtype, size)
-                except KeyError:                 # (kernel 12: BF16 only)
-                    row[f"{short} {size}³"] = ""
-                    continue
-                row[f"{short} {size}³"] = (f"{r['ratio']:.3f} ({r['ratio_min']:.3f}–"
-                                           f"{r['ratio_max']:.3f})")
-        rows.append(row)
+    rows = [{"kernel": title, "against": yardstick, **ratio_cells(kernel, table_data())}
+            for title, kernel, yardstick in ROWS]
     return page.table(rows, source=results.source_line("hopper_table"))
 
 
