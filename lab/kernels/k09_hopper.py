@@ -83,6 +83,24 @@ The rungs, one change each (every rung FP16 and BF16; ``k`` = 64 per stage; 128B
     between tiles by the grouped order's 64-bit divisions (a call of a division routine each).
 19. ``wgmma_handoff_table`` — rung 17 (FP32 C) with the same table, read by its store threads
     too.
+
+Parameters of the specialized kernel that the ``hopper`` experiment sweeps (FP16): ``group_m``
+(block rows per L2 group), ``wait_depth`` (wgmma groups a consumer keeps in flight before it
+releases a stage: 1 in every rung), ``elect`` (the producer warp runs the loop and
+``elect.sync`` picks the lane that issues), ``regs``/``producer_regs`` (setmaxnreg), ``store``
+(the epilogue's staging: two boxes in turn, or the whole tile), ``grid`` (a cap on the blocks of
+a persistent launch). More than 4 stages of 128×256×64 do not fit: 48 KB each, 227 KB of shared
+memory per block.
+
+Every launch: ``launch(A, B, C)`` with device arrays; C (M×N float32) is written only inside
+``row < M, col < N``.
+
+Input types (``kind``): ``f16`` and ``bf16`` for the rungs; ``e4m3`` and ``e5m2`` (FP8, uint8
+bits) for the specialized kernel with the TMA-store epilogue, which then reads Bᵀ (FP8
+``wgmma`` takes both operands K-major), takes 128 k per stage, and has the parameters ``out``
+(FP32 or BF16 result), ``scales`` (per-tensor, in the epilogue, or 1×128 / 128×128 blocks at
+each promotion) and ``promote`` (partial sums moved into FP32 registers every ``promote`` k):
+:mod:`lab.kernels.k09_fp8`.
 """
 from __future__ import annotations
 
