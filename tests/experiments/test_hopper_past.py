@@ -6,6 +6,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from lab.experiments import _hopper_records as R
 from lab.experiments import hopper_past as H
 from lab.kernels import REGISTRY
 from lab.kernels import k09_fp8 as F
@@ -207,7 +208,7 @@ def test_tile_steps_and_a_trace_row_that_the_results_store_accepts():
 
     ev = [[(1, 0), (2, 45_000), (3, 47_000), (2, 90_000), (3, 91_000), (10, 91_100)],
           [(1, 500), (2, 44_500), (3, 46_500), (10, 46_600)]]
-    steps = H.tile_steps(ev)
+    steps = R.tile_steps(ev)
     assert steps["tiles"] == 3
     assert steps["mainloop_p50_us"] == pytest.approx(44.0)
     assert steps["epilogue_p50_us"] == pytest.approx(2.0)
@@ -224,13 +225,13 @@ def test_tile_steps_and_a_trace_row_that_the_results_store_accepts():
     assert row["first_mainloop_p50_us"] == pytest.approx(44.5)
     assert row["gap_us"] == pytest.approx(1.0)
     assert row["overlap_us"] is None
-    assert H.call_steps([], None) == dict.fromkeys(
+    assert R.call_steps([], None) == dict.fromkeys(
         ("start_spread_us", "end_spread_us", "span_us", "first_mainloop_p50_us", "gap_us",
          "overlap_us"))
-    assert H.call_steps(ev)["gap_us"] is None            # no call before it
+    assert R.call_steps(ev)["gap_us"] is None            # no call before it
     late = [[(1, -60_000), (10, 2_000)]]                 # it ended 2 µs after this one began
-    assert H.call_steps(ev, late)["overlap_us"] == pytest.approx(2.0)
-    assert H.call_steps(ev, late)["gap_us"] is None
+    assert R.call_steps(ev, late)["overlap_us"] == pytest.approx(2.0)
+    assert R.call_steps(ev, late)["gap_us"] is None
     data = {"experiment": "hopper_past", "parameters": {},
             "rows": [row, H.trace_row(H.UNIFORM, "bf16", 4096, False, [])],
             "row_fields": list(H.ROW_FIELDS),
@@ -255,8 +256,8 @@ def test_timeline_rows_from_cupti_records():
                k("wgmma_ws", 110_005, 177), k("wgmma_ws", 110_183, 178),
                k("spin_kernel", 120_000, 50_000),
                k("wgmma_ws", 170_000, 180), k("wgmma_ws", 170_170, 180)]
-    rows = H.timeline_rows(["torch.mm f16 (F16 out)", H.UNIFORM, H.F32_HANDOFF],
-                           list(reversed(kernels)))          # (any order: sorted by start)
+    rows = R.timeline_rows(["torch.mm f16 (F16 out)", H.UNIFORM, H.F32_HANDOFF],
+                           list(reversed(kernels)), H.TRACE_SIZE)   # (any order: by start)
     assert [r["kernel"] for r in rows] == ["torch.mm f16 (F16 out)", H.UNIFORM, H.F32_HANDOFF]
     mm, r15, r17 = rows
     assert mm["calls"] == 3 and mm["kernel_p50_us"] == 176 and mm["gap_p50_us"] == 4
@@ -268,10 +269,10 @@ def test_timeline_rows_from_cupti_records():
             "provenance": dict(results.load("hopper_past")["provenance"]),
             "schema_version": results.SCHEMA_VERSION}
     results.validate(data, "timeline rows")
-    assert H.timeline_rows(["x"], []) == []
+    assert R.timeline_rows(["x"], [], H.TRACE_SIZE) == []
     # a name whose calls recorded no kernel keeps its place: the next name gets its own group
     empty = [k("spin_kernel", 0, 10), k("spin_kernel", 100, 10), k("g", 200, 176)]
-    assert [r["kernel"] for r in H.timeline_rows(["none", "some"], empty)] == ["some"]
+    assert [r["kernel"] for r in R.timeline_rows(["none", "some"], empty, H.TRACE_SIZE)] == ["some"]
     assert set(H.TIMELINE) <= set(H.explore_configs())
 
 
