@@ -12,20 +12,21 @@ from __future__ import annotations
 
 import numpy as np
 
+from lab.kernels.k09_parts import tile_order
+
 
 def tile_table(m: int, n: int, cfg) -> np.ndarray:
     """The tiles of an m×n C for ``cfg`` (its ``bm``, ``bn`` and ``group_m``) in the order of
-    ``tile_order``: ``group_m`` tile rows at a time, column by column inside a group. Returns
-    ``[row_0, col_0, row_1, col_1, …]`` (int32; the column in elements, the row in tiles)."""
+    ``tile_order``, by its own function run on the host: ``group_m`` tile rows at a time,
+    column by column inside a group. Returns ``[row_0, col_0, row_1, col_1, …]`` (int32; the
+    column in elements, the row in tiles)."""
     tiles_m, tiles_n = -(-m // cfg.bm), -(-n // cfg.bn)
     if tiles_m * tiles_n * cfg.bn >= 2 ** 31 or n >= 2 ** 31:
         raise ValueError(f"a tile table holds int32: {m}×{n} has too many tiles")
-    u = np.arange(tiles_m * tiles_n, dtype=np.int64)
-    per_group = cfg.group_m * tiles_n
-    first_m = u // per_group * cfg.group_m
-    rows_here = np.minimum(tiles_m - first_m, cfg.group_m)
-    in_group = u - u // per_group * per_group
-    out = np.empty((u.size, 2), np.int32)
-    out[:, 0] = first_m + in_group % rows_here
-    out[:, 1] = in_group // rows_here * cfg.bn
+    coords = tile_order(cfg.group_m)
+    coords = getattr(coords, "py_func", coords)        # (a device function's Python source)
+    out = np.empty((tiles_m * tiles_n, 2), np.int32)
+    for u in range(tiles_m * tiles_n):
+        row, col = coords(u, tiles_m, tiles_n)
+        out[u] = row, col * cfg.bn
     return out.reshape(-1)
