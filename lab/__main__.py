@@ -109,6 +109,35 @@ def cmd_list(_args) -> int:
     return 0
 
 
+# ----------------------------------------------------------------------------- show
+
+def cmd_show(args) -> int:
+    """A kernel as its configuration compiles it (:func:`lab.listing.listing`); ``--parent``:
+    the unified diff against the rung it changes."""
+    import difflib
+
+    from lab.kernels import get_spec
+    from lab.kernels.wgmma import rungs
+    from lab.listing import listing
+
+    def text(name: str) -> str:
+        spec = get_spec(name)
+        if not spec.compile:
+            raise ValueError(f"{name} has no compiled kernel to show")
+        return listing(spec.compile[0][0])
+
+    name = rungs.registry_name(args.kernel)
+    if not args.parent:
+        print(text(name), end="")
+        return 0
+    parent = rungs.parent_of(name)
+    if parent is None:
+        raise ValueError(f"{name} is not a Hopper rung with a parent rung in lab.kernels.wgmma")
+    print("".join(difflib.unified_diff(text(parent).splitlines(True), text(name).splitlines(True),
+                                       parent, name)), end="")
+    return 0
+
+
 # ----------------------------------------------------------------------------- check
 
 def cmd_check(args) -> int:
@@ -536,6 +565,15 @@ def parser() -> argparse.ArgumentParser:
                                   formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = top.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="registered kernels and experiments").set_defaults(func=cmd_list)
+    p = sub.add_parser("show", help="a kernel as its configuration compiles it (no GPU needed)",
+                       description="Print a registered kernel's source as its configuration "
+                                   "compiles it: the branches other configurations take left "
+                                   "out, every device function it calls listed once. A Hopper "
+                                   "rung may be named without _fp16 (FP16 is shown).")
+    p.add_argument("kernel", help="a name from `python -m lab list`, e.g. wgmma_table")
+    p.add_argument("--parent", action="store_true",
+                   help="the unified diff against the Hopper rung it changes")
+    p.set_defaults(func=cmd_show)
     p = sub.add_parser("check", help="check every kernel against float64")
     p.add_argument("kernels", nargs="*")
     p.add_argument("-v", "--verbose", action="store_true")

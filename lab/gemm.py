@@ -11,7 +11,7 @@ library. Numba's BF16 is uint16 bits (as everywhere in ``lab``).
 The choice (:func:`plan` says which kernel and why, for this GPU or a given capability):
 
 * compute capability 9.0, 16-bit inputs: the persistent, warp-specialised ``wgmma`` kernel with
-  the TMA-store epilogue (:mod:`lab.kernels.k09_hopper`; :data:`HOPPER_RUNG`: rung 11 for a
+  the TMA-store epilogue (:mod:`lab.kernels.wgmma`; :data:`HOPPER_RUNG`: Hopper rung 11 for a
   16-bit C, rung 7 for an FP32 C), C straight from the epilogue; when its 128×256 tiles would
   fill less than :data:`FEW_TILES` of the SMs and K is long, FP16 goes to split-K on
   ``mma.sync`` (:mod:`lab.kernels.k11_splitk`) instead;
@@ -253,8 +253,8 @@ def _device_cc() -> tuple | None:
 def _sm_count() -> int:
     if not device.GPU:
         return SM_DEFAULT
-    from lab.kernels import k09_hopper
-    return k09_hopper._sm_count()
+    from lab.kernels import wgmma
+    return wgmma.host._sm_count()
 
 
 #: The Hopper rungs ``lab.gemm`` runs (chapter 7): for a 16-bit C rung 11 (16-bit C staged a
@@ -574,7 +574,7 @@ _HOPPER: dict = {}
 
 
 def _launcher(choice: Choice):
-    from lab.kernels import get_spec, k09_hopper, k11_splitk
+    from lab.kernels import get_spec, k11_splitk, wgmma
 
     if choice.kernel.startswith("tc_small_m"):
         key = (choice.splits, choice.bn or 128, choice.bm)
@@ -586,7 +586,7 @@ def _launcher(choice: Choice):
         # the kernel itself, not the registry's launcher (which widens a 16-bit C)
         cfg = hopper_config(choice.kernel, choice.blocks, choice.fixup, choice.bn)
         if cfg not in _HOPPER:
-            _HOPPER[cfg] = k09_hopper.launcher(cfg)
+            _HOPPER[cfg] = wgmma.launcher(cfg)
         return _HOPPER[cfg]
     if choice.splits > 1:
         return k11_splitk.launcher(choice.kernel, choice.splits)

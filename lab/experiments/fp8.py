@@ -70,7 +70,7 @@ ACCURACY_CUBLAS = {"cuBLASLt fast accumulation": "cublaslt_e4m3_f32_fast",
 
 def config(name: str):
     """The k09 configuration of one of our FP8 kernels or sweep variants."""
-    from lab.kernels import k09_fp8 as F
+    from lab.kernels.wgmma import fp8 as F
 
     return F.CONFIGS.get(name) or F.SWEEP_CONFIGS[name]
 
@@ -128,7 +128,7 @@ def ours(name: str, ops: Operands):
     """(call, output array) for our FP8 configuration ``name`` on ``ops``."""
     from numba import cuda
 
-    from lab.kernels import k09_hopper as K
+    from lab.kernels import wgmma as K
 
     cfg = config(name)
     m, n, _ = ops.shape
@@ -251,7 +251,7 @@ def _check_ours(names) -> list[dict]:
     """Each of our configurations once at CHECK_SHAPE against float64 (scaled operands)."""
     from numba import cuda
 
-    from lab.kernels import k09_fp8 as F
+    from lab.kernels.wgmma import fp8 as F
 
     rows = []
     for name in names:
@@ -350,7 +350,7 @@ def run(progress, quick: bool = False) -> dict:
     from numba import cuda
 
     from lab import clocks
-    from lab.kernels import k09_fp8 as F
+    from lab.kernels.wgmma import fp8 as F
 
     bench.require_gpu("the fp8 experiment")
     sizes = SIZES[:1] if quick else SIZES

@@ -7,7 +7,7 @@ kernels of one dtype (cuBLAS included). Then, per size, every kernel and cuBLAS 
 same process run (CUDA events, warm-up, median/min/max of ``REPEATS``), and each row carries its
 ratio to cuBLAS of the same input type measured in that run. Inputs are cache-hot (one buffer set).
 
-The sweep (:data:`lab.kernels.k09_hopper.SWEEP_CONFIGS`, FP16): variations of rungs 7 and 8, one
+The sweep (:data:`lab.kernels.wgmma.rungs.SWEEP_CONFIGS`, FP16): variations of rungs 7 and 8, one
 change each (grouping, wgmma wait depth, elect.sync producer, setmaxnreg split, epilogue),
 each checked at 257×129×67 and 1000×1030×999, then timed at both sizes beside cuBLAS FP16; rows
 have ``rung`` = ``"sweep"``. ``python -m lab measure hopper --quick`` runs the sweep alone
@@ -128,7 +128,7 @@ def _gpu_seconds() -> float:
 
 def _preflight_child(items: list[str]) -> None:
     """In the child: run each item once on the small shapes; one line per event."""
-    from lab.kernels import k09_hopper as K
+    from lab.kernels import wgmma as K
 
     for item in items:
         print(f"START\t{item}", flush=True)
@@ -256,7 +256,7 @@ def _sweep(progress, available, excluded) -> tuple[list, dict]:
     """Check and time every sweep configuration (FP16) at both sizes; rows and checks."""
     from numba import cuda
 
-    from lab.kernels import k09_hopper as K
+    from lab.kernels import wgmma as K
 
     rows, failed = [], {}
     labels = [lb for lb in K.SWEEP_CONFIGS if SWEEP_PREFIX + lb not in excluded]
@@ -298,7 +298,7 @@ def _sweep(progress, available, excluded) -> tuple[list, dict]:
 def run(progress, *, quick: bool = False) -> dict:
     from lab import baselines
     from lab.kernels import get_spec
-    from lab.kernels.k09_hopper import RUNG_CONFIGS, SWEEP_CONFIGS, TITLES
+    from lab.kernels.wgmma import RUNG_CONFIGS, SWEEP_CONFIGS, TITLES
 
     available = baselines.available()
     sweep = quick or os.environ.get("LAB_HOPPER_SWEEP", "1") != "0"

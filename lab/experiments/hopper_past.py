@@ -105,7 +105,7 @@ TORCH_F16 = "torch.mm f16"
 
 
 def _k():
-    from lab.kernels import k09_hopper as K
+    from lab.kernels import wgmma as K
     return K
 
 
@@ -211,7 +211,7 @@ EXPLORE_BOTH = (SLEEP, GROUP16, COUNTERS, COUNTERS + " group_m 16", STEPS, F32_C
 
 def fp8_configs() -> dict:
     """label -> FP8 configuration (e4m3, per-tensor scales, tensor-core accumulation)."""
-    from lab.kernels import k09_fp8 as F
+    from lab.kernels.wgmma import fp8 as F
 
     base = F.CONFIGS["fp8_e4m3"]
     tile = replace(base, out="bf16", stages=3, store="tile")
@@ -339,7 +339,7 @@ def check(cfg, m: int, n: int, k: int, rng, launch=None) -> dict:
 def check_fp8(cfg, m: int, n: int, k: int, rng) -> dict:
     from numba import cuda
 
-    from lab.kernels import k09_fp8 as F
+    from lab.kernels.wgmma import fp8 as F
 
     qa, qb, sa, sb = F.operands(m, n, k, cfg, rng)
     poison = (np.full((m, n), 0x7FC0, np.uint16) if cfg.out == "bf16"
@@ -616,7 +616,7 @@ def traces(rng) -> list[dict]:
     from numba import cuda
 
     from lab import bench, timing
-    from lab.kernels.k09_streamk import trace_rows
+    from lab.kernels.wgmma.streamk import trace_rows
 
     K = _k()
     cfgs = explore_configs()
@@ -790,7 +790,7 @@ def run(progress, *, quick: bool = False, mode: str | None = None) -> dict:
         except Exception as exc:  # noqa: BLE001 - the row says why
             rows.append({"part": "timeline", "kernel": "__error__",
                          "error": f"{type(exc).__name__}: {exc}"[:300]})
-    from lab.kernels import k09_hopper as K
+    from lab.kernels import wgmma as K
     return {"rows": rows, "row_fields": list(ROW_FIELDS),
             "parameters": {"mode": mode, "sizes": list(SIZES), "processes": processes,
                            "odd_shapes": [list(s) for s in ODD_SHAPES],

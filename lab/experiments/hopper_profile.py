@@ -412,7 +412,7 @@ def max_active_clusters(kind: str) -> int:
     from dataclasses import replace
 
     from lab import hopper
-    from lab.kernels import k09_hopper as K
+    from lab.kernels import wgmma as K
 
     cfg = replace(K.RUNG_CONFIGS["wgmma_cluster"], kind="f16" if kind == "fp16" else "bf16")
     kernel, sig = K.kernel_for(cfg), K.signature(cfg)

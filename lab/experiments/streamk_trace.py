@@ -1,6 +1,6 @@
 """Experiment ``streamk_trace`` (chapter 7): where rung 12's time goes. Stream-K, traced: thread 0
 of every consumer warpgroup writes the GPU's nanosecond timer (``%globaltimer``, one clock for
-all SMs) at each step of its work (:data:`lab.kernels.k09_streamk.TRACE_EVENTS`: a whole tile
+all SMs) at each step of its work (:data:`lab.kernels.wgmma.streamk.TRACE_EVENTS`: a whole tile
 multiplied and stored; a share of k-slices multiplied, its partial sums published; a fix-up's
 wait, each block's partial sums seen and added; the shared tile stored; the end), so that every
 block's steps lie on one time axis — at 4096³ and 8192³, where stream-K lost to rung 11, and at
@@ -47,7 +47,7 @@ BATCH, BATCHES = 20, 10
 
 
 def _k():
-    from lab.kernels import k09_hopper as K
+    from lab.kernels import wgmma as K
     return K
 
 
@@ -123,7 +123,7 @@ def run(progress) -> dict:
     from lab import bench
     from lab.experiments import hopper_past
     from lab.kernels import get_spec
-    from lab.kernels.k09_streamk import TRACE_EVENTS, trace_rows
+    from lab.kernels.wgmma.streamk import TRACE_EVENTS, trace_rows
 
     bench.require_gpu("the streamk_trace experiment")
     K = _k()

@@ -260,7 +260,7 @@ def check_variants(path: str) -> None:
     :data:`CHECK_SHAPES`, twice through one launcher; a failure stops the sweep."""
     import lab
     from lab.experiments import hopper_past
-    from lab.kernels import k09_hopper as K
+    from lab.kernels import wgmma as K
 
     rng = np.random.default_rng(7)
     for cfg in lab.gemm.variants():

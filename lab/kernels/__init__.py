@@ -90,7 +90,7 @@ class KernelSpec:
 
 #: Rung modules in ladder order.
 RUNGS = ("k01_naive", "k02_tiled", "k03_registers", "k04_vectorized", "k05_pipelined",
-         "k06_warptile", "k07_wmma", "k07_tensor_core", "k08_tc_pipeline", "k09_hopper", "k09_fp8",
+         "k06_warptile", "k07_wmma", "k07_tensor_core", "k08_tc_pipeline", "wgmma.rungs", "wgmma.fp8",
          "k10_epilogue", "k11_splitk", "k12_small_m")
 
 

@@ -6,7 +6,7 @@ import pytest
 from lab import hopper
 from lab.chapters import ch7
 from lab.chapters.ch7 import common, s3_rungs, s4_stability, solutions
-from lab.kernels import k09_hopper as k9
+from lab.kernels import wgmma as k9
 
 
 def test_hopper_descriptor_answer():
@@ -185,7 +185,7 @@ def test_what_descriptor_steps_and_the_staging_ring_say_holds_in_the_file():
     steps before it and than both other epilogues on its main loop, at both sizes; past cuBLAS
     at 8192³ and about one percent short at 4096³, barrier stalls barely moved (within 10 %), and
     about one percent short of cuBLAS in one profiled launch too. Rungs 13 and 14 are those configurations."""
-    from lab.kernels import k09_hopper as K
+    from lab.kernels import wgmma as K
     from lab.chapters.ch7 import s5_past as P
 
     def r(kernel, dtype, size):
@@ -218,7 +218,7 @@ def test_what_the_uniform_index_and_evict_first_paragraphs_say_holds():
     at 8192³, one profiled launch no slower than torch.mm's. Rung 16: past cuBLAS at 8192³,
     short at 4096³. Evict-first: fewer DRAM reads for the 16-bit C, no gain anywhere, behind rung 16
     with an FP32 C. The rows measured are the registered rungs 15 and 16."""
-    from lab.kernels import k09_hopper as K
+    from lab.kernels import wgmma as K
     from lab.chapters.ch7 import s5_past as P
 
     def r(kernel, dtype, size):
@@ -247,7 +247,7 @@ def test_what_the_store_threads_paragraph_says_holds():
     short of cuBLAS there and past it at 8192³; barrier stalls fall and long-scoreboard stalls
     rise; at the profiler's clock its cycles are rung 16's (within half a percent). Its rows
     are the registered rung."""
-    from lab.kernels import k09_hopper as K
+    from lab.kernels import wgmma as K
     from lab.chapters.ch7 import s5_past as P
 
     def r(kernel, dtype, size):
@@ -306,7 +306,7 @@ def test_what_the_tile_table_paragraph_says_holds():
     instructions within 3 % of rung 15's while the cycles fall; every check passed; the
     profiled rows are the registered rungs."""
     from lab.chapters.ch7 import s7_table as T
-    from lab.kernels import k09_hopper as K
+    from lab.kernels import wgmma as K
 
     def r(kernel, dtype, size):
         return T._summary(kernel, dtype, size)

@@ -9,8 +9,8 @@ import pytest
 from lab.experiments import _hopper_records as R
 from lab.experiments import hopper_past as H
 from lab.kernels import REGISTRY
-from lab.kernels import k09_fp8 as F
-from lab.kernels import k09_hopper as K
+from lab.kernels.wgmma import fp8 as F
+from lab.kernels import wgmma as K
 from lab.twins import fastcu
 
 

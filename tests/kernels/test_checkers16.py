@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from lab import accuracy
-from lab.kernels import k09_hopper, k12_small_m
+from lab.kernels import k12_small_m, wgmma
 
 
 def _write(out_host_dtype, a, b, dc, spoil):
@@ -50,13 +50,13 @@ def test_small_m_check_can_fail(gpu_only_runs, monkeypatch, kind, spoil, passes)
 @pytest.mark.parametrize("kind", ["f16", "bf16"])
 @pytest.mark.parametrize("spoil, passes", [(None, True), ("off", False), ("unwritten", False)])
 def test_hopper_16_bit_check_can_fail(gpu_only_runs, monkeypatch, kind, spoil, passes):
-    cfg = k09_hopper.replace(k09_hopper.RUNG_CONFIGS["wgmma_grid128"], kind=kind, out=kind)
+    cfg = wgmma.rungs.replace(wgmma.RUNG_CONFIGS["wgmma_grid128"], kind=kind, out=kind)
 
     def fake_launcher(c):
         def launch(da, db, dc):
             _write(dc.dtype, da.copy_to_host(), db.copy_to_host(), dc, spoil)
         return launch
-    monkeypatch.setattr(k09_hopper, "launcher", fake_launcher)
+    monkeypatch.setattr(wgmma.host, "launcher", fake_launcher)
     name = f"wgmma_grid128_{'fp16' if kind == 'f16' else 'bf16'}"
-    verdict = k09_hopper.checker16(name, cfg)(17, 33, 40, seed=5)
+    verdict = wgmma.checker16(name, cfg)(17, 33, 40, seed=5)
     assert verdict.passed is passes, verdict

@@ -1,5 +1,5 @@
-"""FP8: the codec and scaling of lab.fp8, the FP8 configurations of lab.kernels.k09_hopper
-(lab.kernels.k09_fp8), and the checks that judge them.
+"""FP8: the codec and scaling of lab.fp8, the FP8 configurations of lab.kernels.wgmma
+(lab.kernels.wgmma.fp8), and the checks that judge them.
 
 * Any machine: :func:`lab.fp8.decode` (the bit-field formula) equals ``ml_dtypes`` on all 256
   codes of both formats; the format constants; :func:`lab.fp8.encode` rounds to nearest even and
@@ -24,8 +24,8 @@ import pytest
 
 import lab
 from lab import compiler, device, fp8
-from lab.kernels import k09_fp8 as F
-from lab.kernels import k09_hopper as K
+from lab.kernels.wgmma import fp8 as F
+from lab.kernels import wgmma as K
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
 

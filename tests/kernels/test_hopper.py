@@ -1,4 +1,4 @@
-"""Hopper: the intrinsics of lab.hopper and the kernels of lab.kernels.k09_hopper.
+"""Hopper: the intrinsics of lab.hopper and the kernels of lab.kernels.wgmma.
 
 * Any machine, no GPU (run in a subprocess with ``LAB_DEVICE=compile``: real numba-cuda): each
   intrinsic, in a small probe kernel, assembles for ``sm_90a`` and its SASS holds the instruction
@@ -26,8 +26,8 @@ import pytest
 
 import lab  # noqa: F401  (device decided first)
 from lab import bench, compiler, device, hopper
-from lab.kernels import k09_hopper as K
-from lab.kernels import k09_parts
+from lab.kernels import wgmma as K
+from lab.kernels import wgmma
 
 
 def _is_hopper() -> bool:
@@ -393,10 +393,10 @@ def test_k_major_descriptor_reads_what_tma_writes():
 
 
 def test_mn_major_descriptor_reads_what_tma_writes():
-    lbo = K.BK * k09_parts.ROW                                     # one 64-column box of B
+    lbo = K.BK * wgmma.ROW                                     # one 64-column box of B
     for ks in range(4):
         kk, nn = np.meshgrid(np.arange(16), np.arange(256), indexing="ij")
-        read = hopper.swizzle_128b(ks * 16 * k09_parts.ROW + hopper.mn_major_offset(nn, kk, lbo))
+        read = hopper.swizzle_128b(ks * 16 * wgmma.ROW + hopper.mn_major_offset(nn, kk, lbo))
         written = hopper.swizzle_128b(hopper.tma_box_offset(16 * ks + kk, nn % 64)
                                       + (nn // 64) * lbo)
         assert np.array_equal(read, written)
@@ -765,7 +765,7 @@ def _tma_store_box_offsets():
 def test_tma_store_staging_matches_the_swizzle_and_has_no_bank_conflicts():
     r, c, addr = _tma_store_box_offsets()
     # what TMA with CU_TENSOR_MAP_SWIZZLE_128B reads for element (r, c) of a 32-wide f32 box
-    want = hopper.swizzle_128b(hopper.tma_box_offset(r, c, box_cols=k09_parts.EPI_COLS, elem=4))
+    want = hopper.swizzle_128b(hopper.tma_box_offset(r, c, box_cols=wgmma.EPI_COLS, elem=4))
     assert np.array_equal(addr, want)
     words = np.concatenate([addr.ravel() // 4, addr.ravel() // 4 + 1])
     assert np.unique(words).size == 64 * 32            # every element of the box exactly once
@@ -788,7 +788,7 @@ def test_stage_counts_that_do_not_fit_are_refused():
         K.make_config(bm=128, bn=256, stages=4, consumers=2, producer=True, regs=240,
                       producer_regs=40, persistent=True)
     cfg = K.RUNG_CONFIGS["wgmma_cluster"]
-    assert cfg.shared_bytes + 1024 <= k09_parts.MAX_SHARED
+    assert cfg.shared_bytes + 1024 <= wgmma.MAX_SHARED
     assert "TMA store" in K.edges(cfg) and "clips" in K.edges(cfg)
 
 

@@ -13,7 +13,7 @@ Each recorded plan is then checked against the shape:
   further; TMA operands with 16-byte row pitches; tensor-map boxes of the kernel's tile;
 * the grid: every C tile owned by exactly one block — or one step of one persistent block,
   cluster rank, or ping-pong warpgroup — following the kernel's own tile order
-  (:func:`lab.kernels.k09_parts.tile_order`);
+  (:func:`lab.kernels.wgmma.order.tile_order`);
 * the launch's threads and dynamic shared memory; split-K slices that cover K once; the
   kernels around the product (zeroing, reduction, a copy back from a wider output).
 
@@ -31,10 +31,10 @@ import lab
 from lab import device
 from lab.kernels import k07_tensor_core as k07
 from lab.kernels import k08_tc_pipeline as k08
-from lab.kernels import k09_fp8 as fp8
-from lab.kernels import k09_hopper as k09
-from lab.kernels import k09_streamk
-from lab.kernels import k09_parts
+from lab.kernels.wgmma import fp8 as fp8
+from lab.kernels import wgmma as k09
+from lab.kernels.wgmma import streamk
+from lab.kernels import wgmma
 from lab.kernels import k10_epilogue as k10
 from lab.kernels import k11_splitk as k11
 from lab.kernels import k12_small_m as k12
@@ -271,7 +271,7 @@ def _check_hopper(name: str, p: Plan, m: int, n: int, k: int, sm_count: int,
     map_c, out = ln.args[2], ln.args[3]
     if cfg.epilogue == "tma":
         mc = p.maps[int(map_c[0])]
-        per = 16 // k09_parts.OUT_BYTES[cfg.out]
+        per = 16 // wgmma.OUT_BYTES[cfg.out]
         assert mc.array is out and mc.box == (64, cfg.epi_cols)
         assert out.shape[0] == m and out.shape[1] % per == 0 and n <= out.shape[1] < n + per
         copies = [c for c in p.launches[p.launches.index(ln) + 1:] if c.name in PADS]
@@ -319,7 +319,7 @@ def _check_streamk(cfg, ln: Launch, tiles_m: int, tiles_n: int, k_tiles: int,
     owned += [order(dp + t, tiles_m, tiles_n) for t in range(units - dp)]
     _owners(owned, tiles_m, tiles_n)
     work, flags = ln.args[5], ln.args[6]
-    assert tuple(flags.shape) == (k09_streamk.flag_words(blocks, cfg.consumers, cfg.trace),)
+    assert tuple(flags.shape) == (streamk.flag_words(blocks, cfg.consumers, cfg.trace),)
     assert tuple(work.shape) == (blocks * cfg.consumers * (cfg.mt * cfg.bn // 2), 128)
     assert units - dp < blocks, "a shared tile's slot or counter past the workspace"
 

@@ -1,13 +1,13 @@
-"""Rungs 18 and 19's tile table (lab.kernels.k09_table): the grouped order of tile_order, on the
+"""Rungs 18 and 19's tile table (lab.kernels.wgmma.order): the grouped order of tile_order, on the
 host, and the configuration's rules."""
 from dataclasses import replace
 
 import numpy as np
 import pytest
 
-from lab.kernels import k09_hopper as K
-from lab.kernels.k09_parts import tile_order
-from lab.kernels.k09_table import tile_table
+from lab.kernels import wgmma as K
+from lab.kernels.wgmma.order import tile_order
+from lab.kernels.wgmma.order import tile_table
 
 
 @pytest.mark.parametrize("m,n,group_m", [(1, 1, 8), (4096, 4096, 8), (8192, 8192, 8),

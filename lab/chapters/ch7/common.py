@@ -5,14 +5,14 @@ from __future__ import annotations
 from functools import lru_cache
 
 from lab import results
-from lab.kernels import k09_hopper
+from lab.kernels import wgmma
 
 #: Rungs past rung 8, measured by ``hopper_past`` (section 5), not by ``hopper_profile``.
 PAST = ("wgmma_out16", "wgmma_tile16", "wgmma_grid128", "wgmma_streamk", "wgmma_lean",
         "wgmma_ring", "wgmma_uniform", "wgmma_ring_uniform", "wgmma_handoff", "wgmma_table",
         "wgmma_handoff_table")
 #: The rungs in ladder order (FP16 names get ``_fp16``, BF16 ``_bf16``).
-RUNGS = tuple(r for r in k09_hopper.RUNG_CONFIGS if r not in PAST)
+RUNGS = tuple(r for r in wgmma.RUNG_CONFIGS if r not in PAST)
 #: The rung each rung changes (rung 6, ping-pong, is a side branch off rung 5 that later rungs
 #: do not take; rungs 7 and 8 build on rung 5 and 7).
 PARENT = {"wgmma_cpasync": "tc", "wgmma_tma": "wgmma_cpasync", "wgmma_2wg": "wgmma_tma",

@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 from matplotlib.patches import FancyArrowPatch, Rectangle
 
 from lab.chapters.ch7 import common
-from lab.kernels import k09_hopper, k09_parts
+from lab.kernels import wgmma
 
 COLORS = {"A": "#c6dbef", "B": "#fdd0a2", "acc": "#c7e9c0", "bar": "#dadaeb",
           "tma": "#fdae6b", "mma": "#74c476", "epi": "#9e9ac8", "wait": "#eeeeee"}
@@ -32,7 +32,7 @@ def descriptors_figure():
     """One stage of rung 3 in shared memory (A box, B boxes, 128B swizzle) and the two 64-bit
     descriptors a warpgroup hands ``wgmma`` for one k-step; only the accumulators are in
     registers."""
-    cfg = k09_hopper.RUNG_CONFIGS["wgmma_2wg"]
+    cfg = wgmma.RUNG_CONFIGS["wgmma_2wg"]
     fig, ax = plt.subplots(figsize=(9.0, 4.0), dpi=110)
     ax.set_title(f"wgmma reads one stage ({cfg.stage_bytes // 1024} KB) straight from shared "
                  "memory", fontsize=11)
@@ -55,7 +55,7 @@ def descriptors_figure():
     _box(ax, 0.0, 0.1, 2.8, 0.75, "A descriptor: start (k-step × 32 B),\nSBO 1024 B "
          "(next 8 rows), swizzle 128B", "#f7f7f7", fontsize=7)
     _box(ax, 3.3, 0.1, 4.4, 0.75, f"B descriptor: start (k-step × 16 rows), LBO "
-         f"{k09_hopper.BK * k09_parts.ROW} B (next box),\nSBO 1024 B (next 8 k-rows), "
+         f"{wgmma.BK * wgmma.ROW} B (next box),\nSBO 1024 B (next 8 k-rows), "
          "swizzle 128B", "#f7f7f7", fontsize=7)
     _arrow(ax, (0.7, 0.85), (0.2, 1.05 + 0.9), rad=-0.2)
     _arrow(ax, (4.0, 0.85), (3.8, 1.3))
@@ -76,7 +76,7 @@ def descriptors_figure():
 def ring_figure(iterations: int = 10):
     """The ring of rung 4: per k-slice ``it``, stage ``it mod S`` and the parity a waiter asks
     of its barriers; the producer waits on *empty*, the consumers on *full*."""
-    stages = k09_hopper.RUNG_CONFIGS["wgmma_ws"].stages
+    stages = wgmma.RUNG_CONFIGS["wgmma_ws"].stages
     fig, (left, right) = plt.subplots(1, 2, figsize=(9.0, 3.4), dpi=110,
                                       gridspec_kw={"width_ratios": [1, 1.5]})
     left.set_title(f"{stages} stages, two mbarriers each", fontsize=10)
@@ -121,13 +121,13 @@ def epilogue_timeline_figure():
     direct epilogue, during which no wgmma runs. In rung 7 the producer's TMA loads run a ring
     of stages ahead of the consumers, and the copy engine writes C while the next tile's main
     loop runs."""
-    tiles = k09_hopper_tiles()
-    cfg = k09_hopper.RUNG_CONFIGS["wgmma_tmastore"]
+    tiles = persistent_tiles()
+    cfg = wgmma.RUNG_CONFIGS["wgmma_tmastore"]
     per_sm = tiles / common.profile_data()["provenance"]["sm_count"]
     t5 = common.profile("wgmma_persistent_fp16")["duration_us"] / per_sm
     t7 = common.profile("wgmma_tmastore_fp16")["duration_us"] / per_sm
     epi = t5 - t7
-    ahead = cfg.stages * t7 / (4096 // k09_hopper.BK)     # the ring: stages × time per slice
+    ahead = cfg.stages * t7 / (4096 // wgmma.BK)     # the ring: stages × time per slice
     fig, ax = plt.subplots(figsize=(9.0, 3.4), dpi=110)
     ax.set_title("One SM, two tiles, 4096³ FP16 (times per tile from the Nsight Compute "
                  "durations)", fontsize=10)
@@ -161,16 +161,16 @@ def epilogue_timeline_figure():
     return fig
 
 
-def k09_hopper_tiles(n: int = 4096) -> int:
+def persistent_tiles(n: int = 4096) -> int:
     """Tiles of the 128×256 rungs at ``n``³."""
-    cfg = k09_hopper.RUNG_CONFIGS["wgmma_tmastore"]
+    cfg = wgmma.RUNG_CONFIGS["wgmma_tmastore"]
     return (n // cfg.bm) * (n // cfg.bn)
 
 
 def multicast_figure():
     """Rung 8: two blocks of a cluster on neighbouring SMs take vertically adjacent tiles; each
     asks for its own A box and half of the B boxes, multicast into both blocks' stages."""
-    cfg = k09_hopper.RUNG_CONFIGS["wgmma_cluster"]
+    cfg = wgmma.RUNG_CONFIGS["wgmma_cluster"]
     boxes = cfg.bn // 64
     fig, ax = plt.subplots(figsize=(9.0, 3.4), dpi=110)
     ax.set_title("Cluster of 2: each block loads half of B and multicasts it", fontsize=10)

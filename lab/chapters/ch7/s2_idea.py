@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from lab import hopper, page
-from lab.kernels import k09_hopper, k09_parts
+from lab.kernels import wgmma
 
 
 def instruction_table():
@@ -22,7 +22,7 @@ def instruction_table():
 def layout_check() -> str:
     """The NumPy twins of :mod:`lab.hopper`: do the A (K-major) and B (MN-major) descriptors of
     every k-step address exactly the bytes TMA wrote? One line."""
-    lbo = k09_hopper.BK * k09_parts.ROW
+    lbo = wgmma.BK * wgmma.ROW
     ok = True
     for ks in range(4):
         r, kk = np.meshgrid(np.arange(128), np.arange(16), indexing="ij")

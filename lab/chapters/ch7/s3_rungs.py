@@ -1,5 +1,5 @@
 """Section 3, the rungs: what each one changes (a configuration diff, a region of
-:mod:`lab.kernels.k09_hopper`, or a unified diff of two regions), its ratio to cuBLAS and, from
+:mod:`lab.kernels.wgmma`, or a unified diff of two regions), its ratio to cuBLAS and, from
 Nsight Compute, what the SM did while it ran."""
 from __future__ import annotations
 
@@ -9,13 +9,16 @@ import textwrap
 
 from lab import page, results
 from lab.chapters.ch7 import common
-from lab.kernels import k09_epilogue, k09_first, k09_hopper, k09_parts, k09_ring
+from lab.kernels import wgmma
+from lab.kernels.wgmma import (epilogue, first, order, pingpong, promote, ring, specialized,
+                               stage, streamk)
 
 #: Listings longer than this are cut (with a line saying how many lines were left out).
 MAX_LINES = 40
 
 
-def _fence(code: str, language: str = "python", where: str = "lab/kernels/k09_hopper.py"):
+def _fence(code: str, language: str = "python",
+           where: str = "lab/kernels/wgmma/specialized.py"):
     lines = code.splitlines()
     if len(lines) > MAX_LINES:
         cut = len(lines) - MAX_LINES
@@ -26,10 +29,10 @@ def _fence(code: str, language: str = "python", where: str = "lab/kernels/k09_ho
 
 
 def _module(name: str):
-    """The module that holds region ``name``: the rungs' module, the first three rungs', their
-    stage ring's loops, their epilogues, or the parts they share."""
-    return next(m for m in (k09_hopper, k09_first, k09_ring, k09_epilogue, k09_parts)
-                if name in page.regions(m))
+    """The module of :mod:`lab.kernels.wgmma` that holds region ``name``: the skeleton or one
+    of its slots."""
+    return next(m for m in (specialized, first, ring, stage, order, epilogue, pingpong, promote,
+                            streamk) if name in page.regions(m))
 
 
 def _source(name: str) -> str:
@@ -38,7 +41,7 @@ def _source(name: str) -> str:
 
 
 def _file(name: str) -> str:
-    return "lab/kernels/" + _module(name).__name__.rsplit(".", 1)[1] + ".py"
+    return "lab/kernels/wgmma/" + _module(name).__name__.rsplit(".", 1)[1] + ".py"
 
 
 def region(name: str):
@@ -65,8 +68,8 @@ def region_diff(old: str, new: str):
 
 def config_diff(rung: str):
     """The fields of the rung's configuration that differ from the rung it builds on."""
-    new = k09_hopper.RUNG_CONFIGS[rung]
-    old = k09_hopper.RUNG_CONFIGS[common.PARENT[rung]]
+    new = wgmma.RUNG_CONFIGS[rung]
+    old = wgmma.RUNG_CONFIGS[common.PARENT[rung]]
     lines = [f"--- {common.PARENT[rung]}", f"+++ {rung}"]
     for f in dataclasses.fields(new):
         a, b = getattr(old, f.name), getattr(new, f.name)

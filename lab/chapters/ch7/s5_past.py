@@ -6,7 +6,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from lab import page, results
-from lab.kernels import k09_hopper
+from lab.kernels import wgmma
 
 
 #: Rung 11 on cuBLAS's tile at 4096³, 256×128: its label in ``hopper_past``'s rows, and its
@@ -200,7 +200,7 @@ def values() -> dict:
     def sk_ratio(kernel, dtype, size):
         return f"{summary(kernel, dtype, size, sk)['ratio']:.3f}"
 
-    skc = k09_hopper.RUNG_CONFIGS["wgmma_streamk"]
+    skc = wgmma.RUNG_CONFIGS["wgmma_streamk"]
     acc = skc.mt * skc.bn // 2                        # accumulators per consumer thread
     slot = acc * 128 * 4                              # bytes of one warpgroup's partial tile
     gap = p12["sm_active_cycles_max"] - p11s["sm_active_cycles_max"]
@@ -212,7 +212,7 @@ def values() -> dict:
         "sk_now_best_shape": f"{best['m']}×{best['n']}×{best['k']}",
         "sk_now_best_us": f"{best['median_ms'] * 1e3:.0f}",
         "sk_now_best_ratio": f"{best['ratio_to_cublas']:.2f}",
-        "sk_fix_rows": str(acc // 4 // max(1, slot // (skc.epi_boxes * k09_hopper.EPI_BOX))),
+        "sk_fix_rows": str(acc // 4 // max(1, slot // (skc.epi_boxes * wgmma.EPI_BOX))),
         "sk_4096_fp16": sk_ratio(rsk, "float16", 4096),
         "sk_8192_fp16": sk_ratio(rsk, "float16", 8192),
         "sk_4096_bf16": sk_ratio(rsk, "bfloat16", 4096),
@@ -403,7 +403,7 @@ def uniform_values(ratio, spread) -> dict:
     pt, pc = profile("torch.mm f16"), profile("cublas_fp16")
     t15, t17 = trace(UNIFORM), trace(F32_HANDOFF)
     size = t17["m"]
-    blocks = k09_hopper.RUNG_CONFIGS["wgmma_handoff"].grid
+    blocks = wgmma.RUNG_CONFIGS["wgmma_handoff"].grid
     tiles = t17["tiles"] // (2 * blocks)      # a block's tiles (two warpgroup-tiles each)
 
     def us(kernel, dtype):                    # the median time of one call at the traced size

@@ -11,7 +11,7 @@ from lab import results
 
 FINISHER = "stream-K, finisher fix-up"
 ATOMIC = "stream-K, atomic fix-up"
-#: colour and label of each step, by the event that ends it (lab.kernels.k09_streamk)
+#: colour and label of each step, by the event that ends it (lab.kernels.wgmma.streamk)
 STEPS = {2: ("#9ecae1", "whole tile multiplied"), 3: ("#08519c", "tile stored"),
          4: ("#fdae6b", "share of k-slices multiplied"), 5: ("#d62728", "partial sums published"),
          6: ("#bbbbbb", "staging freed"), 7: ("#ffffff", "waiting for partial sums"),

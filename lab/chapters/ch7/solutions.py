@@ -8,8 +8,8 @@ import numpy as np
 
 from lab import compiler, hopper, model
 from lab.chapters.ch7 import common
-from lab.kernels import k09_hopper as k9
-from lab.kernels import k09_parts
+from lab.kernels import wgmma as k9
+from lab.kernels import wgmma
 
 
 def ex07_1(rung: str = "wgmma_2wg", stage: int = 2, wg: int = 1, ks: int = 3) -> dict:
@@ -18,9 +18,9 @@ def ex07_1(rung: str = "wgmma_2wg", stage: int = 2, wg: int = 1, ks: int = 3) ->
     and a check with the NumPy twins that they read what TMA wrote there."""
     cfg = k9.RUNG_CONFIGS[rung]
     base = stage * cfg.stage_bytes
-    b_box = k9.BK * k09_parts.ROW
-    a_addr = base + wg * cfg.wg_rows * k09_parts.ROW + 32 * ks        # mi = 0: the first 64 rows
-    b_addr = base + cfg.a_bytes + ks * 16 * k09_parts.ROW
+    b_box = k9.BK * wgmma.ROW
+    a_addr = base + wg * cfg.wg_rows * wgmma.ROW + 32 * ks        # mi = 0: the first 64 rows
+    b_addr = base + cfg.a_bytes + ks * 16 * wgmma.ROW
     da, db = hopper.desc_value(a_addr, 16, 1024), hopper.desc_value(b_addr, b_box, 1024)
     fa, fb = hopper.desc_fields(da), hopper.desc_fields(db)
     a_off, b_off = a_addr - base, b_addr - base
@@ -36,17 +36,17 @@ def ex07_1(rung: str = "wgmma_2wg", stage: int = 2, wg: int = 1, ks: int = 3) ->
     return {"rung": rung, "stage": stage, "wg": wg, "ks": ks, "stage_bytes": cfg.stage_bytes,
             "a_address": a_addr, "b_address": b_addr, "a_desc": hex(da), "b_desc": hex(db),
             "a_lbo": fa["lbo"], "a_sbo": fa["sbo"], "b_lbo": fb["lbo"], "b_sbo": fb["sbo"],
-            "swizzle": fb["swizzle"], "a_step": 32, "b_step": 16 * k09_parts.ROW,
+            "swizzle": fb["swizzle"], "a_step": 32, "b_step": 16 * wgmma.ROW,
             "reads_what_tma_wrote": bool(a_ok and b_ok)}
 
 
 def ex07_2() -> dict:
     """Shared memory per stage and the deepest ring that fits in 227 KB, per tile shape of the
     rungs (the kernel's own check: stages × stage bytes + 1 KB for barriers and alignment)."""
-    out = {"max_kb": k09_parts.MAX_SHARED // 1024, "reserve": 1024}
+    out = {"max_kb": wgmma.MAX_SHARED // 1024, "reserve": 1024}
     for name, cfg in (("128x128", k9.RUNG_CONFIGS["wgmma_tma"]),
                       ("128x256", k9.RUNG_CONFIGS["wgmma_ws"])):
-        deepest = (k09_parts.MAX_SHARED - out["reserve"]) // cfg.stage_bytes
+        deepest = (wgmma.MAX_SHARED - out["reserve"]) // cfg.stage_bytes
         try:                                   # one stage more than fits: the check refuses it
             replace(cfg, stages=deepest + 1).validate()
             refused = False

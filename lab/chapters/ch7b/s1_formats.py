@@ -5,7 +5,7 @@ import numpy as np
 
 from lab import fp8, page, plots
 from lab.chapters.ch7b.common import OUTLIER_SCALE, fmt
-from lab.kernels import k09_fp8
+from lab.kernels.wgmma import fp8 as wgmma_fp8
 
 
 def format_rows() -> list[dict]:
@@ -109,8 +109,8 @@ def format_values() -> dict:
             "e4m3_unit": f"2⁻{e4.mantissa_bits + 1}", "e5m2_unit": f"2⁻{e5.mantissa_bits + 1}",
             "e4m3_min_normal": f"2⁻{-int(np.log2(e4.min_normal))}",
             "e4m3_min_sub": f"2⁻{-int(np.log2(e4.min_subnormal))}",
-            "keep_bits": f"{-int(np.log2(k09_fp8.TC_FP8_UNIT))}",
-            "stage_k": f"{k09_fp8.CONFIGS['fp8_e4m3'].bk}"}
+            "keep_bits": f"{-int(np.log2(wgmma_fp8.TC_FP8_UNIT))}",
+            "stage_k": f"{wgmma_fp8.CONFIGS['fp8_e4m3'].bk}"}
 
 
 def values() -> dict:

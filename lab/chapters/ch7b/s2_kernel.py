@@ -2,24 +2,24 @@
 from __future__ import annotations
 
 from lab import compiler, page
-from lab.kernels import k09_fp8, k09_hopper, k09_parts
+from lab.kernels.wgmma import fp8 as wgmma_fp8, promote, stage
 
 
 def kernel_source():
     """The FP8 half of the stage: one TMA box of Bᵀ per stage, four K-major k-steps."""
-    return page.source(k09_parts, "tma_stage")
+    return page.source(stage, "tma_stage")
 
 
 def promotion_source():
     """The promoting main loop; its two helpers (the block scales a thread needs, and
     ``acc += part × scales``) folded to one line."""
-    return page.source(k09_hopper, "promotion", fold={
+    return page.source(promote, "promotion", fold={
         "promotion_scales": "block_scales(), promote(): the k-block's scales; acc += part × scales"})
 
 
 def config_rows() -> list[dict]:
     rows = []
-    for name, cfg in k09_fp8.CONFIGS.items():
+    for name, cfg in wgmma_fp8.CONFIGS.items():
         rows.append({"kernel": name, "tile": f"{cfg.bm}×{cfg.bn}×{cfg.bk}",
                      "stages": cfg.stages, "scales": cfg.scales,
                      "promotion every (k)": cfg.promote or "never", "output": cfg.out,
@@ -35,7 +35,7 @@ def sass_rows() -> list[dict]:
     """Registers and instruction counts of each FP8 kernel, from the committed compiler facts
     (compiled offline for sm_90a; no GPU needed)."""
     rows = []
-    for name in k09_fp8.CONFIGS:
+    for name in wgmma_fp8.CONFIGS:
         try:
             rep = compiler.report(name)[0]
         except Exception as exc:  # noqa: BLE001 - facts not recorded for these sources

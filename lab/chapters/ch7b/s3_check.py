@@ -2,14 +2,14 @@
 from __future__ import annotations
 
 from lab import bench, kernels, page
-from lab.kernels import k09_fp8
+from lab.kernels.wgmma import fp8 as wgmma_fp8
 
 
 def check_here():
     """On a Hopper GPU: each FP8 kernel checked once against float64 at an odd shape (scaled
     operands); elsewhere the one line that says why it cannot run."""
     lines = []
-    for name in k09_fp8.CONFIGS:
+    for name in wgmma_fp8.CONFIGS:
         ok, why = kernels.runnable(name)
         if not ok:
             lines.append(why)

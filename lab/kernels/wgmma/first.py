@@ -1,4 +1,4 @@
-"""The first three Hopper rungs (:mod:`lab.kernels.k09_hopper` registers and launches them):
+"""The first three Hopper rungs (:mod:`lab.kernels.wgmma.host` launches them):
 rung 1 feeds ``wgmma`` from a cp.async pipeline every thread takes part in; rungs 2 and 3 fill
 the stages with TMA copies that thread 0 issues, each stage with a *full* mbarrier, and hand
 stages back at a block barrier. No producer warpgroup yet: that is rung 4's change.
@@ -8,8 +8,10 @@ from __future__ import annotations
 from numba import cuda, float32, int32, uint8, uint32, uint64
 
 from lab import hopper, ptx
-from lab.kernels.k09_epilogue import epilogue
-from lab.kernels.k09_parts import BK, ROW, HopperConfig, stage_ops, tile_order, zero_acc
+from lab.kernels.wgmma.config import BK, ROW, HopperConfig
+from lab.kernels.wgmma.epilogue import epilogue
+from lab.kernels.wgmma.order import tile_order
+from lab.kernels.wgmma.stage import stage_ops, zero_acc
 
 
 # ----------------------------------------------------------------------------- rung 1

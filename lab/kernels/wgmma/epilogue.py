@@ -1,4 +1,4 @@
-"""The epilogues of the Hopper rungs (:mod:`lab.kernels.k09_hopper`): one consumer
+"""The epilogues of the Hopper rungs (:mod:`lab.kernels.wgmma.specialized`): one consumer
 warpgroup's accumulators → C. From registers: guarded stores (rungs 1–6), or 8-byte stores of
 whole tiles (``epilogue="vector"``). Through shared memory and TMA stores (``epilogue="tma"``,
 rungs 7–17): a ring of 8 KB staging boxes, the whole tile at once, or each warp its own rows,
@@ -10,7 +10,7 @@ from __future__ import annotations
 from numba import cuda, int32, uint32, uint64
 
 from lab import hopper
-from lab.kernels.k09_parts import EPI_BOX, OUT_BYTES, ROW, HopperConfig
+from lab.kernels.wgmma.config import EPI_BOX, OUT_BYTES, ROW, HopperConfig
 
 
 def epilogue(mt: int, bn: int):
@@ -292,3 +292,39 @@ def epilogue_handoff(cfg: HopperConfig):
     # endregion: handoff_issue
 
     return stage_handoff, issue_handoff
+
+
+def store_slot(cfg: HopperConfig):
+    """The epilogue slot of the specialized kernel: ``store(C, acc, boxes, c_map, filled,
+    freed, row0, col0, thread, cw, slot, phase, scale)`` puts one consumer warpgroup's
+    accumulators (times ``scale``) into C — handed to its store thread (``handoff``: returns
+    the next staging slot and its phase), through the copy engine (``epilogue="tma"``), with
+    8-byte stores (``"vector"``) or guarded stores from registers (``"direct"``)."""
+    MT, BN = cfg.mt, cfg.bn
+    if cfg.handoff:
+        stage_handoff = epilogue_handoff(cfg)[0]
+
+        @cuda.jit(device=True, inline="always")
+        def store_handoff(C, acc, boxes, c_map, filled, freed, row0, col0, thread, cw, slot,
+                          phase, scale):
+            return stage_handoff(acc, boxes, filled, freed, thread, slot, phase, scale)
+        return store_handoff
+    if cfg.epilogue == "tma":
+        store_tile_tma = epilogue_tma(cfg)
+
+        @cuda.jit(device=True, inline="always")
+        def store_tma(C, acc, boxes, c_map, filled, freed, row0, col0, thread, cw, slot,
+                      phase, scale):
+            store_tile_tma(acc, boxes, c_map, row0, col0, thread, 1 + cw, scale)
+            return slot, phase
+        return store_tma
+    store_tile = epilogue(MT, BN)
+    if cfg.epilogue == "vector":
+        store_tile = epilogue_vector(cfg, store_tile)
+
+    @cuda.jit(device=True, inline="always")
+    def store_direct(C, acc, boxes, c_map, filled, freed, row0, col0, thread, cw, slot, phase,
+                     scale):
+        store_tile(C, acc, row0, col0, thread)
+        return slot, phase
+    return store_direct

@@ -1,4 +1,4 @@
-"""The stage ring's two loops (:mod:`lab.kernels.k09_hopper`'s specialized kernel): the
+"""The stage ring's two loops (:mod:`lab.kernels.wgmma.specialized`): the
 producer's TMA copies into the ring and the consumers' ``wgmma`` over it, each waiting on its
 side's mbarrier of a slot and handing the slot to the other side. Three versions, one change
 each: the slot and its phase found by dividing the ring's running count by the stage count
@@ -10,7 +10,8 @@ from __future__ import annotations
 from numba import cuda, int32, uint32
 
 from lab import hopper
-from lab.kernels.k09_parts import HopperConfig, stage_multicast, stage_ops
+from lab.kernels.wgmma.config import HopperConfig
+from lab.kernels.wgmma.stage import stage_multicast, stage_ops
 
 
 def ring_ops(cfg: HopperConfig):

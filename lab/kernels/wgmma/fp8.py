@@ -1,6 +1,6 @@
 """FP8 on Hopper — chapter 7's best kernel with e4m3 / e5m2 inputs, scaled as production does.
 
-Nothing new in the structure: the kernels are :mod:`lab.kernels.k09_hopper`'s persistent,
+Nothing new in the structure: the kernels are :mod:`lab.kernels.wgmma`'s persistent,
 warp-specialized kernel with the TMA-store epilogue (rung 7), built for another input type
 (``HopperConfig.kind``). What the type changes:
 
@@ -13,7 +13,7 @@ warp-specialized kernel with the TMA-store epilogue (rung 7), built for another 
 * the result leaves as FP32 or BF16 (``out``), and the scales come in: per-tensor scales
   multiply the accumulators in the epilogue; block scales (1×128 for A, 128×128 for B) and
   the *promotion* of the tensor cores' partial sums into FP32 registers every ``promote`` k
-  happen in the main loop (:func:`lab.kernels.k09_hopper.build_ws`).
+  happen in the main loop (:mod:`lab.kernels.wgmma.promote`).
 
 The tensor cores' FP8 accumulation keeps about 13 bits below the largest addend (it truncates
 the rest): promotion bounds how much it can lose. Promotion doubles the accumulator registers
@@ -36,7 +36,7 @@ from numba import cuda
 
 from lab import accuracy, convert, fp8
 from lab.kernels import KernelSpec
-from lab.kernels import k09_hopper as K
+from lab.kernels import wgmma as K
 
 #: Tensor-core FP8 accumulation: addends below about 2⁻¹³ of the largest in one wgmma are
 #: dropped (truncated toward zero) — measured on the H200.
@@ -84,7 +84,7 @@ def _grid(rows: int, cols: int):
 
 
 def unit_scales(cfg: K.HopperConfig, m: int, n: int, k: int):
-    """Device scale arrays of ones in the shapes ``cfg`` takes (:func:`k09_hopper.scale_shapes`)."""
+    """Device scale arrays of ones in the shapes ``cfg`` takes (:func:`lab.kernels.wgmma.host.scale_shapes`)."""
     sa, sb = K.scale_shapes(cfg, m, n, k)
     return cuda.to_device(np.ones(sa, np.float32)), cuda.to_device(np.ones(sb, np.float32))
 

@@ -1,4 +1,4 @@
-"""Rung 12's stream-K (:mod:`lab.kernels.k09_hopper`, ``wgmma_streamk``): how a block's share
+"""Hopper rung 12's stream-K (``wgmma_streamk``), the fix-up slot of :mod:`lab.kernels.wgmma.specialized`: how a block's share
 of the last wave's k-slices is found, and what its consumer warpgroups do with it.
 
 The whole waves take whole tiles; the k-slices of the tiles left are numbered tile by tile and
@@ -22,8 +22,10 @@ from __future__ import annotations
 from numba import cuda, float32, int32, int64, uint32, uint64
 
 from lab import hopper, ptx
-from lab.kernels.k09_epilogue import epilogue_tma
-from lab.kernels.k09_parts import EPI_BOX, HopperConfig, tile_order, zero_acc
+from lab.kernels.wgmma.config import EPI_BOX, HopperConfig
+from lab.kernels.wgmma.epilogue import epilogue_tma
+from lab.kernels.wgmma.order import tile_order
+from lab.kernels.wgmma.stage import zero_acc
 
 #: A traced kernel's (``HopperConfig.trace``) events: thread 0 of every consumer warpgroup
 #: writes ``code << 56 | globaltimer`` (ns, low 56 bits) at each, in order, into its row of
@@ -245,3 +247,24 @@ def streamk_ops(cfg: HopperConfig, mainloop):
     # endregion: streamk
 
     return streamk_plan, streamk_consumer, log
+
+
+def streamk_producer(cfg: HopperConfig, produce):
+    """``streamk_produce``: the producer's copies of this block's share of the last wave, its
+    highest tile first (the order the consumers take them in), with the ring's ``produce``."""
+    BN = cfg.bn
+    tile_coords = tile_order(cfg.group_m)
+
+    @cuda.jit(device=True, inline="always")
+    def streamk_produce(shared, full0, empty0, a_map, b_map, it, k_tiles, sk_lo, sk_hi,
+                        dp_tiles, units_m, tiles_n, rank):
+        seg_end = sk_hi
+        while seg_end > sk_lo:
+            t = (seg_end - 1) // k_tiles
+            seg_start = max(sk_lo, t * k_tiles)
+            block_m, block_n = tile_coords(dp_tiles + t, units_m, tiles_n)
+            it = produce(shared, full0, empty0, a_map, b_map, it, seg_start - t * k_tiles,
+                         seg_end - t * k_tiles, block_m, block_n * BN, rank)
+            seg_end = seg_start
+        return it
+    return streamk_produce
