@@ -163,7 +163,11 @@ class _Renderer:
         body = getattr(node, "body", None)
         if not isinstance(body, list) or not body:
             return self._simple(node, shift)
-        out = self._text(self._first(node), body[0].lineno - 1, shift)
+        head_end = body[0].lineno - 1          # the header, without the comments after it
+        while head_end > node.lineno and (not self.lines[head_end - 1].strip()
+                                          or self.lines[head_end - 1].strip().startswith("#")):
+            head_end -= 1
+        out = self._text(self._first(node), head_end, shift)
         if isinstance(node, ast.FunctionDef) and isinstance(body[0], ast.Expr) \
                 and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
             first = self._shift(self.lines[body[0].lineno - 1], shift).rstrip()
@@ -173,7 +177,7 @@ class _Renderer:
             out.append(first)
             body, start = body[1:], body[0].end_lineno + 1
         else:
-            start = body[0].lineno
+            start = head_end + 1
         out += self.block(body, shift, start) if body else []
         orelse = getattr(node, "orelse", [])
         if orelse:                                            # for/while … else

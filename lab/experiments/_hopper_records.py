@@ -1,5 +1,5 @@
 """The records of ``hopper_past``'s parent, read into rows: the events a traced Hopper kernel
-writes on the GPU's nanosecond timer (:func:`lab.kernels.wgmma.streamk.trace_rows`) — each tile's
+writes on the GPU's nanosecond timer (:func:`lab.experiments._hopper_study.trace_rows`) — each tile's
 steps and a call's steps outside its tiles — and CUPTI's kernel records of back-to-back calls
 (``torch.profiler``'s Chrome trace). Pure functions of the records, tested on synthetic ones."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ import numpy as np
 
 
 def tile_steps(events) -> dict:
-    """Per tile, from a traced launch's events (:func:`lab.kernels.wgmma.streamk.trace_rows`):
+    """Per tile, from a traced launch's events (:func:`lab.experiments._hopper_study.trace_rows`):
     each consumer warpgroup's main loop (from its start or the tile before stored to the tile
     multiplied) and epilogue (multiplied to stored: its C staged), in µs — the 10th, 50th and
     90th percentiles over every warpgroup's tiles, and the count."""

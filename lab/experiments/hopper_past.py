@@ -119,6 +119,7 @@ def explore_configs() -> dict:
     variants). Whole-tile staging of a 16-bit C needs 32 KB per consumer warpgroup, so its
     kernels keep 3 stages (``... 3 stages`` is the control)."""
     K = _k()
+    from lab.experiments._hopper_study import study
     c = K.RUNG_CONFIGS["wgmma_cluster"]
     t = K.RUNG_CONFIGS["wgmma_tmastore"]
     o = replace(c, out="f16")
@@ -153,7 +154,7 @@ def explore_configs() -> dict:
         # rung 11 with less energy per tile: waits that sleep instead of polling (fewer
         # instructions issued), then a tile order whose waves share panels of both A and B
         # (a group of 16 tile rows: a wave of 128 tiles at 4096³ is 16 rows × 8 columns)
-        SLEEP: replace(tile, grid=128, sleep=True),
+        SLEEP: study(tile, grid=128, sleep=True),
         GROUP16: replace(tile, grid=128, group_m=16),
         # rung 11 with the ring's slot and phase kept as counters: its main loop divides by
         # the stage count once per tile, not once per k-slice (138 → 92 instructions per
@@ -173,18 +174,18 @@ def explore_configs() -> dict:
         F32_RING: K.RUNG_CONFIGS["wgmma_ring"],
         # an FP32 C stored straight from the registers (8 bytes a store, whole sectors): no
         # staging, no barrier, no wait in the epilogue, and 4 stages fit again
-        VECTOR: replace(t, epilogue="vector", grid=128, counters=True, steps=True),
+        VECTOR: study(t, epilogue="direct", vector=True, grid=128, counters=True, steps=True),
         # each warp stages its own 16 rows of a box in a ring of four 2 KB boxes of its own
         # and issues their TMA store: the warps never wait for each other
-        F32_WARP: replace(t, stages=3, grid=128, counters=True, steps=True, store="warp",
+        F32_WARP: study(t, stages=3, grid=128, counters=True, steps=True, warp_store=True,
                           ring=4),
         # rungs 13 and 14 with the warpgroup index read from lane 0 (uniform registers for
         # the descriptors) and the k-slice loop in 32 bits: 67 → 49 SASS instructions per
         # k-slice; then with C's stores marked evict-first, so that A's and B's panels stay in L2
         UNIFORM: K.RUNG_CONFIGS["wgmma_uniform"],
         F32_UNIFORM: K.RUNG_CONFIGS["wgmma_ring_uniform"],
-        EVICT: replace(K.RUNG_CONFIGS["wgmma_uniform"], c_evict=True),
-        F32_EVICT: replace(K.RUNG_CONFIGS["wgmma_ring_uniform"], c_evict=True),
+        EVICT: study(K.RUNG_CONFIGS["wgmma_uniform"], c_evict=True),
+        F32_EVICT: study(K.RUNG_CONFIGS["wgmma_ring_uniform"], c_evict=True),
         # rung 16 with the staged C handed over to a store thread per consumer warpgroup
         # (filled/freed mbarriers per box): no named barrier per box, no consumer thread
         # waiting for the copy engine to read a box
@@ -547,7 +548,7 @@ def child(lock_path: str, index: int, mode: str, fastcu_lib: str,
         for cfg in (todo[index::processes] if mode == "final" else todo):
             # (the stream-K shapes give a block of 128 several tiles, each starting at another
             # slot of the ring: checked for every kernel whose main loop or waits are new)
-            multi = cfg.streamk or cfg.counters or cfg.sleep
+            multi = cfg.streamk or cfg.counters or getattr(cfg, "sleep", False)
             for m, n, k in ODD_SHAPES + (STREAMK_SHAPES if multi else ()):
                 try:
                     row = (check_fp8 if cfg.fp8 else check)(cfg, m, n, k, rng)
@@ -616,7 +617,7 @@ def traces(rng) -> list[dict]:
     from numba import cuda
 
     from lab import bench, timing
-    from lab.kernels.wgmma.streamk import trace_rows
+    from lab.experiments._hopper_study import study, trace_rows
 
     K = _k()
     cfgs = explore_configs()
@@ -629,7 +630,7 @@ def traces(rng) -> list[dict]:
         c32 = cuda.device_array((size, size), np.float32)
         c16 = cuda.device_array((size, size), np.float16 if kind == "f16" else np.uint16)
         for label in TRACED:
-            cfg = replace(for_kind(cfgs[label], kind), trace=True)
+            cfg = study(for_kind(cfgs[label], kind), trace=True)
             try:
                 passed = check(cfg, 257, 129, 67, rng)["passed"]
                 pair = (K.launcher(cfg), K.launcher(cfg))

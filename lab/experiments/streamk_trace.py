@@ -1,6 +1,6 @@
 """Experiment ``streamk_trace`` (chapter 7): where rung 12's time goes. Stream-K, traced: thread 0
 of every consumer warpgroup writes the GPU's nanosecond timer (``%globaltimer``, one clock for
-all SMs) at each step of its work (:data:`lab.kernels.wgmma.streamk.TRACE_EVENTS`: a whole tile
+all SMs) at each step of its work (:data:`lab.experiments._hopper_study.TRACE_EVENTS`: a whole tile
 multiplied and stored; a share of k-slices multiplied, its partial sums published; a fix-up's
 wait, each block's partial sums seen and added; the shared tile stored; the end), so that every
 block's steps lie on one time axis — at 4096³ and 8192³, where stream-K lost to rung 11, and at
@@ -59,12 +59,13 @@ def label(fixup: str, grid: int = 0, traced: bool = False) -> str:
 def configs() -> dict:
     """label -> configuration: stream-K (FP16 in and out) with each fix-up, traced, and on
     each of GRIDS."""
+    from lab.experiments._hopper_study import study
     from lab.kernels import get_spec
 
     sk = get_spec("wgmma_streamk_fp16").config
     out = {}
     for f in FIXUPS:
-        out[label(f, traced=True)] = replace(sk, fixup=f, trace=True).validate()
+        out[label(f, traced=True)] = study(sk, fixup=f, trace=True)
         for g in GRIDS:
             out[label(f, g)] = replace(sk, fixup=f, grid=g).validate()
     return out
@@ -123,7 +124,7 @@ def run(progress) -> dict:
     from lab import bench
     from lab.experiments import hopper_past
     from lab.kernels import get_spec
-    from lab.kernels.wgmma.streamk import TRACE_EVENTS, trace_rows
+    from lab.experiments._hopper_study import TRACE_EVENTS, trace_rows
 
     bench.require_gpu("the streamk_trace experiment")
     K = _k()

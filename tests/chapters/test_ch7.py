@@ -6,7 +6,7 @@ import pytest
 from lab import hopper
 from lab.chapters import ch7
 from lab.chapters.ch7 import common, s3_rungs, s4_stability, solutions
-from lab.kernels import wgmma as k9
+from lab.kernels import wgmma
 
 
 def test_hopper_descriptor_answer():
@@ -23,7 +23,7 @@ def test_hopper_descriptor_answer():
 def test_hopper_stage_and_register_budgets():
     s = solutions.ex07_2()
     assert s["refused_128x128"] and s["refused_128x256"]
-    assert s["max_stages_128x256"] == k9.RUNG_CONFIGS["wgmma_ws"].stages
+    assert s["max_stages_128x256"] == wgmma.RUNG_CONFIGS["wgmma_ws"].stages
     r = solutions.ex07_4()
     assert r["entry"] == r["ptxas"] and r["max_consumer"] == r["chosen"]
     assert r["used"] <= r["file"] < r["used"] + 128 * 2 * 8     # 8 more each would not fit

@@ -64,19 +64,24 @@ def test_the_two_other_fp32_epilogues_and_their_rules():
     ring = K.RUNG_CONFIGS["wgmma_ring"]
     cfgs = H.explore_configs()
     vec, warp = cfgs[H.VECTOR], cfgs[H.F32_WARP]
-    assert (vec.epilogue, vec.stages, vec.epilogue_bytes) == ("vector", 4, 0)
-    assert replace(vec, epilogue="tma", stages=ring.stages, ring=ring.ring) == ring
-    assert replace(warp, store="boxes") == ring                 # the same 64 KB, per warp
+    from lab.experiments._hopper_study import Study, study
+
+    assert isinstance(vec, Study) and isinstance(warp, Study)   # studies, not shipped knobs
+    assert (vec.epilogue, vec.vector, vec.stages, vec.epilogue_bytes) == ("direct", True, 4, 0)
+    assert study(vec, vector=False, epilogue="tma", stages=ring.stages, ring=ring.ring) \
+        == study(ring)
+    assert study(warp, warp_store=False) == study(ring)         # the same 64 KB, per warp
     assert (warp.epi_rows, ring.epi_rows, warp.epilogue_bytes) == (16, 64, 64 * 1024)
     assert "per-warp staging (4 boxes)" in warp.label and "vector-store" in vec.label
+    assert set(vec.overrides()) == {"store"} and set(warp.overrides()) == {"store", "drain"}
     with pytest.raises(ValueError, match="vector-store epilogue"):
-        replace(vec, out="f16").validate()
-    with pytest.raises(ValueError, match="vector-store epilogue"):
-        replace(K.RUNG_CONFIGS["wgmma_pingpong"], epilogue="vector").validate()
+        study(vec, out="f16")
+    with pytest.raises(ValueError, match="studies are of"):
+        study(K.RUNG_CONFIGS["wgmma_pingpong"], vector=True)
     with pytest.raises(ValueError, match="per-warp staging"):
-        replace(K.RUNG_CONFIGS["wgmma_tile16"], store="warp", streamk=True).validate()
+        study(K.RUNG_CONFIGS["wgmma_streamk"], warp_store=True)
     with pytest.raises(ValueError, match="a divisor"):
-        replace(warp, ring=3).validate()
+        study(warp, ring=3)
 
 
 def test_the_uniform_index_and_evict_first_and_their_rules():
@@ -86,8 +91,10 @@ def test_the_uniform_index_and_evict_first_and_their_rules():
     lean, ring = K.RUNG_CONFIGS["wgmma_lean"], K.RUNG_CONFIGS["wgmma_ring"]
     assert cfgs[H.UNIFORM] == replace(lean, uniform=True) == K.RUNG_CONFIGS["wgmma_uniform"]
     assert cfgs[H.F32_UNIFORM] == replace(ring, uniform=True)
-    assert cfgs[H.EVICT] == replace(cfgs[H.UNIFORM], c_evict=True)
-    assert cfgs[H.F32_EVICT] == replace(cfgs[H.F32_UNIFORM], c_evict=True)
+    from lab.experiments._hopper_study import study
+
+    assert cfgs[H.EVICT] == study(cfgs[H.UNIFORM], c_evict=True)
+    assert cfgs[H.F32_EVICT] == study(cfgs[H.F32_UNIFORM], c_evict=True)
     assert "uniform index" in cfgs[H.UNIFORM].label and "C evict-first" in cfgs[H.EVICT].label
     with pytest.raises(ValueError, match="uniform index"):
         replace(K.RUNG_CONFIGS["wgmma_grid128"], uniform=True).validate()
@@ -95,7 +102,7 @@ def test_the_uniform_index_and_evict_first_and_their_rules():
         replace(K.RUNG_CONFIGS["wgmma_streamk"], counters=True, steps=True,
                 uniform=True).validate()
     with pytest.raises(ValueError, match="evict-first"):
-        replace(K.RUNG_CONFIGS["wgmma_persistent"], c_evict=True).validate()
+        study(K.RUNG_CONFIGS["wgmma_persistent"], c_evict=True)
     assert {H.UNIFORM, H.F32_UNIFORM, H.EVICT, H.F32_EVICT} <= set(H.FINAL)
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from lab.experiments import streamk_trace
-from lab.kernels.wgmma import streamk as sk
+from lab.experiments import _hopper_study as sk
 
 
 def _flags(blocks, consumers, events):

@@ -27,7 +27,6 @@ import pytest
 import lab  # noqa: F401  (device decided first)
 from lab import bench, compiler, device, hopper
 from lab.kernels import wgmma as K
-from lab.kernels import wgmma
 
 
 def _is_hopper() -> bool:
@@ -140,13 +139,15 @@ def _offline_worker() -> dict:
         probes[rung] = (K.kernel_for(cfg), K.signature(cfg))
     for label, cfg in K.SWEEP_CONFIGS.items():
         probes["sweep: " + label] = (K.kernel_for(cfg), K.signature(cfg))
-    sleeping = replace(K.RUNG_CONFIGS["wgmma_grid128"], sleep=True)
+    from lab.experiments._hopper_study import study
+
+    sleeping = study(K.RUNG_CONFIGS["wgmma_grid128"], sleep=True)
     probes["sleeping waits"] = (K.kernel_for(sleeping), K.signature(sleeping))
     counted = replace(K.RUNG_CONFIGS["wgmma_grid128"], counters=True)
     probes["slot counters"] = (K.kernel_for(counted), K.signature(counted))
     stepped = replace(counted, steps=True)
     probes["descriptor steps"] = (K.kernel_for(stepped), K.signature(stepped))
-    evicting = replace(K.RUNG_CONFIGS["wgmma_uniform"], c_evict=True)
+    evicting = study(K.RUNG_CONFIGS["wgmma_uniform"], c_evict=True)
     probes["C evict-first"] = (K.kernel_for(evicting), K.signature(evicting))
     for name, (kernel, sig) in probes.items():
         r = compiler.compile_function(
@@ -393,10 +394,10 @@ def test_k_major_descriptor_reads_what_tma_writes():
 
 
 def test_mn_major_descriptor_reads_what_tma_writes():
-    lbo = K.BK * wgmma.ROW                                     # one 64-column box of B
+    lbo = K.BK * K.ROW                                     # one 64-column box of B
     for ks in range(4):
         kk, nn = np.meshgrid(np.arange(16), np.arange(256), indexing="ij")
-        read = hopper.swizzle_128b(ks * 16 * wgmma.ROW + hopper.mn_major_offset(nn, kk, lbo))
+        read = hopper.swizzle_128b(ks * 16 * K.ROW + hopper.mn_major_offset(nn, kk, lbo))
         written = hopper.swizzle_128b(hopper.tma_box_offset(16 * ks + kk, nn % 64)
                                       + (nn // 64) * lbo)
         assert np.array_equal(read, written)
@@ -474,18 +475,22 @@ def test_config_validation():
         replace(ring, ring=5).validate()
     assert replace(ring, handoff=True, ring=5).validate().slots == 5
     assert K.RUNG_CONFIGS["wgmma_uniform"].slots == 1          # whole-tile staging: one slot
-    for bad in (dict(cluster=2, regs=224, producer_regs=56), dict(epilogue="direct"),
-                dict(store="warp")):
+    for bad in (dict(cluster=2, regs=224, producer_regs=56), dict(epilogue="direct")):
         with pytest.raises(ValueError, match="hand-off"):
             replace(ring, handoff=True, **bad).validate()
-    # a trace needs the persistent specialized kernel (stream-K or not), without clusters
-    traced = replace(K.RUNG_CONFIGS["wgmma_handoff"], trace=True).validate()
+    # a trace (a study: lab.experiments) needs the persistent specialized kernel (stream-K or
+    # not), without clusters
+    from lab.experiments._hopper_study import study
+
+    traced = study(K.RUNG_CONFIGS["wgmma_handoff"], trace=True)
+    assert traced.traced and not K.RUNG_CONFIGS["wgmma_handoff"].traced
     assert "traced" in traced.label and K.signature(traced).count("[") > \
         K.signature(K.RUNG_CONFIGS["wgmma_handoff"]).count("[")   # the flags follow C
-    for bad in (dict(), dict(bm=128, bn=256, consumers=2, producer=True, regs=224,
-                             producer_regs=56, persistent=True, cluster=2)):
-        with pytest.raises(ValueError, match="trace logs"):
-            K.make_config(trace=True, **bad)
+    with pytest.raises(ValueError, match="per-warp staging"):
+        study(ring, handoff=True, warp_store=True)
+    for bad in (K.RUNG_CONFIGS["wgmma_tma"], K.RUNG_CONFIGS["wgmma_cluster"]):
+        with pytest.raises(ValueError, match="trace logs|studies are of"):
+            study(bad, trace=True)
 
 
 class _Barrier:
@@ -765,7 +770,7 @@ def _tma_store_box_offsets():
 def test_tma_store_staging_matches_the_swizzle_and_has_no_bank_conflicts():
     r, c, addr = _tma_store_box_offsets()
     # what TMA with CU_TENSOR_MAP_SWIZZLE_128B reads for element (r, c) of a 32-wide f32 box
-    want = hopper.swizzle_128b(hopper.tma_box_offset(r, c, box_cols=wgmma.EPI_COLS, elem=4))
+    want = hopper.swizzle_128b(hopper.tma_box_offset(r, c, box_cols=K.EPI_COLS, elem=4))
     assert np.array_equal(addr, want)
     words = np.concatenate([addr.ravel() // 4, addr.ravel() // 4 + 1])
     assert np.unique(words).size == 64 * 32            # every element of the box exactly once
@@ -788,7 +793,7 @@ def test_stage_counts_that_do_not_fit_are_refused():
         K.make_config(bm=128, bn=256, stages=4, consumers=2, producer=True, regs=240,
                       producer_regs=40, persistent=True)
     cfg = K.RUNG_CONFIGS["wgmma_cluster"]
-    assert cfg.shared_bytes + 1024 <= wgmma.MAX_SHARED
+    assert cfg.shared_bytes + 1024 <= K.MAX_SHARED
     assert "TMA store" in K.edges(cfg) and "clips" in K.edges(cfg)
 
 

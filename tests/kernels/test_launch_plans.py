@@ -31,10 +31,8 @@ import lab
 from lab import device
 from lab.kernels import k07_tensor_core as k07
 from lab.kernels import k08_tc_pipeline as k08
-from lab.kernels.wgmma import fp8 as fp8
-from lab.kernels import wgmma as k09
-from lab.kernels.wgmma import streamk
 from lab.kernels import wgmma
+from lab.kernels.wgmma import fp8
 from lab.kernels import k10_epilogue as k10
 from lab.kernels import k11_splitk as k11
 from lab.kernels import k12_small_m as k12
@@ -136,12 +134,12 @@ def recorder(monkeypatch):
     sms = {"count": 132}
     monkeypatch.setattr(sim.FakeCUDAKernel, "__call__", call)
     monkeypatch.setattr(k08, "_allow_shared", lambda *a, **k: None)
-    monkeypatch.setattr(k09, "require_hopper", lambda: None)
-    monkeypatch.setattr(k09, "_sm_count", lambda: sms["count"])
-    monkeypatch.setattr(k09.hopper, "allow_dynamic_shared", lambda *a, **k: None)
-    monkeypatch.setattr(k09.hopper, "tensor_map_2d", tensor_map)
-    monkeypatch.setattr(k09.hopper, "launch_cluster", launch_cluster)
-    monkeypatch.setattr(k09.hopper, "max_active_clusters",
+    monkeypatch.setattr(wgmma.host, "require_hopper", lambda: None)
+    monkeypatch.setattr(wgmma.host, "_sm_count", lambda: sms["count"])
+    monkeypatch.setattr(wgmma.host.hopper, "allow_dynamic_shared", lambda *a, **k: None)
+    monkeypatch.setattr(wgmma.host.hopper, "tensor_map_2d", tensor_map)
+    monkeypatch.setattr(wgmma.host.hopper, "launch_cluster", launch_cluster)
+    monkeypatch.setattr(wgmma.host.hopper, "max_active_clusters",
                         lambda kernel, sig, threads, shared, cluster: sms["count"] // cluster)
 
     def plan(name: str, m: int, n: int, k: int, sm_count: int = 132, config=None) -> Plan:
@@ -153,7 +151,7 @@ def recorder(monkeypatch):
         a = cuda.device_array((m, k), dtype=spec.dtype)
         b = cuda.device_array((k, n), dtype=spec.dtype)
         c = cuda.device_array((m, n), dtype=np.float32)
-        (k09.launcher16(config) if config else spec.launch)(a, b, c)
+        (wgmma.launcher16(config) if config else spec.launch)(a, b, c)
         current[-1].operands = (a, b, c)
         return current[-1]
 
@@ -216,7 +214,7 @@ def _check_tc(name: str, p: Plan, m: int, n: int, k: int) -> None:
     assert C is p.operands[2]
     assert ln.block == (cfg.threads, 1, 1) and ln.shared == cfg.shared_bytes
     tiles_m, tiles_n = a.shape[0] // cfg.bm, b.shape[1] // cfg.bn
-    order = k09.tile_order(cfg.group_m)      # tc_body's block order is the same formula
+    order = wgmma.tile_order(cfg.group_m)      # tc_body's block order is the same formula
     _owners([order(pid, tiles_m, tiles_n) for pid in range(ln.grid[0])], ceil(m, cfg.bm),
             ceil(n, cfg.bn))
     if name in k11.SPLIT:
@@ -238,10 +236,10 @@ def _check_tc(name: str, p: Plan, m: int, n: int, k: int) -> None:
 def _check_hopper(name: str, p: Plan, m: int, n: int, k: int, sm_count: int,
                   cfg=None) -> None:
     cfg = cfg or lab.get_spec(name).config
-    bk = k09.BK
+    bk = wgmma.BK
     ln = p.main()
     assert ln.block[0] == cfg.threads and ln.shared == cfg.shared_bytes
-    order = k09.tile_order(cfg.group_m)
+    order = wgmma.tile_order(cfg.group_m)
     if cfg.loader == "cpasync":
         a, b, C = ln.args
         _padded(a, (round_up(m, cfg.bm), round_up(k, bk)), "padded A")
@@ -305,7 +303,7 @@ def _check_streamk(cfg, ln: Launch, tiles_m: int, tiles_n: int, k_tiles: int,
     whole waves; the k-slices of the tiles left are cut into one contiguous share per block,
     the shares covering them exactly once; a workspace slot and a flag per consumer
     warpgroup and block."""
-    order = k09.tile_order(cfg.group_m)
+    order = wgmma.tile_order(cfg.group_m)
     units = tiles_m * tiles_n
     blocks = ln.grid[0]
     assert blocks == min(sm_count, units * k_tiles, cfg.grid or sm_count), \
@@ -319,7 +317,7 @@ def _check_streamk(cfg, ln: Launch, tiles_m: int, tiles_n: int, k_tiles: int,
     owned += [order(dp + t, tiles_m, tiles_n) for t in range(units - dp)]
     _owners(owned, tiles_m, tiles_n)
     work, flags = ln.args[5], ln.args[6]
-    assert tuple(flags.shape) == (streamk.flag_words(blocks, cfg.consumers, cfg.trace),)
+    assert tuple(flags.shape) == (cfg.flag_words(blocks),)
     assert tuple(work.shape) == (blocks * cfg.consumers * (cfg.mt * cfg.bn // 2), 128)
     assert units - dp < blocks, "a shared tile's slot or counter past the workspace"
 
@@ -328,7 +326,7 @@ def _check_schedule(cfg, ln: Launch, tiles_m: int, tiles_n: int, sm_count: int) 
     """The specialized kernel's schedule (build_ws): units of CLUSTER tile rows in one tile
     column, block b (rank b % CLUSTER) walks units b // CLUSTER, + step, …; a row past M
     stores nothing."""
-    order = k09.tile_order(cfg.group_m)
+    order = wgmma.tile_order(cfg.group_m)
     cluster = cfg.cluster
     assert ln.cluster == cluster and ln.grid[0] % cluster == 0
     units_m = ceil(tiles_m, cluster)
@@ -368,8 +366,8 @@ def _check_fp8(name: str, p: Plan, m: int, n: int, k: int, sm_count: int) -> Non
     assert map_a.dtype_name == map_b.dtype_name == "uint8"
     _padded(map_a.array, (m, kp), "A as TMA reads it")
     _padded(map_b.array, (n, kp), "Bᵀ as TMA reads it")
-    assert (tuple(sa.shape), tuple(sb.shape)) == k09.scale_shapes(cfg, m, n, k)
-    per = 16 // k09.OUT_BYTES[cfg.out]
+    assert (tuple(sa.shape), tuple(sb.shape)) == wgmma.scale_shapes(cfg, m, n, k)
+    per = 16 // wgmma.OUT_BYTES[cfg.out]
     assert map_c.array is out and map_c.box == (64, cfg.epi_cols)
     assert out.shape[0] == m and out.shape[1] % per == 0 and n <= out.shape[1] < n + per
     widen = p.helpers("widen_bf16")
@@ -464,10 +462,10 @@ def test_stream_k_on_fewer_blocks_and_traced(recorder, grid, trace, fixup, bn):
     times: the same schedule on the blocks launched, the flags with room for the trace, the
     workspace one slot per warpgroup and block (the atomic fix-up's slot per shared tile fits:
     fewer shared tiles than blocks)."""
-    from dataclasses import replace
+    from lab.experiments._hopper_study import study
 
-    cfg = replace(lab.get_spec("wgmma_streamk_fp16").config, grid=grid, trace=trace,
-                  fixup=fixup, bn=bn, stages={256: 3, 128: 6, 64: 8}[bn])
+    cfg = study(lab.get_spec("wgmma_streamk_fp16").config, grid=grid, trace=trace,
+                fixup=fixup, bn=bn, stages={256: 3, 128: 6, 64: 8}[bn])
     for m, n, k in [(128, 4096, 14336), (1, 1, 1), (2049, 8200, 520), (97, 4100, 3000)]:
         p = recorder("wgmma_streamk_fp16", m, n, k, config=cfg)
         _check_hopper("wgmma_streamk_fp16", p, m, n, k, 132, cfg)

@@ -7,24 +7,14 @@ from functools import lru_cache
 from lab import results
 from lab.kernels import wgmma
 
-#: Rungs past rung 8, measured by ``hopper_past`` (section 5), not by ``hopper_profile``.
-PAST = ("wgmma_out16", "wgmma_tile16", "wgmma_grid128", "wgmma_streamk", "wgmma_lean",
-        "wgmma_ring", "wgmma_uniform", "wgmma_ring_uniform", "wgmma_handoff", "wgmma_table",
-        "wgmma_handoff_table")
+#: Hopper rungs past rung 8, measured by ``hopper_past`` (section 5), not by ``hopper_profile``.
+PAST = tuple(name for name, r in wgmma.LADDER.items() if r.number > 8)
 #: The rungs in ladder order (FP16 names get ``_fp16``, BF16 ``_bf16``).
-RUNGS = tuple(r for r in wgmma.RUNG_CONFIGS if r not in PAST)
-#: The rung each rung changes (rung 6, ping-pong, is a side branch off rung 5 that later rungs
-#: do not take; rungs 7 and 8 build on rung 5 and 7).
-PARENT = {"wgmma_cpasync": "tc", "wgmma_tma": "wgmma_cpasync", "wgmma_2wg": "wgmma_tma",
-          "wgmma_ws": "wgmma_2wg", "wgmma_persistent": "wgmma_ws",
-          "wgmma_pingpong": "wgmma_persistent", "wgmma_tmastore": "wgmma_persistent",
-          "wgmma_cluster": "wgmma_tmastore", "wgmma_out16": "wgmma_cluster",
-          "wgmma_tile16": "wgmma_tmastore", "wgmma_grid128": "wgmma_tile16",
-          "wgmma_streamk": "wgmma_tile16", "wgmma_lean": "wgmma_grid128",
-          "wgmma_ring": "wgmma_tmastore", "wgmma_uniform": "wgmma_lean",
-          "wgmma_ring_uniform": "wgmma_ring", "wgmma_handoff": "wgmma_ring_uniform",
-          "wgmma_table": "wgmma_uniform", "wgmma_handoff_table": "wgmma_handoff"}
-NUMBER = {name: i + 1 for i, name in enumerate(RUNGS)}
+RUNGS = tuple(name for name in wgmma.LADDER if name not in PAST)
+#: The rung each rung changes, from the rung table (rung 1 changes chapter 5's ``tc``; rung 6,
+#: ping-pong, is a side branch off rung 5 that later rungs do not take).
+PARENT = {name: r.parent or "tc" for name, r in wgmma.LADDER.items()}
+NUMBER = {name: wgmma.LADDER[name].number for name in RUNGS}
 SIZES = (4096, 8192)
 DTYPES = {"fp16": "float16", "bf16": "bfloat16"}
 

@@ -8,7 +8,6 @@ import numpy as np
 
 from lab import compiler, hopper, model
 from lab.chapters.ch7 import common
-from lab.kernels import wgmma as k9
 from lab.kernels import wgmma
 
 
@@ -16,9 +15,9 @@ def ex07_1(rung: str = "wgmma_2wg", stage: int = 2, wg: int = 1, ks: int = 3) ->
     """The A and B descriptors one consumer warpgroup of ``rung`` builds for k-step ``ks`` of
     ``stage`` (dynamic shared memory taken to start at address 0), the fields they decode to,
     and a check with the NumPy twins that they read what TMA wrote there."""
-    cfg = k9.RUNG_CONFIGS[rung]
+    cfg = wgmma.RUNG_CONFIGS[rung]
     base = stage * cfg.stage_bytes
-    b_box = k9.BK * wgmma.ROW
+    b_box = wgmma.BK * wgmma.ROW
     a_addr = base + wg * cfg.wg_rows * wgmma.ROW + 32 * ks        # mi = 0: the first 64 rows
     b_addr = base + cfg.a_bytes + ks * 16 * wgmma.ROW
     da, db = hopper.desc_value(a_addr, 16, 1024), hopper.desc_value(b_addr, b_box, 1024)
@@ -44,8 +43,8 @@ def ex07_2() -> dict:
     """Shared memory per stage and the deepest ring that fits in 227 KB, per tile shape of the
     rungs (the kernel's own check: stages × stage bytes + 1 KB for barriers and alignment)."""
     out = {"max_kb": wgmma.MAX_SHARED // 1024, "reserve": 1024}
-    for name, cfg in (("128x128", k9.RUNG_CONFIGS["wgmma_tma"]),
-                      ("128x256", k9.RUNG_CONFIGS["wgmma_ws"])):
+    for name, cfg in (("128x128", wgmma.RUNG_CONFIGS["wgmma_tma"]),
+                      ("128x256", wgmma.RUNG_CONFIGS["wgmma_ws"])):
         deepest = (wgmma.MAX_SHARED - out["reserve"]) // cfg.stage_bytes
         try:                                   # one stage more than fits: the check refuses it
             replace(cfg, stages=deepest + 1).validate()
@@ -54,8 +53,8 @@ def ex07_2() -> dict:
             refused = True
         out.update({f"stage_kb_{name}": cfg.stage_bytes // 1024, f"max_stages_{name}": deepest,
                     f"used_kb_{name}": cfg.shared_bytes // 1024, f"refused_{name}": refused})
-    out["pingpong_stages"] = k9.RUNG_CONFIGS["wgmma_pingpong"].stages
-    out["pingpong_kb"] = k9.RUNG_CONFIGS["wgmma_pingpong"].shared_bytes // 1024
+    out["pingpong_stages"] = wgmma.RUNG_CONFIGS["wgmma_pingpong"].stages
+    out["pingpong_kb"] = wgmma.RUNG_CONFIGS["wgmma_pingpong"].shared_bytes // 1024
     return out
 
 
@@ -63,14 +62,14 @@ def ex07_3(kind: str = "fp16") -> dict:
     """Each rung's gain over the rung it builds on at 4096³ and 8192³ (medians of three
     processes), and the k-slices per tile that set how much work done once per tile weighs."""
     out = {"parents": dict(common.PARENT)}
-    cfg = k9.RUNG_CONFIGS["wgmma_persistent"]
+    cfg = wgmma.RUNG_CONFIGS["wgmma_persistent"]
     sms = common.profile_data()["provenance"]["sm_count"]
     for size in common.SIZES:
         t = {k: common.summary(f"{k}_{kind}", size)["tflops"] for k in ["tc", *common.RUNGS]}
         gains = {k: t[k] / t[common.PARENT[k]] for k in common.RUNGS}
         out[f"best_{size}"] = max(gains, key=gains.get)
         out[f"gains_{size}"] = gains
-        out[f"slices_{size}"] = size // k9.BK
+        out[f"slices_{size}"] = size // wgmma.BK
         out[f"tiles_per_sm_{size}"] = model.tile_grid(size, size, cfg.bm, cfg.bn) / sms
     return out
 
@@ -80,7 +79,7 @@ def ex07_4(rung: str = "wgmma_ws", consumers_alt: int = 3) -> dict:
     consumer can take once the producer drops to 40, what remains beside its accumulators;
     the same for ``consumers_alt`` consumer warpgroups."""
     regs_sm = model.SM90_LIMITS["registers"]
-    cfg = k9.RUNG_CONFIGS[rung]
+    cfg = wgmma.RUNG_CONFIGS[rung]
     producer = cfg.producer_regs
 
     def budget(consumers: int) -> dict:

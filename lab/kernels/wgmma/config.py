@@ -50,8 +50,7 @@ class HopperConfig:
     group_m: int = 8           # block-rows per L2 group in the tile order
     pingpong: bool = False     # consumers take whole tiles in turn (else they split one)
     kind: str = "f16"
-    epilogue: str = "direct"   # "direct" (st.global from registers), "tma" (smem + TMA store)
-                               # or "vector" (8-byte st.global of whole tiles from registers)
+    epilogue: str = "direct"   # "direct" (st.global from registers) or "tma" (smem + TMA store)
     cluster: int = 1           # blocks per cluster; 2: B multicast to both (block rows 2p, 2p+1)
     wait_depth: int = 1        # wgmma groups a consumer leaves in flight before releasing a stage
     elect: bool = False        # the producer's warp runs the loop, elect.sync picks the issuer
@@ -64,10 +63,9 @@ class HopperConfig:
     promote: int = 0           # k between promotions of the accumulators to FP32; 0 = never
     # The TMA-store epilogue's staging: "boxes" (``ring`` 8 KB boxes per consumer warpgroup,
     # taken in turn; with two, a wait and two barriers per box), "tile" (the warpgroup's whole
-    # tile staged at once: one wait and two barriers per tile), "warp" (each warp stages and
-    # stores its own 16 rows through ``ring`` 2 KB boxes: no barrier between warps).
+    # tile staged at once: one wait and two barriers per tile).
     store: str = "boxes"
-    ring: int = 2              # "boxes"/"warp": staging boxes per warpgroup/warp, in turn
+    ring: int = 2              # "boxes": staging boxes per warpgroup, in turn
     grid: int = 0              # at most this many blocks in a persistent launch; 0 = all fit
     # stream-K for the last wave: whole tiles while every block has one, then the k-slices of
     # the tiles left shared evenly among all blocks, partial tiles added up through global
@@ -78,13 +76,6 @@ class HopperConfig:
     # partial sums into the tile's one slot in L2 with ``red.global.add``; the finisher waits
     # for their count, adds the slot once and zeroes it)
     fixup: str = "finisher"
-    # every consumer warpgroup of the persistent kernel logs the GPU's nanosecond timer at each
-    # step of its work (:data:`TRACE_EVENTS`: each tile multiplied and its C staged; stream-K's
-    # shares and fix-ups) after the flags (experiments ``streamk_trace`` and ``hopper_past``)
-    trace: bool = False
-    # the producer's and consumers' mbarrier waits pass a suspend-time hint (``mbar_wait_sleep``):
-    # a waiting warp sleeps until the phase completes instead of polling
-    sleep: bool = False
     # the producer's and consumers' main loops keep the ring's slot and phase as counters
     # (one division per tile) rather than dividing the k-slice count by the stage count each time
     counters: bool = False
@@ -95,9 +86,6 @@ class HopperConfig:
     # knows it is the same in every lane and keeps the descriptors in uniform registers, and
     # their k-slice loop counted in 32 bits (a ``while`` loop, not Numba's 64-bit ``range``)
     uniform: bool = False
-    # the TMA stores of C carry an L2 policy of evict first, so that C's lines leave L2 before
-    # the panels of A and B that later tiles read again
-    c_evict: bool = False
     # the consumers hand their staged C to a store thread of their own in the producer
     # warpgroup through mbarriers (a "filled" and a "freed" one per staging slot): each warp
     # arrives when its rows of a slot are written, and waits only until the slot it writes
@@ -148,14 +136,32 @@ class HopperConfig:
     def epi_boxes(self) -> int:
         """Staging boxes (64 rows × 128 bytes) per consumer warpgroup: ``ring`` taken in turn,
         or (``store`` "tile") one per box of the warpgroup's tile."""
-        if self.store in ("boxes", "warp"):     # (a warp's box is a quarter of 8 KB)
+        if self.store == "boxes":
             return self.ring
         return self.mt * (self.bn // self.epi_cols)
 
     @property
     def epi_rows(self) -> int:
-        """Rows of C per TMA store: a warp's 16 ("warp" staging), else a warpgroup's 64."""
-        return 16 if self.store == "warp" else 64
+        """Rows of C per TMA store: a warpgroup's 64."""
+        return 64
+
+    # Hooks for studies (``lab.experiments``): a subclass of this configuration may replace a
+    # slot's function without the shipped kernels carrying its branches.
+    def overrides(self) -> dict:
+        """Slot replacements: ``wait`` (an mbarrier wait), ``store_c`` (the TMA store of one
+        staged box), ``store`` and ``drain`` (builders of the epilogue slot and of the wait
+        for its stores before exit), ``log`` (a builder of the trace hook). None here."""
+        return {}
+
+    @property
+    def traced(self) -> bool:
+        """Whether the kernel logs its steps after stream-K's flags (a study's trace hook)."""
+        return "log" in self.overrides()
+
+    def flag_words(self, blocks: int) -> int:
+        """int32 words of a launch's flags: one per consumer warpgroup and block (the atomic
+        fix-up: a counter per warpgroup and shared tile, fewer tiles than blocks)."""
+        return blocks * self.consumers
 
     @property
     def slots(self) -> int:
@@ -188,8 +194,6 @@ class HopperConfig:
             parts.append("ping-pong (a tile per WG)")
         if self.epilogue == "tma":
             parts.append("TMA-store epilogue")
-        elif self.epilogue == "vector":
-            parts.append("vector-store epilogue")
         if self.cluster > 1:
             parts.append(f"cluster {self.cluster} (B multicast)")
         if self.wait_depth != 1 and self.producer and not self.pingpong:
@@ -198,32 +202,23 @@ class HopperConfig:
             parts.append("elect.sync producer")
         if self.store == "tile":
             parts.append("whole-tile staging")
-        elif self.store == "warp":
-            parts.append(f"per-warp staging ({self.ring} boxes)")
         elif self.ring != 2:
             parts.append(f"{self.ring} staging boxes")
         if self.grid:
             parts.append(f"grid {self.grid}")
-        if self.sleep:
-            parts.append("sleeping waits")
         if self.counters:
             parts.append("slot counters")
         if self.steps:
             parts.append("descriptor steps")
         if self.uniform:
             parts.append("uniform index")
-        if self.c_evict:
-            parts.append("C evict-first")
         if self.handoff:
             parts.append("store threads (hand-off)")
         if self.table:
             parts.append("tile table")
         if self.streamk:
             parts.append("stream-K last wave" + ("" if self.fixup == "finisher" else
-                                                 f", fix-up {self.fixup}")
-                         + (" (traced)" if self.trace else ""))
-        elif self.trace:
-            parts.append("traced")
+                                                 f", fix-up {self.fixup}"))
         if self.fp8:
             parts.append(f"{self.scales} scales")
             parts.append(f"promotion every {self.promote} k" if self.promote
@@ -260,13 +255,8 @@ class HopperConfig:
         if not 2 <= self.stages <= 8:
             problems.append("stages must be 2…8")
         specialized = self.producer and not self.pingpong
-        if self.epilogue not in ("direct", "tma", "vector"):
-            problems.append(f"epilogue must be 'direct', 'tma' or 'vector', not "
-                            f"{self.epilogue!r}")
-        if self.epilogue == "vector" and not (specialized and self.out == "f32"
-                                              and not self.streamk and not self.fp8):
-            problems.append("the vector-store epilogue is for the specialized 16-bit-input "
-                            "kernel with an FP32 C, without stream-K")
+        if self.epilogue not in ("direct", "tma"):
+            problems.append(f"epilogue must be 'direct' or 'tma', not {self.epilogue!r}")
         if self.epilogue == "tma" and not self.producer:
             problems.append("the TMA-store epilogue is for the specialized kernels")
         if self.cluster not in (1, 2):
@@ -275,12 +265,10 @@ class HopperConfig:
                                                      and (self.bn // 64) % self.cluster)):
             problems.append("clusters need the specialized (non-ping-pong) kernel and B boxes "
                             "that split evenly among the blocks")
-        if self.store not in ("boxes", "tile", "warp"):
-            problems.append(f"store must be 'boxes', 'tile' or 'warp', not {self.store!r}")
-        elif self.store != "boxes" and not (specialized and self.epilogue == "tma"
-                                            and not (self.store == "warp" and self.streamk)):
-            problems.append("whole-tile and per-warp staging are for the specialized kernel's "
-                            "TMA store (per-warp staging without stream-K)")
+        if self.store not in ("boxes", "tile"):
+            problems.append(f"store must be 'boxes' or 'tile', not {self.store!r}")
+        elif self.store != "boxes" and not (specialized and self.epilogue == "tma"):
+            problems.append("whole-tile staging is for the specialized kernel's TMA store")
         if not 2 <= self.ring <= 8 or (self.ring != 2 and (
                 self.store == "tile" or self.streamk or self.pingpong
                 or (not self.handoff
@@ -303,22 +291,16 @@ class HopperConfig:
             problems.append(f"fixup must be 'finisher' or 'atomic', not {self.fixup!r}")
         elif self.fixup == "atomic" and not self.streamk:
             problems.append("the atomic fix-up is stream-K's")
-        if self.trace and not (specialized and self.persistent and self.cluster == 1
-                               and not self.fp8):
-            problems.append("trace logs the steps of the persistent specialized 16-bit kernel, "
-                            "without clusters")
         if self.grid and (not self.persistent or self.grid % self.cluster or self.grid < 1):
             problems.append("grid caps a persistent launch, in whole clusters")
         if self.wait_depth not in (0, 1, 2) or self.wait_depth >= self.stages:
             problems.append("wait_depth must be 0, 1 or 2 and below the stage count")
-        if (self.wait_depth != 1 or self.elect or self.sleep or self.counters or self.steps) \
+        if (self.wait_depth != 1 or self.elect or self.counters or self.steps) \
                 and not specialized:
-            problems.append("wait_depth, elect, sleep, counters and steps are parameters of "
-                            "the specialized kernel")
+            problems.append("wait_depth, elect, counters and steps are parameters of the "
+                            "specialized kernel")
         if self.counters and (self.wait_depth != 1 or self.promote):
             problems.append("slot counters are for wait depth 1 without promotion")
-        if self.c_evict and not (self.epilogue == "tma" and specialized):
-            problems.append("the evict-first policy is for the specialized kernel's TMA store")
         if self.uniform and not (self.counters and self.steps and not self.streamk):
             problems.append("the uniform index is for the main loop with slot counters and "
                             "descriptor steps, without stream-K")

@@ -1,9 +1,8 @@
-"""The epilogues of the Hopper rungs (:mod:`lab.kernels.wgmma.specialized`): one consumer
-warpgroup's accumulators → C. From registers: guarded stores (rungs 1–6), or 8-byte stores of
-whole tiles (``epilogue="vector"``). Through shared memory and TMA stores (``epilogue="tma"``,
-rungs 7–17): a ring of 8 KB staging boxes, the whole tile at once, or each warp its own rows,
-optionally marked evict-first in L2; and the staged boxes handed to store threads of the
-producer warpgroup through mbarriers (``handoff``, rung 17).
+"""The epilogue slot of the Hopper kernels (:mod:`lab.kernels.wgmma.specialized`): one consumer
+warpgroup's accumulators → C. From registers: guarded stores (Hopper rungs 1–6). Through shared
+memory and TMA stores (``epilogue="tma"``, rungs 7–19): a ring of 8 KB staging boxes or the
+whole tile at once; and the staged boxes handed to store threads of the producer warpgroup
+through mbarriers (``handoff``, rungs 17 and 19).
 """
 from __future__ import annotations
 
@@ -38,41 +37,6 @@ def epilogue(mt: int, bn: int):
                             C[r, c + uint64(1)] = acc[i + 1]
     # endregion: epilogue
     return store_tile
-
-
-def epilogue_vector(cfg: HopperConfig, store_tile):
-    """``store_tile_vector``: one warpgroup's FP32 accumulators → C from registers, 8 bytes a
-    store where the tile lies inside C; elsewhere ``store_tile``, the kernel's guarded
-    :func:`epilogue`."""
-    MT, BN, WG_ROWS = cfg.mt, cfg.bn, cfg.wg_rows
-
-    # region: epilogue_vector
-    @cuda.jit(device=True, inline="always")
-    def store_tile_vector(C, acc, row0, col0, thread):
-        """A tile inside C (and an even N: 8-byte aligned pairs): each register pair (two
-        adjacent columns) leaves in one ``st.global.v2.f32``, so a warp's store is 8 rows ×
-        32 bytes, whole sectors, with no shared memory, barrier or wait: the stores drain
-        while the warpgroup is already in the next tile's main loop. Else the guarded store."""
-        m = uint64(C.shape[0])
-        n = uint64(C.shape[1])
-        r0 = uint64(row0)
-        c0 = uint64(col0)
-        if r0 + uint64(WG_ROWS) <= m and c0 + uint64(BN) <= n and n % uint64(2) == 0:
-            warp = uint64(thread // 32)
-            lane = uint64(thread % 32)
-            base = (uint64(hopper.global_address(C))
-                    + ((r0 + uint64(16) * warp + lane // uint64(4)) * n
-                       + c0 + uint64(2) * (lane % uint64(4))) * uint64(4))
-            for mi in range(MT):
-                for half in range(2):
-                    row = base + uint64(mi * 64 + 8 * half) * n * uint64(4)
-                    for j in range(BN // 8):
-                        i = mi * (BN // 2) + 4 * j + 2 * half
-                        hopper.st_global_v2_f32(row + uint64(32 * j), acc[i], acc[i + 1])
-        else:
-            store_tile(C, acc, row0, col0, thread)
-    # endregion: epilogue_vector
-    return store_tile_vector
 
 
 def staging(cfg: HopperConfig):
@@ -122,16 +86,13 @@ def epilogue_tma(cfg: HopperConfig):
     MT, BN, COLS = cfg.mt, cfg.bn, cfg.epi_cols
     QUARTERS = BN // COLS                         # boxes per 64-row slab
     WHOLE = cfg.store == "tile"
-    WARP = cfg.store == "warp"
-    WARP_BOX = 16 * ROW                           # a warp's staging box: 16 rows, 2 KB
     RING = cfg.ring
-    WARP_PENDING = RING - 1                       # a warp's stores that may still be reading
     # A ring of 3 or more: one barrier per box. Before it, the issuing thread waits until the
     # box after this one is free (its store, RING - 1 boxes back, has been read); the ring of
     # 2 waits for the box itself, before a barrier of its own.
     ONE_BARRIER = RING >= 3
     PENDING = RING - 2 if ONE_BARRIER else 1      # stores that may still be reading
-    store_c = hopper.tma_store_2d_evict_first if cfg.c_evict else hopper.tma_store_2d
+    store_c = cfg.overrides().get("store_c", hopper.tma_store_2d)   # (a study may replace it)
 
     stage_box = staging(cfg)
 
@@ -179,30 +140,6 @@ def epilogue_tma(cfg: HopperConfig):
             issue_tile(boxes, map_c, row0, col0, thread, bar_id)
     # endregion: epilogue_tma
 
-    # region: epilogue_warp
-    @cuda.jit(device=True, inline="always")
-    def store_warp(acc, boxes, map_c, row0, col0, thread, bar_id, scale):
-        """Per-warp staging: each warp stages its own 16 rows of a box (2 KB, 128B-swizzled)
-        in a ring of ``ring`` boxes of its own, and its lane 0 issues the TMA store of those
-        rows and commits it. The only waits are the warp's own: lane 0 waits until the store
-        that last used the slot has read it, ``__syncwarp`` hands that to the other lanes;
-        no barrier between the warps (``bar_id`` is not used)."""
-        warp = thread // 32
-        lane = thread % 32
-        mine = boxes + uint32(warp * RING * WARP_BOX)
-        for mi in range(MT):
-            for q in range(QUARTERS):
-                box = mine + uint32(((mi * QUARTERS + q) % RING) * WARP_BOX)
-                if lane == 0:
-                    hopper.bulk_wait_read(WARP_PENDING)   # the slot's last store has read it
-                cuda.syncwarp()
-                stage_box(box, acc, mi, q, 0, lane, scale)
-                hopper.fence_proxy_async()
-                cuda.syncwarp()
-                if lane == 0:
-                    store_c(box, map_c, col0 + COLS * q, row0 + 64 * mi + 16 * warp)
-                    hopper.bulk_commit()
-    # endregion: epilogue_warp
 
 
     @cuda.jit(device=True, inline="always")
@@ -218,7 +155,7 @@ def epilogue_tma(cfg: HopperConfig):
                                         col0 + COLS * q, row0 + 64 * mi)
             hopper.bulk_commit()
 
-    return store_warp if WARP else store_tile_tma
+    return store_tile_tma
 
 
 def epilogue_handoff(cfg: HopperConfig):
@@ -228,7 +165,7 @@ def epilogue_handoff(cfg: HopperConfig):
     MT, BN, COLS = cfg.mt, cfg.bn, cfg.epi_cols
     QUARTERS = BN // COLS                         # boxes per 64-row slab
     stage_box = staging(cfg)
-    store_c = hopper.tma_store_2d_evict_first if cfg.c_evict else hopper.tma_store_2d
+    store_c = cfg.overrides().get("store_c", hopper.tma_store_2d)
     SLOTS = cfg.slots
     GROUP = 1 if cfg.store == "boxes" else MT * QUARTERS      # boxes per slot
     GROUPS = MT * QUARTERS // GROUP                            # slots' worth per tile
@@ -298,9 +235,11 @@ def store_slot(cfg: HopperConfig):
     """The epilogue slot of the specialized kernel: ``store(C, acc, boxes, c_map, filled,
     freed, row0, col0, thread, cw, slot, phase, scale)`` puts one consumer warpgroup's
     accumulators (times ``scale``) into C — handed to its store thread (``handoff``: returns
-    the next staging slot and its phase), through the copy engine (``epilogue="tma"``), with
-    8-byte stores (``"vector"``) or guarded stores from registers (``"direct"``)."""
+    the next staging slot and its phase), through the copy engine (``epilogue="tma"``), or
+    with guarded stores from registers (``"direct"``)."""
     MT, BN = cfg.mt, cfg.bn
+    if "store" in cfg.overrides():                # a study's epilogue
+        return cfg.overrides()["store"](cfg)
     if cfg.handoff:
         stage_handoff = epilogue_handoff(cfg)[0]
 
@@ -319,8 +258,6 @@ def store_slot(cfg: HopperConfig):
             return slot, phase
         return store_tma
     store_tile = epilogue(MT, BN)
-    if cfg.epilogue == "vector":
-        store_tile = epilogue_vector(cfg, store_tile)
 
     @cuda.jit(device=True, inline="always")
     def store_direct(C, acc, boxes, c_map, filled, freed, row0, col0, thread, cw, slot, phase,
@@ -328,3 +265,17 @@ def store_slot(cfg: HopperConfig):
         store_tile(C, acc, row0, col0, thread)
         return slot, phase
     return store_direct
+
+
+def drain_slot(cfg: HopperConfig):
+    """``drain(thread)``: a consumer warpgroup waits, before the block exits, until its TMA
+    stores are done (the hand-off's store threads wait for their own)."""
+    if "drain" in cfg.overrides():
+        return cfg.overrides()["drain"](cfg)
+    WAIT = cfg.epilogue == "tma" and not cfg.handoff
+
+    @cuda.jit(device=True, inline="always")
+    def drain(thread):
+        if WAIT and thread == 0:
+            hopper.bulk_wait(0)                   # stores done before the block exits
+    return drain

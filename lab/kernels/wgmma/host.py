@@ -14,7 +14,6 @@ from lab.kernels.wgmma.config import BK, OUT_BYTES, SIGNATURES, HopperConfig
 from lab.kernels.wgmma.first import build_cpasync, build_tma
 from lab.kernels.wgmma.order import tile_table
 from lab.kernels.wgmma.specialized import build
-from lab.kernels.wgmma.streamk import flag_words
 
 _BUILT: dict = {}
 
@@ -36,7 +35,7 @@ def signature(cfg: HopperConfig) -> str:
         return SIGNATURES["cpasync"][cfg.kind]
     if cfg.fp8:
         return SIGNATURES["fp8"].format(out="uint16" if cfg.out == "bf16" else "float32")
-    if cfg.streamk or cfg.trace:                     # C, then the workspace (float32)
+    if cfg.streamk or cfg.traced:                    # C, then the workspace (float32)
         return SIGNATURES["ws_sk"].replace("float32[:, ::1], int32,",
                                            f"{OUT_ARRAY[cfg.out]}[:, ::1], int32,", 1)
     if cfg.table:                                    # C, then the table of tiles
@@ -111,7 +110,7 @@ def launcher(cfg: HopperConfig):
         flags (int32, zero; each reader clears the one it read) of a stream-K launch."""
         if blocks not in scratch:
             acc = cfg.mt * cfg.bn // 2
-            words = flag_words(blocks, cfg.consumers, cfg.trace)
+            words = cfg.flag_words(blocks)
             # (traced without stream-K: only the flags and the trace after them are used)
             shape = (blocks * cfg.consumers * acc if cfg.streamk else 1, 128)
             work = (cuda.to_device(np.zeros(shape, np.float32)) if cfg.fixup == "atomic"
@@ -175,7 +174,7 @@ def launcher(cfg: HopperConfig):
                 # shape's 16 tiles on 132 SMs: a split-K over all of them), at most one
                 # block per k-slice and at most cfg.grid blocks
                 blocks = min(_sm_count(), units * -(-k // BK), cfg.grid or _sm_count())
-            if cfg.streamk or cfg.trace:
+            if cfg.streamk or cfg.traced:
                 args += streamk_scratch(blocks)
             if cfg.table:
                 args += (tile_table(m, n),)

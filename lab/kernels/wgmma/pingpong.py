@@ -18,7 +18,7 @@ def pingpong_ops(cfg: HopperConfig):
     BM, BN, STAGES, MT = cfg.bm, cfg.bn, cfg.stages, cfg.mt
     STAGE_BYTES = cfg.stage_bytes
     EPI_TMA = cfg.epilogue == "tma"
-    wait = hopper.mbar_wait_sleep if cfg.sleep else hopper.mbar_wait
+    wait = cfg.overrides().get("wait", hopper.mbar_wait)   # (a study may replace it)
     tile_coords = tile_order(cfg.group_m)
     store_tile = epilogue(MT, BN)
     store_tile_tma = epilogue_tma(cfg)

@@ -18,7 +18,7 @@ def promotion_ops(cfg: HopperConfig, release):
     BN, STAGES, MT = cfg.bn, cfg.stages, cfg.mt
     STAGE_BYTES = cfg.stage_bytes
     DEPTH = cfg.wait_depth
-    wait = hopper.mbar_wait_sleep if cfg.sleep else hopper.mbar_wait
+    wait = cfg.overrides().get("wait", hopper.mbar_wait)   # (a study may replace it)
     PROMOTE = cfg.promote // cfg.bk       # stages between promotions to FP32; 0 = never
     BLOCK = cfg.scales == "block"
     CB = max(1, BN // 128)                # B scales per tile (one per 128 columns)

@@ -23,7 +23,7 @@ from numba import cuda, float32, int32, uint8, uint32, uint64
 
 from lab import hopper
 from lab.kernels.wgmma.config import EPI_BOX, HopperConfig
-from lab.kernels.wgmma.epilogue import epilogue_handoff, store_slot
+from lab.kernels.wgmma.epilogue import drain_slot, epilogue_handoff, store_slot
 from lab.kernels.wgmma.order import order_slot
 from lab.kernels.wgmma.pingpong import pingpong_ops
 from lab.kernels.wgmma.promote import mainloop_slot
@@ -61,7 +61,6 @@ def build(cfg: HopperConfig):
     SBK = cfg.bk
     # warps that hand one stage back: each consumer warp of every block of the cluster
     RELEASERS = 4 if PINGPONG else 4 * CONSUMERS * CLUSTER
-    WARP_STORE = cfg.store == "warp"          # (every warp's lane 0 issues its stores)
     EPI_BOXES = cfg.epi_boxes             # staging boxes per consumer warpgroup
     STREAMK = cfg.streamk
     UNIFORM = cfg.uniform
@@ -69,6 +68,7 @@ def build(cfg: HopperConfig):
     release, produce, mainloop = ring_ops(cfg)
     multiply = mainloop_slot(cfg, release, mainloop)
     store = store_slot(cfg)
+    drain = drain_slot(cfg)
     issue_handoff = epilogue_handoff(cfg)[1]
     streamk_plan, streamk_consumer, log = streamk_ops(cfg, mainloop)
     streamk_produce = streamk_producer(cfg, produce)
@@ -201,8 +201,7 @@ def build(cfg: HopperConfig):
                 it, tn = streamk_consumer(acc, shared, full0, empty0, it, k_tiles, cw, leader,
                                           thread, boxes, c_map, work, flags, tiles, units_m,
                                           tiles_n, scale, tn)
-            if EPI_TMA and not HANDOFF and (thread == 0 or (WARP_STORE and thread % 32 == 0)):
-                hopper.bulk_wait(0)                   # stores done before the block exits
+            drain(thread)                             # its stores done before the block exits
             log(flags, cw, thread, tn, 10)
         # endregion: consumer
         if CLUSTER > 1:
@@ -226,7 +225,7 @@ def build(cfg: HopperConfig):
     def wgmma_ws_table(map_a, map_b, map_c, C, k, table):
         ws_body(map_a, map_b, map_c, C, k, C, C, C, map_a, table)
 
-    if STREAMK or cfg.trace:                       # (a trace is written after the flags)
+    if STREAMK or cfg.traced:                      # (a trace is written after the flags)
         return wgmma_ws_sk
     if cfg.table:
         return wgmma_ws_table

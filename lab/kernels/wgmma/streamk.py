@@ -27,47 +27,11 @@ from lab.kernels.wgmma.epilogue import epilogue_tma
 from lab.kernels.wgmma.order import tile_order
 from lab.kernels.wgmma.stage import zero_acc
 
-#: A traced kernel's (``HopperConfig.trace``) events: thread 0 of every consumer warpgroup
-#: writes ``code << 56 | globaltimer`` (ns, low 56 bits) at each, in order, into its row of
-#: :data:`TRACE_SLOTS` after the flags (:func:`trace_rows` reads them back).
-TRACE_EVENTS = {1: "start", 2: "tile multiplied", 3: "tile stored",
-                4: "share multiplied", 5: "partial sums published", 6: "fix-up begins",
-                7: "partial sums of one block seen", 8: "partial sums added",
-                9: "shared tile stored", 10: "end"}
-TRACE_SLOTS = 48
-
-
-def flag_words(blocks: int, consumers: int, trace: bool) -> int:
-    """int32 words of a launch's flags: one per consumer warpgroup and block (the atomic
-    fix-up: a counter per warpgroup and shared tile, fewer tiles than blocks), then (traced)
-    TRACE_SLOTS 8-byte events per warpgroup, from an 8-byte boundary."""
-    slots = blocks * consumers
-    return slots + (slots % 2 + 2 * TRACE_SLOTS * slots if trace else 0)
-
-
-def trace_rows(flags, blocks: int, consumers: int):
-    """A traced launch's events from its flags (host int32 array): a list per (block, warpgroup)
-    of (code, ns) in the order written."""
-    import numpy as np
-
-    slots = blocks * consumers
-    start = flag_words(blocks, consumers, False)
-    start += start % 2
-    words = np.ascontiguousarray(flags[start:start + 2 * TRACE_SLOTS * slots]).view(np.uint64)
-    words = words.reshape(slots, TRACE_SLOTS)
-    out = []
-    for row in words:
-        events = [(int(w >> np.uint64(56)), int(w & np.uint64((1 << 56) - 1))) for w in row
-                  if int(w >> np.uint64(56))]
-        out.append(events)
-    return out
-
-
 def streamk_ops(cfg: HopperConfig, mainloop):
     """``(streamk_plan, streamk_consumer, log)`` for the specialized kernel of ``cfg``, whose
     consumers multiply with ``mainloop(acc, shared, full0, empty0, it, count, cw, leader)``.
-    Without ``cfg.streamk`` the plan takes every tile whole; without ``cfg.trace`` ``log``
-    writes nothing."""
+    Without ``cfg.streamk`` the plan takes every tile whole; ``log`` writes nothing unless a
+    study replaces it."""
     BM, BN, MT = cfg.bm, cfg.bn, cfg.mt
     ACC = MT * BN // 2
     CONSUMERS = cfg.consumers
@@ -77,23 +41,17 @@ def streamk_ops(cfg: HopperConfig, mainloop):
     tile_coords = tile_order(cfg.group_m)
     store_tile_tma = epilogue_tma(cfg)
     zero = zero_acc(ACC)
-    TRACE = cfg.trace
     ATOMIC = cfg.fixup == "atomic"
     Q = ACC // 4                                      # 16-byte rows of a workspace slot
 
     @cuda.jit(device=True, inline="always")
     def log(flags, cw, thread, n, code):
-        """(traced kernels) Thread 0 of the warpgroup writes event ``code`` and the time into
-        the warpgroup's slot ``n`` of the trace; returns n + 1."""
-        if TRACE and thread == 0 and n < TRACE_SLOTS:
-            slots = int32(cuda.gridDim.x) * CONSUMERS
-            words = slots
-            base = uint64(hopper.global_address(flags)) + uint64(4 * (words + words % 2))
-            row = uint64(int32(cuda.blockIdx.x) * CONSUMERS + cw) * uint64(TRACE_SLOTS)
-            stamp = hopper.globaltimer() & uint64((1 << 56) - 1)
-            hopper.st_global_u64(base + uint64(8) * (row + uint64(n)),
-                                 (uint64(code) << uint64(56)) | stamp)
+        """The trace hook: event ``code`` is the warpgroup's ``n``-th; returns n + 1 (a
+        study's hook writes it down)."""
         return n + 1
+
+    if "log" in cfg.overrides():                      # a study's trace hook
+        log = cfg.overrides()["log"](cfg)             # noqa: F811
 
     # region: streamk
     @cuda.jit(device=True, inline="always")
