@@ -24,6 +24,8 @@ import tokenize
 
 #: A region marker of :mod:`lab.page` (left out of listings).
 _MARKER = re.compile(r"^\s*# (end)?region: ")
+#: The decorator of an inlined device function: said once in the header, not before each.
+DEVICE = '@cuda.jit(device=True, inline="always")'
 #: The value of a test that the constants do not decide.
 _UNKNOWN = object()
 #: Closure values shown in the constants header: what a configuration sets.
@@ -110,15 +112,20 @@ class _Folder:
 class _Renderer:
     """The kept lines of one function's source."""
 
-    def __init__(self, source: str, folder: _Folder):
+    def __init__(self, source: str, folder: _Folder, empty=lambda name: False):
         self.lines = source.splitlines()
         self.folder = folder
+        self.empty = empty            # whether a called name does nothing in this build
 
     def block(self, stmts, shift: int, start: int) -> list[str]:
         """Statements ``stmts`` (with the comment lines before each, from line ``start``),
         ``shift`` columns to the left."""
         out: list[str] = []
         for node in stmts:
+            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) \
+                    and isinstance(node.value.func, ast.Name) and self.empty(node.value.func.id):
+                start = node.end_lineno + 1           # a call of a function that does nothing
+                continue
             first = self._first(node)
             out += [self._shift(self.lines[i - 1], shift) for i in range(start, first)
                     if self.lines[i - 1].strip().startswith("#")
@@ -167,7 +174,8 @@ class _Renderer:
         while head_end > node.lineno and (not self.lines[head_end - 1].strip()
                                           or self.lines[head_end - 1].strip().startswith("#")):
             head_end -= 1
-        out = self._text(self._first(node), head_end, shift)
+        out = [ln for ln in self._text(self._first(node), head_end, shift)
+               if ln.strip() != DEVICE]
         if isinstance(node, ast.FunctionDef) and isinstance(body[0], ast.Expr) \
                 and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
             first = self._shift(self.lines[body[0].lineno - 1], shift).rstrip()
@@ -178,7 +186,8 @@ class _Renderer:
             body, start = body[1:], body[0].end_lineno + 1
         else:
             start = head_end + 1
-        out += self.block(body, shift, start) if body else []
+        inner = self.block(body, shift, start) if body else []
+        out += inner if _code(inner) else inner + [self._pass(node.body[0], shift)]
         orelse = getattr(node, "orelse", [])
         if orelse:                                            # for/while … else
             out += self._text(node.body[-1].end_lineno + 1, orelse[0].lineno - 1, shift)
@@ -206,6 +215,11 @@ class _Renderer:
         except (tokenize.TokenError, SyntaxError, IndentationError):
             pass
         return ""
+
+    def _pass(self, first, shift: int) -> str:
+        """``pass`` where the first statement of a block stood (its lines all left out)."""
+        line = self.lines[first.lineno - 1]
+        return self._shift(line[:len(line) - len(line.lstrip())] + "pass", shift)
 
     def _branch(self, body, shift: int, column: int) -> list[str]:
         """A branch's statements, printed at original column ``column``."""
@@ -239,12 +253,18 @@ class _Renderer:
             out = self._text(node.lineno, header_end, shift)
         else:
             out = [pad + f"{word} {test}:" + comment]
-        out += self._branch(node.body, shift, col + 4)
+        body = self._branch(node.body, shift, col + 4)
+        out += body if _code(body) else body + [pad + "    pass"]
         if elif_next:
             out += self._chain(node.orelse[0], shift, col, "elif")
         elif node.orelse:
             out += [pad + "else:"] + self._branch(node.orelse, shift, col + 4)
         return out
+
+
+def _code(lines: list[str]) -> bool:
+    """Whether ``lines`` hold a statement (not only comments)."""
+    return any(ln.strip() and not ln.strip().startswith("#") for ln in lines)
 
 
 class _FoldExpressions(ast.NodeTransformer):
@@ -285,6 +305,16 @@ def _name_in_module(fn) -> str:
     return f"{module}.{_python(fn).__name__}"
 
 
+def _does_nothing(lines: list[str]) -> bool:
+    """Whether a rendered function's body is only ``pass`` (and a docstring or comments)."""
+    body = ast.parse(textwrap.dedent("\n".join(lines))).body
+    if len(body) != 1 or not isinstance(body[0], ast.FunctionDef):
+        return False
+    stmts = [st for st in body[0].body if not (isinstance(st, ast.Expr)
+                                               and isinstance(st.value, ast.Constant))]
+    return all(isinstance(st, ast.Pass) for st in stmts)
+
+
 def _wrap(items: list[str], width: int = 96) -> list[str]:
     lines, line = [], "#"
     for item in items:
@@ -305,14 +335,28 @@ def listing(kernel, *, package: str | None = None) -> str:
     order: list = []
     constants: dict[str, object] = {}
     intrinsics: dict[str, str] = {}
+    rendered: dict[int, list[str]] = {}
+
+    def render(fn) -> list[str]:
+        if id(fn) not in rendered:
+            env = _closure(fn)
+
+            def empty(name: str) -> bool:
+                target = env.get(name)
+                return (target is not None and _is_function(target)
+                        and _python(target).__module__.startswith(package)
+                        and _does_nothing(render(target)))
+            source = _source(fn)
+            rendered[id(fn)] = _Renderer(source, _Folder(env), empty).block(
+                ast.parse(source).body, 0, 1)
+        return rendered[id(fn)]
 
     def visit(fn) -> None:
         if id(fn) in listed:
             return
         env = _closure(fn)
         folder = _Folder(env)
-        source = _source(fn)
-        lines = _Renderer(source, folder).block(ast.parse(source).body, 0, 1)
+        lines = render(fn)
         listed[id(fn)] = "\n".join(lines)
         order.append(fn)
         kept = ast.parse(textwrap.dedent("\n".join(lines)))
@@ -333,4 +377,6 @@ def listing(kernel, *, package: str | None = None) -> str:
                  + [f"{k} = {v}" for k, v in sorted(intrinsics.items())])
     parts = (["# the constants and intrinsics of this configuration", *head]
              if head else [])
+    if any(DEVICE in _source(fn) for fn in order[1:]):
+        parts.append(f"# (every function after the first is a device function: {DEVICE})")
     return "\n".join(parts) + "\n\n" + "\n\n".join(listed[id(fn)] for fn in order) + "\n"

@@ -214,7 +214,7 @@ def _check_tc(name: str, p: Plan, m: int, n: int, k: int) -> None:
     assert C is p.operands[2]
     assert ln.block == (cfg.threads, 1, 1) and ln.shared == cfg.shared_bytes
     tiles_m, tiles_n = a.shape[0] // cfg.bm, b.shape[1] // cfg.bn
-    order = wgmma.tile_order(cfg.group_m)      # tc_body's block order is the same formula
+    order = wgmma.order.tile_order(cfg.group_m)      # tc_body's block order is the same formula
     _owners([order(pid, tiles_m, tiles_n) for pid in range(ln.grid[0])], ceil(m, cfg.bm),
             ceil(n, cfg.bn))
     if name in k11.SPLIT:
@@ -239,7 +239,7 @@ def _check_hopper(name: str, p: Plan, m: int, n: int, k: int, sm_count: int,
     bk = wgmma.BK
     ln = p.main()
     assert ln.block[0] == cfg.threads and ln.shared == cfg.shared_bytes
-    order = wgmma.tile_order(cfg.group_m)
+    order = wgmma.order.tile_order(cfg.group_m)
     if cfg.loader == "cpasync":
         a, b, C = ln.args
         _padded(a, (round_up(m, cfg.bm), round_up(k, bk)), "padded A")
@@ -303,7 +303,7 @@ def _check_streamk(cfg, ln: Launch, tiles_m: int, tiles_n: int, k_tiles: int,
     whole waves; the k-slices of the tiles left are cut into one contiguous share per block,
     the shares covering them exactly once; a workspace slot and a flag per consumer
     warpgroup and block."""
-    order = wgmma.tile_order(cfg.group_m)
+    order = wgmma.order.tile_order(cfg.group_m)
     units = tiles_m * tiles_n
     blocks = ln.grid[0]
     assert blocks == min(sm_count, units * k_tiles, cfg.grid or sm_count), \
@@ -326,7 +326,7 @@ def _check_schedule(cfg, ln: Launch, tiles_m: int, tiles_n: int, sm_count: int) 
     """The specialized kernel's schedule (build_ws): units of CLUSTER tile rows in one tile
     column, block b (rank b % CLUSTER) walks units b // CLUSTER, + step, …; a row past M
     stores nothing."""
-    order = wgmma.tile_order(cfg.group_m)
+    order = wgmma.order.tile_order(cfg.group_m)
     cluster = cfg.cluster
     assert ln.cluster == cluster and ln.grid[0] % cluster == 0
     units_m = ceil(tiles_m, cluster)

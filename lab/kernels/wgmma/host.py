@@ -120,7 +120,7 @@ def launcher(cfg: HopperConfig):
 
     tables: dict = {}                   # rung 18: (m, n) -> its table of tiles, on the device
 
-    def tile_table(m: int, n: int):
+    def table_of(m: int, n: int):
         if (m, n) not in tables:
             tables[(m, n)] = cuda.to_device(tile_table(m, n, cfg))
         return tables[(m, n)]
@@ -177,7 +177,7 @@ def launcher(cfg: HopperConfig):
             if cfg.streamk or cfg.traced:
                 args += streamk_scratch(blocks)
             if cfg.table:
-                args += (tile_table(m, n),)
+                args += (table_of(m, n),)
             routed.launch(kernel, signature(cfg), blocks, cfg.threads, dynamic, args)
         else:
             clusters = units
