@@ -120,11 +120,11 @@ def cmd_show(args) -> int:
     from lab.kernels.wgmma import rungs
     from lab.listing import listing
 
-    def text(name: str) -> str:
+    def text(name: str, header: bool = True) -> str:
         spec = get_spec(name)
         if not spec.compile:
             raise ValueError(f"{name} has no compiled kernel to show")
-        return listing(spec.compile[0][0])
+        return listing(spec.compile[0][0], header=header)
 
     name = rungs.registry_name(args.kernel)
     if not args.parent:
@@ -133,8 +133,9 @@ def cmd_show(args) -> int:
     parent = rungs.parent_of(name)
     if parent is None:
         raise ValueError(f"{name} is not a Hopper rung with a parent rung in lab.kernels.wgmma")
-    print("".join(difflib.unified_diff(text(parent).splitlines(True), text(name).splitlines(True),
-                                       parent, name)), end="")
+    print("".join(difflib.unified_diff(text(parent, False).splitlines(True),
+                                       text(name, False).splitlines(True), parent, name)),
+          end="")
     return 0
 
 

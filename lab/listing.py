@@ -325,11 +325,12 @@ def _wrap(items: list[str], width: int = 96) -> list[str]:
     return lines + ([line.rstrip(",")] if line != "#" else [])
 
 
-def listing(kernel, *, package: str | None = None) -> str:
+def listing(kernel, *, package: str | None = None, header: bool = True) -> str:
     """The kernel (a jitted kernel or any closure-built function) and every device function it
     reaches through its closures, as its closures' constants compile them, each function after
     the first that calls it. Functions outside ``package`` (by default the kernel's package:
-    ``lab.kernels``) are intrinsics: named, not listed."""
+    ``lab.kernels``) are intrinsics: named, not listed. ``header``: the constants and intrinsics
+    it reads, first (left out of diffs, where their wrapping moves)."""
     package = package or ".".join(_python(kernel).__module__.split(".")[:2])
     listed: dict[int, str] = {}
     order: list = []
@@ -376,7 +377,7 @@ def listing(kernel, *, package: str | None = None) -> str:
     head = _wrap([f"{k} = {v!r}" for k, v in sorted(constants.items())]
                  + [f"{k} = {v}" for k, v in sorted(intrinsics.items())])
     parts = (["# the constants and intrinsics of this configuration", *head]
-             if head else [])
+             if head and header else [])
     if any(DEVICE in _source(fn) for fn in order[1:]):
         parts.append(f"# (every function after the first is a device function: {DEVICE})")
     return "\n".join(parts) + "\n\n" + "\n\n".join(listed[id(fn)] for fn in order) + "\n"

@@ -19,7 +19,7 @@ from lab.chapters.ch7.figures import (descriptors_figure, epilogue_timeline_figu
 from lab.chapters.ch7.s1_result import headline_table, ladder_figure
 from lab.chapters.ch7.s2_idea import instruction_table, layout_check
 from lab.chapters.ch7.s3_rungs import config_diff, profile_table, region, region_diff, \
-    region_lines
+    region_lines, rung_change
 from lab.chapters.ch7.s4_stability import cluster_table, host_figure
 from lab.chapters.ch7.s5_past import past_profile_table, past_table, steps_table, \
     streamk_table
@@ -28,7 +28,7 @@ from lab.chapters.ch7.s7_table import table_table
 
 __all__ = ["descriptors_figure", "epilogue_timeline_figure", "multicast_figure", "ring_figure",
            "headline_table", "ladder_figure", "instruction_table", "layout_check",
-           "config_diff", "profile_table", "region", "region_diff", "region_lines",
+           "config_diff", "profile_table", "region", "region_diff", "region_lines", "rung_change",
            "cluster_table", "host_figure", "past_table", "past_profile_table", "steps_table",
            "streamk_table", "trace_figure", "table_table", "figure", "glue",
            "checks_table"]

@@ -66,6 +66,25 @@ def region_diff(old: str, new: str):
     return _fence("\n".join(diff), "diff")
 
 
+def rung_change(rung: str, context: int = 2):
+    """What Hopper rung ``rung`` changed, as the compiler sees it: the unified diff of its FP16
+    kernel's listing (``python -m lab show``: its configuration's code only) against its
+    parent rung's."""
+    from lab.kernels.wgmma import rungs
+    from lab.listing import listing
+
+    def text(name: str) -> list[str]:
+        return listing(wgmma.kernel_for(wgmma.RUNG_CONFIGS[name]), header=False).splitlines()
+
+    parent = rungs.LADDER[rung].parent
+    lines = list(difflib.unified_diff(text(parent), text(rung), f"{parent} (Hopper rung "
+                                      f"{rungs.LADDER[parent].number})",
+                                      f"{rung} (Hopper rung {rungs.LADDER[rung].number})",
+                                      lineterm="", n=context))
+    code = "\n".join(lines)
+    return page._Output({"text/plain": code, "text/markdown": f"```diff\n{code}\n```"})
+
+
 def config_diff(rung: str):
     """The fields of the rung's configuration that differ from the rung it builds on."""
     new = wgmma.RUNG_CONFIGS[rung]
