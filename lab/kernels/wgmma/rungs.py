@@ -42,11 +42,13 @@ LADDER: dict[str, Rung] = {}
 
 def rung(number: int, name: str, parent: str, title: str, **change) -> Rung:
     """Add rung ``number`` to :data:`LADDER`: ``parent``'s configuration with ``change``."""
-    base = LADDER[parent].config if parent else HopperConfig()
     if name in LADDER or any(r.number == number for r in LADDER.values()):
         raise ValueError(f"Hopper rung {number} ({name}) is in the ladder twice")
     if parent and parent not in LADDER:
         raise ValueError(f"Hopper rung {number} ({name}): parent {parent!r} is not a rung")
+    if parent and not change:
+        raise ValueError(f"Hopper rung {number} ({name}) changes nothing in {parent}")
+    base = LADDER[parent].config if parent else HopperConfig()
     LADDER[name] = Rung(number, name, parent, title, dict(change),
                         replace(base, **change).validate())
     return LADDER[name]
