@@ -125,38 +125,50 @@ def make_gemm(cfg: Config, EDGES: bool = False, tail=None):
     -> (k_lo, k_hi)``, the slice of K this block walks (None: all of it). The kernel then takes
     a fourth argument ``X``, a tuple passed through to those functions, and ``split`` is
     ``blockIdx.z``.
+
+    The kernel is assembled from device functions, each built for ``cfg`` by its own factory:
+    the multiply of one tile (:func:`make_multiply`), where a thread's words of a tile lie
+    (:func:`make_place_words`), the copies of a tile from global to shared memory
+    (:func:`make_copies`), the main loop over the k-tiles (:func:`make_main_loop`), the stores
+    of a thread's patch (:func:`make_write_patch`) and the body that ties them together
+    (:func:`make_body`); all are inlined into the one kernel.
     """
     cfg.validate()
-    BM, BN, BK, WM, WN, LM = cfg.BM, cfg.BN, cfg.BK, cfg.WM, cfg.WN, cfg.LM
-    LN, TM, TN, NT = cfg.LN, cfg.TM, cfg.TN, cfg.threads
-    RM, RN = TM // 4, TN // 4                # 4×4 sub-tiles per thread along m and n
-    LAYOUT = {"contiguous": 0, "spread": 1, "warp": 2}[cfg.layout]
-    if cfg.layout == "warp":                 # distance between a thread's sub-tiles
-        SM_STEP, SN_STEP = LM * 4, LN * 4
-    elif cfg.layout == "spread":
-        SM_STEP, SN_STEP = BM // RM, BN // RN
-    else:
-        SM_STEP, SN_STEP = 4, 4
-    TX = BN // TN                            # threads along n in the thread-grid layouts
-    DOUBLE = cfg.stages == 2
-    AP = BM + cfg.PAD                        # row length of the transposed A tile
-    A_BUF, B_BUF = BK * AP, BK * BN          # floats per buffer
-    A_SHARED, B_SHARED = cfg.stages * A_BUF, cfg.stages * B_BUF
-    KQ, NQ = BK // 4, BN // 4                # 16-byte words per row of the A / B tile
-    LA = BM * BK // 4 // NT                  # 16-byte words of A each thread loads per tile
-    LB = BK * BN // 4 // NT
-    PA, PB = LA * 4, LB * 4
-    WARPS_N = BN // WN
+    gemm_body = make_body(cfg, EDGES, tail)
     # launch bounds cap the registers so min_blocks blocks fit on an SM (the simulator has no
     # such option and needs none)
     bounded = cfg.min_blocks and not device.SIMULATOR
-    jit = cuda.jit(launch_bounds=(NT, cfg.min_blocks)) if bounded else cuda.jit
-    TAIL = tail is not None
-    STORE = TAIL and tail.store is not None
-    SPLIT = TAIL and tail.k_range is not None
-    store = tail.store if STORE else None
-    store4 = tail.store4 if STORE else None
-    k_range = tail.k_range if SPLIT else None
+    jit = cuda.jit(launch_bounds=(cfg.threads, cfg.min_blocks)) if bounded else cuda.jit
+
+    if tail is not None:
+        @jit
+        def gemm_tail(A, B, C, X):
+            gemm_body(A, B, C, X)
+        return gemm_tail
+
+    @jit
+    def gemm(A, B, C):
+        gemm_body(A, B, C, int32(0))
+
+    return gemm
+
+
+def sub_tile_steps(cfg: Config) -> tuple[int, int]:
+    """Rows and columns from one of a thread's 4 × 4 sub-tiles to the next, by layout."""
+    if cfg.layout == "warp":
+        return cfg.LM * 4, cfg.LN * 4
+    if cfg.layout == "spread":
+        return cfg.BM // (cfg.TM // 4), cfg.BN // (cfg.TN // 4)
+    return 4, 4
+
+
+def make_multiply(cfg: Config):
+    """``multiply_tile(As, Bs, a_off, b_off, acc, fa, fb)``: BK k-steps of a thread's patch
+    on one shared buffer (``a_off``/``b_off``: where the thread's first sub-tile starts)."""
+    BK, BN, TM, TN = cfg.BK, cfg.BN, cfg.TM, cfg.TN
+    RM, RN = TM // 4, TN // 4                # 4×4 sub-tiles per thread along m and n
+    SM_STEP, SN_STEP = sub_tile_steps(cfg)
+    AP = cfg.BM + cfg.PAD                    # row length of the transposed A tile
 
     # region: k_loop
     @cuda.jit(device=True, inline="always")
@@ -192,6 +204,52 @@ def make_gemm(cfg: Config, EDGES: bool = False, tail=None):
             b_off = int32(b_off + int32(4 * BN))
 
     # endregion: k_loop
+    return multiply_tile
+
+
+def make_place_words(cfg: Config):
+    """``place_words(tid, bm, bn, k_lo, n, k_total, ga, gb, ra, qa, rb, qb, sa, sb)``: where
+    each 16-byte word thread ``tid`` copies of the block's first k-tile lies."""
+    BM, BN, BK, NT = cfg.BM, cfg.BN, cfg.BK, cfg.threads
+    AP = BM + cfg.PAD                        # row length of the transposed A tile
+    KQ, NQ = BK // 4, BN // 4                # 16-byte words per row of the A / B tile
+    LA = BM * BK // 4 // NT                  # 16-byte words of A each thread loads per tile
+    LB = BK * BN // 4 // NT
+
+    @cuda.jit(device=True, inline="always")
+    def place_words(tid, bm, bn, k_lo, n, k_total, ga, gb, ra, qa, rb, qb, sa, sb):
+        """Of each word this thread copies: its flat global index in the first k-tile
+        (``ga``/``gb``), its (row, column) in the matrix (``ra``, ``qa``/``rb``, ``qb``) and
+        its offset in shared memory (``sa``/``sb``)."""
+        for l in range(int32(LA)):
+            w = int32(tid + l * int32(NT))
+            r = int32(w // int32(KQ))
+            q = int32((w % int32(KQ)) * int32(4))
+            ra[l] = int32(bm + r)
+            qa[l] = int32(q + k_lo)
+            ga[l] = int32((bm + r) * k_total + q + k_lo)
+            sa[l] = int32(q * int32(AP) + r)
+        for l in range(int32(LB)):
+            w = int32(tid + l * int32(NT))
+            r = int32(w // int32(NQ))
+            q = int32((w % int32(NQ)) * int32(4))
+            rb[l] = int32(r + k_lo)
+            qb[l] = int32(bn + q)
+            gb[l] = int32((r + k_lo) * n + bn + q)
+            sb[l] = int32(r * int32(BN) + q)
+
+    return place_words
+
+
+def make_copies(cfg: Config, EDGES: bool):
+    """``(load_tile, store_tile)``: the two halves of copying a k-tile to shared memory
+    (global → registers, registers → shared); ``EDGES`` makes the global loads
+    bounds-checked 4-byte loads."""
+    BM, BN, BK, NT = cfg.BM, cfg.BN, cfg.BK, cfg.threads
+    AP = BM + cfg.PAD                        # row length of the transposed A tile
+    LA = BM * BK // 4 // NT                  # 16-byte words of A each thread loads per tile
+    LB = BK * BN // 4 // NT
+
     @cuda.jit(device=True, inline="always")
     def load_tile(A, B, k0, ga, gb, ra, qa, rb, qb, pa, pb, m, n, k_total):
         """Global -> registers: this thread's LA words of the A tile and LB of the B tile.
@@ -230,6 +288,118 @@ def make_gemm(cfg: Config, EDGES: bool = False, tail=None):
         for l in range(int32(LB)):
             st_shared_v4(Bs, b_buf + sb[l], pb[l * 4 + 0], pb[l * 4 + 1], pb[l * 4 + 2],
                          pb[l * 4 + 3])
+
+    return load_tile, store_tile
+
+
+def make_main_loop(cfg: Config, EDGES: bool):
+    """``main_loop(A, B, As, Bs, acc, fa, fb, pa, pb, ga, gb, ra, qa, rb, qb, sa, sb, row0,
+    col0, n_tiles, m, n, k_total)``: the block's ``n_tiles`` k-tiles into ``acc`` — the first
+    one copied to shared memory, then each next one copied while (two buffers) or after (one)
+    the current one is multiplied; ``k_total`` is where the block's k-range ends."""
+    BK, DOUBLE = cfg.BK, cfg.stages == 2
+    A_BUF, B_BUF = BK * (cfg.BM + cfg.PAD), BK * cfg.BN     # floats per buffer
+    LA = cfg.BM * BK // 4 // cfg.threads     # 16-byte words of A each thread loads per tile
+    LB = BK * cfg.BN // 4 // cfg.threads
+    multiply_tile = make_multiply(cfg)
+    load_tile, store_tile = make_copies(cfg, EDGES)
+
+    @cuda.jit(device=True, inline="always")
+    def main_loop(A, B, As, Bs, acc, fa, fb, pa, pb, ga, gb, ra, qa, rb, qb, sa, sb, row0, col0,
+                  n_tiles, m, n, k_total):
+        load_tile(A, B, int32(0), ga, gb, ra, qa, rb, qb, pa, pb, m, n, k_total)
+        store_tile(As, Bs, int32(0), int32(0), sa, sb, pa, pb)
+        cuda.syncthreads()
+
+        # region: main_loop
+        b_step = int32(int32(BK) * n)
+        cur = int32(0)               # buffer being multiplied; 1 - cur is being filled
+        left = int32(n_tiles - int32(1))
+        while left > int32(0):
+            for l in range(int32(LA)):
+                ga[l] = int32(ga[l] + int32(BK))
+            for l in range(int32(LB)):
+                gb[l] = int32(gb[l] + b_step)
+            k0 = int32((n_tiles - left) * int32(BK))
+            if DOUBLE:
+                # the next tile's global loads are issued first and land during the multiply
+                load_tile(A, B, k0, ga, gb, ra, qa, rb, qb, pa, pb, m, n, k_total)
+                multiply_tile(As, Bs, int32(cur * int32(A_BUF) + row0),
+                              int32(cur * int32(B_BUF) + col0), acc, fa, fb)
+                cur = int32(int32(1) - cur)
+                store_tile(As, Bs, int32(cur * int32(A_BUF)), int32(cur * int32(B_BUF)), sa,
+                           sb, pa, pb)
+                cuda.syncthreads()   # one barrier per k-step: the two buffers alternate
+            else:
+                multiply_tile(As, Bs, row0, col0, acc, fa, fb)
+                cuda.syncthreads()   # everyone is done reading the tile ...
+                load_tile(A, B, k0, ga, gb, ra, qa, rb, qb, pa, pb, m, n, k_total)
+                store_tile(As, Bs, int32(0), int32(0), sa, sb, pa, pb)
+                cuda.syncthreads()   # ... and the next one is complete
+            left = int32(left - int32(1))
+        multiply_tile(As, Bs, int32(cur * int32(A_BUF) + row0), int32(cur * int32(B_BUF) + col0),
+                      acc, fa, fb)
+        # endregion: main_loop
+
+    return main_loop
+
+
+def make_write_patch(cfg: Config, EDGES: bool, tail):
+    """``write_patch(C, acc, bm, bn, row0, col0, m, n, split, X)``: a thread's finished patch,
+    RM × RN sub-tiles of 4 × 4 (``row0``/``col0``: its first element in the block tile at
+    ``bm``/``bn``), as 16-byte stores, or as bounds-checked 4-byte stores (``EDGES``), or
+    through ``tail``'s store functions."""
+    RM, RN = cfg.TM // 4, cfg.TN // 4
+    SM_STEP, SN_STEP = sub_tile_steps(cfg)
+    STORE = tail is not None and tail.store is not None
+    store = tail.store if STORE else None
+    store4 = tail.store4 if STORE else None
+
+    @cuda.jit(device=True, inline="always")
+    def write_patch(C, acc, bm, bn, row0, col0, m, n, split, X):
+        for si in range(int32(RM)):
+            for i in range(int32(4)):
+                row = int32(bm + row0 + si * int32(SM_STEP) + i)
+                for sj in range(int32(RN)):
+                    col = int32(bn + col0 + sj * int32(SN_STEP))
+                    if EDGES:
+                        for j in range(int32(4)):
+                            if row < m and col + j < n:
+                                if STORE:
+                                    store(C, row, col + j, acc[si * 4 + i, sj * 4 + j], split,
+                                          X)
+                                else:
+                                    C[row, col + j] = acc[si * 4 + i, sj * 4 + j]
+                    elif STORE:
+                        store4(C, row, col, acc[si * 4 + i, sj * 4 + 0],
+                               acc[si * 4 + i, sj * 4 + 1], acc[si * 4 + i, sj * 4 + 2],
+                               acc[si * 4 + i, sj * 4 + 3], split, X)
+                    else:
+                        st_global_v4(C, row * n + col, acc[si * 4 + i, sj * 4 + 0],
+                                     acc[si * 4 + i, sj * 4 + 1], acc[si * 4 + i, sj * 4 + 2],
+                                     acc[si * 4 + i, sj * 4 + 3])
+
+    return write_patch
+
+
+def make_body(cfg: Config, EDGES: bool, tail):
+    """``gemm_body(A, B, C, X)``: one block's tile of C — its k-range, where its thread's patch
+    sits (the layout), the words it copies, the main loop and the patch's stores."""
+    BM, BN, BK, WM, WN, LM = cfg.BM, cfg.BN, cfg.BK, cfg.WM, cfg.WN, cfg.LM
+    TM, TN, NT = cfg.TM, cfg.TN, cfg.threads
+    LAYOUT = {"contiguous": 0, "spread": 1, "warp": 2}[cfg.layout]
+    TX = BN // TN                            # threads along n in the thread-grid layouts
+    AP = BM + cfg.PAD                        # row length of the transposed A tile
+    A_SHARED, B_SHARED = cfg.stages * BK * AP, cfg.stages * BK * BN
+    LA = BM * BK // 4 // NT                  # 16-byte words of A each thread loads per tile
+    LB = BK * BN // 4 // NT
+    PA, PB = LA * 4, LB * 4
+    WARPS_N = BN // WN
+    SPLIT = tail is not None and tail.k_range is not None
+    k_range = tail.k_range if SPLIT else None
+    place_words = make_place_words(cfg)
+    main_loop = make_main_loop(cfg, EDGES)
+    write_patch = make_write_patch(cfg, EDGES, tail)
 
     @cuda.jit(device=True, inline="always")
     def gemm_body(A, B, C, X):
@@ -276,97 +446,18 @@ def make_gemm(cfg: Config, EDGES: bool = False, tail=None):
             col0 = int32((tid % int32(TX)) * int32(TN))
         # endregion: placement
 
-        for l in range(int32(LA)):
-            w = int32(tid + l * int32(NT))
-            r = int32(w // int32(KQ))
-            q = int32((w % int32(KQ)) * int32(4))
-            ra[l] = int32(bm + r)
-            qa[l] = int32(q + k_lo)
-            ga[l] = int32((bm + r) * k_total + q + k_lo)
-            sa[l] = int32(q * int32(AP) + r)
-        for l in range(int32(LB)):
-            w = int32(tid + l * int32(NT))
-            r = int32(w // int32(NQ))
-            q = int32((w % int32(NQ)) * int32(4))
-            rb[l] = int32(r + k_lo)
-            qb[l] = int32(bn + q)
-            gb[l] = int32((r + k_lo) * n + bn + q)
-            sb[l] = int32(r * int32(BN) + q)
+        place_words(tid, bm, bn, k_lo, n, k_total, ga, gb, ra, qa, rb, qb, sa, sb)
         for i in range(int32(TM)):
             for j in range(int32(TN)):
                 acc[i, j] = float32(0.0)
 
-        # from here on k_total is where this block's k-range ends (all of K without a split)
-        k_total = k_hi
+        # from here on the k-range ends at k_hi (all of K without a split)
         n_tiles = int32((k_hi - k_lo + int32(BK - 1)) // int32(BK))
-        load_tile(A, B, int32(0), ga, gb, ra, qa, rb, qb, pa, pb, m, n, k_total)
-        store_tile(As, Bs, int32(0), int32(0), sa, sb, pa, pb)
-        cuda.syncthreads()
+        main_loop(A, B, As, Bs, acc, fa, fb, pa, pb, ga, gb, ra, qa, rb, qb, sa, sb, row0, col0,
+                  n_tiles, m, n, k_hi)
+        write_patch(C, acc, bm, bn, row0, col0, m, n, split, X)
 
-        # region: main_loop
-        b_step = int32(int32(BK) * n)
-        cur = int32(0)               # buffer being multiplied; 1 - cur is being filled
-        left = int32(n_tiles - int32(1))
-        while left > int32(0):
-            for l in range(int32(LA)):
-                ga[l] = int32(ga[l] + int32(BK))
-            for l in range(int32(LB)):
-                gb[l] = int32(gb[l] + b_step)
-            k0 = int32((n_tiles - left) * int32(BK))
-            if DOUBLE:
-                # the next tile's global loads are issued first and land during the multiply
-                load_tile(A, B, k0, ga, gb, ra, qa, rb, qb, pa, pb, m, n, k_total)
-                multiply_tile(As, Bs, int32(cur * int32(A_BUF) + row0),
-                              int32(cur * int32(B_BUF) + col0), acc, fa, fb)
-                cur = int32(int32(1) - cur)
-                store_tile(As, Bs, int32(cur * int32(A_BUF)), int32(cur * int32(B_BUF)), sa,
-                           sb, pa, pb)
-                cuda.syncthreads()   # one barrier per k-step: the two buffers alternate
-            else:
-                multiply_tile(As, Bs, row0, col0, acc, fa, fb)
-                cuda.syncthreads()   # everyone is done reading the tile ...
-                load_tile(A, B, k0, ga, gb, ra, qa, rb, qb, pa, pb, m, n, k_total)
-                store_tile(As, Bs, int32(0), int32(0), sa, sb, pa, pb)
-                cuda.syncthreads()   # ... and the next one is complete
-            left = int32(left - int32(1))
-        multiply_tile(As, Bs, int32(cur * int32(A_BUF) + row0), int32(cur * int32(B_BUF) + col0),
-                      acc, fa, fb)
-        # endregion: main_loop
-
-        # ---- write the patch: RM × RN sub-tiles of 4 × 4
-        for si in range(int32(RM)):
-            for i in range(int32(4)):
-                row = int32(bm + row0 + si * int32(SM_STEP) + i)
-                for sj in range(int32(RN)):
-                    col = int32(bn + col0 + sj * int32(SN_STEP))
-                    if EDGES:
-                        for j in range(int32(4)):
-                            if row < m and col + j < n:
-                                if STORE:
-                                    store(C, row, col + j, acc[si * 4 + i, sj * 4 + j], split,
-                                          X)
-                                else:
-                                    C[row, col + j] = acc[si * 4 + i, sj * 4 + j]
-                    elif STORE:
-                        store4(C, row, col, acc[si * 4 + i, sj * 4 + 0],
-                               acc[si * 4 + i, sj * 4 + 1], acc[si * 4 + i, sj * 4 + 2],
-                               acc[si * 4 + i, sj * 4 + 3], split, X)
-                    else:
-                        st_global_v4(C, row * n + col, acc[si * 4 + i, sj * 4 + 0],
-                                     acc[si * 4 + i, sj * 4 + 1], acc[si * 4 + i, sj * 4 + 2],
-                                     acc[si * 4 + i, sj * 4 + 3])
-
-    if TAIL:
-        @jit
-        def gemm_tail(A, B, C, X):
-            gemm_body(A, B, C, X)
-        return gemm_tail
-
-    @jit
-    def gemm(A, B, C):
-        gemm_body(A, B, C, int32(0))
-
-    return gemm
+    return gemm_body
 
 
 def check_int32(A, B, C) -> None:

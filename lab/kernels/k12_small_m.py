@@ -58,6 +58,8 @@ a 16-bit C. Inline PTX
 """
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 from numba import cuda, float32, int32, int64, uint8, uint16, uint32, uint64
 from numba.core.types import float16
@@ -210,6 +212,41 @@ def shared_bytes(cfg: k08.TileConfig, in_place: bool = False) -> int:
             + 2 * cfg.bk * cfg.bn)
 
 
+def sizes(cfg: k08.TileConfig, in_place: bool = False) -> SimpleNamespace:
+    """The constants the kernel of tile ``cfg`` is compiled with (every device function of
+    :func:`build` takes its own from here): copies per thread, byte strides and swizzle masks
+    of the shared-memory stages, fragments and accumulators per warp, and, reading B in place,
+    the copied rows of B and where the one B tile sits."""
+    s = SimpleNamespace()
+    s.BM, s.BN_, s.BK_, s.WM, s.WN, s.STAGES_ = cfg.bm, cfg.bn, cfg.bk, cfg.wm, cfg.wn, cfg.stages
+    s.WARPS_N = s.BN_ // s.WN
+    s.THREADS = cfg.threads
+    s.MT, s.NT = s.WM // 16, s.WN // 8
+    s.A_CPR, s.B_CPR = s.BK_ // 8, s.BN_ // 8
+    s.A_COPIES = s.BM * s.A_CPR // s.THREADS
+    s.B_COPIES = s.BK_ * s.B_CPR // s.THREADS
+    s.A_STEP, s.B_STEP = s.THREADS // s.A_CPR, s.THREADS // s.B_CPR
+    s.A_ROW_BYTES, s.B_ROW_BYTES = 2 * s.BK_, 2 * s.BN_
+    s.A_STAGE_BYTES = s.BM * s.A_ROW_BYTES
+    s.STAGE_BYTES = cfg.stage_bytes
+    s.A_LINE_ROWS = max(1, 8 // s.A_CPR)
+    s.A_MASK = min(s.A_CPR, 8) - 1
+    s.B_LINE_ROWS = max(1, 8 // s.B_CPR)
+    s.B_MASK = min(s.B_CPR, 8) - 1
+    s.WAIT = s.STAGES_ - 2
+    s.ACC = s.MT * s.NT * 4
+    s.A_REGS, s.B_REGS = s.MT * 4, s.NT * 2
+    s.NV = s.BN_ // 4                                   # 16-byte groups per tile row
+    s.PARTS = 8 * UNROLL
+    s.IN_PLACE = bool(in_place)
+    s.ROW_BLOCKS = s.BN_ // 8 + 1                       # 16-byte blocks copied per row of B
+    s.ROW_COPY = 16 * s.ROW_BLOCKS                      # bytes of a copied row in shared memory
+    s.ROW_COPIES = -(-s.BK_ * s.ROW_BLOCKS // s.THREADS)    # copies per thread per stage
+    s.STRIDE = s.A_STAGE_BYTES + s.BK_ * s.ROW_COPY if s.IN_PLACE else s.STAGE_BYTES
+    s.B_TILE = s.STAGES_ * s.STRIDE     # in place: the one B tile, after the stages
+    return s
+
+
 def build(cfg: k08.TileConfig, out: str = "f32", in_place: bool = False):
     """The kernel for tile ``cfg`` writing C as ``out`` ("f32", "f16" or "bf16" bits).
 
@@ -218,40 +255,77 @@ def build(cfg: k08.TileConfig, out: str = "f32", in_place: bool = False):
     in a stage, the 16-byte aligned blocks that hold the row's 2·BN bytes — one block more
     than the row — and once the stage has landed every thread shifts its own 16-byte chunks
     out of them (five 4-byte shared loads, a funnel shift by 0 or 16 bits) into the one
-    swizzled B tile the fragments read, behind a second barrier. K must be a multiple of 64."""
+    swizzled B tile the fragments read, behind a second barrier. K must be a multiple of 64.
+
+    The kernel is assembled from device functions, each built by its own factory and inlined:
+    the block's slice of K multiplied into its accumulators (:func:`make_main_loop`, with the
+    stage copies of :func:`make_copy_stage` and :func:`make_in_place`), the accumulators
+    stored to C or to the workspace (:func:`make_store_fragments`), and the last block's sum
+    of the partials (:func:`make_reduction`)."""
     cfg.validate()
     if cfg.stages < 2:
         raise ValueError("the small-M kernel is pipelined: stages >= 2")
     if out not in _OUT:
         raise ValueError(f"output kind must be one of {tuple(_OUT)}, not {out!r}")
-    BM, BN_, BK_, WM, WN, STAGES_ = cfg.bm, cfg.bn, cfg.bk, cfg.wm, cfg.wn, cfg.stages
-    WARPS_N = BN_ // WN
-    THREADS = cfg.threads
-    MT, NT = WM // 16, WN // 8
-    A_CPR, B_CPR = BK_ // 8, BN_ // 8
-    A_COPIES = BM * A_CPR // THREADS
-    B_COPIES = BK_ * B_CPR // THREADS
-    A_STEP, B_STEP = THREADS // A_CPR, THREADS // B_CPR
-    A_ROW_BYTES, B_ROW_BYTES = 2 * BK_, 2 * BN_
-    A_STAGE_BYTES = BM * A_ROW_BYTES
-    STAGE_BYTES = cfg.stage_bytes
-    A_LINE_ROWS = max(1, 8 // A_CPR)
-    A_MASK = min(A_CPR, 8) - 1
-    B_LINE_ROWS = max(1, 8 // B_CPR)
-    B_MASK = min(B_CPR, 8) - 1
-    WAIT = STAGES_ - 2
-    ACC = MT * NT * 4
-    A_REGS, B_REGS = MT * 4, NT * 2
-    NV = BN_ // 4                                   # 16-byte groups per tile row
-    PARTS = 8 * UNROLL
-    mma_stage = k08.stage_mma(cfg)
-    IN_PLACE = bool(in_place)
-    ROW_BLOCKS = BN_ // 8 + 1                       # 16-byte blocks copied per row of B
-    ROW_COPY = 16 * ROW_BLOCKS                      # bytes of a copied row in shared memory
-    ROW_COPIES = -(-BK_ * ROW_BLOCKS // THREADS)    # copies per thread per stage
-    STRIDE = A_STAGE_BYTES + BK_ * ROW_COPY if IN_PLACE else STAGE_BYTES
-    B_TILE = STAGES_ * STRIDE                       # in place: the one B tile, after the stages
+    sz = sizes(cfg, in_place)
+    BM, BK_, WARPS_N, ACC = sz.BM, sz.BK_, sz.WARPS_N, sz.ACC
+    main_loop = make_main_loop(cfg, in_place)
+    store_fragments = make_store_fragments(cfg, out)
+    add_partials = make_reduction(cfg, out)
 
+    # region: small_m_kernel
+    @cuda.jit
+    def small_m(A, B, C, W, T, chunk):
+        smem = cuda.shared.array(0, dtype=uint8, alignment=128)
+        words = cuda.shared.array(0, dtype=uint32, alignment=128)    # the same bytes
+        last = cuda.shared.array(1, dtype=int32)
+        tid = int32(cuda.threadIdx.x)
+        lane = tid & 31
+        warp = tid >> 5
+        warp_m = warp // WARPS_N
+        warp_n = warp - warp_m * WARPS_N
+        m = int32(C.shape[0])
+        n = int32(C.shape[1])
+        k_total = int32(A.shape[1])
+        n8 = int32(B.shape[1])
+        splits = int32(cuda.gridDim.y)
+        split = int32(cuda.blockIdx.y)
+        k_lo = split * chunk
+        k_hi = min(k_total, k_lo + chunk)
+        k_tiles = max(int32(0), (k_hi - k_lo) // BK_)
+        blocks_m = int32((m + int32(BM - 1)) // int32(BM))
+        pid = int32(cuda.blockIdx.x)
+        block_m = int32(pid % blocks_m)            # the blocks of one B column panel are neighbours
+        block_n = int32(pid // blocks_m)
+        row0 = block_m * BM
+
+        acc = cuda.local.array(ACC, float32)
+        main_loop(A, B, smem, words, acc, tid, lane, warp_m, warp_n, row0, block_n, m,
+                  k_total, n8, k_lo, k_tiles)
+        store_fragments(C, W, acc, lane, warp_m, warp_n, row0, block_n, m, n, split, splits)
+        if splits == 1:
+            return
+        # The last block of this tile to finish adds the partials, in slice order.
+        cuda.threadfence()
+        cuda.syncthreads()
+        if tid == 0:
+            ticket = cuda.atomic.add(T, pid, int32(1))
+            last[0] = int32(1) if ticket == splits - 1 else int32(0)
+            if ticket == splits - 1:
+                T[pid] = int32(0)           # ready for the next call
+        cuda.syncthreads()
+        if last[0] == 0:
+            return
+        cuda.threadfence()
+        add_partials(C, W, tid, row0, block_n, m, n, splits)
+    # endregion: small_m_kernel
+
+    return small_m
+
+
+def make_put(out: str):
+    """``put(C, row, col, v)``: one float32 stored into C as ``out`` ("f32", "f16", or "bf16"
+    bits, rounded to nearest even)."""
     if out == "bf16":
         @cuda.jit(device=True, inline="always")
         def put(C, row, col, v):
@@ -270,16 +344,19 @@ def build(cfg: k08.TileConfig, out: str = "f32", in_place: bool = False):
         @cuda.jit(device=True, inline="always")
         def put(C, row, col, v):
             C[row, col] = v
+    return put
 
-    @cuda.jit(device=True, inline="always")
-    def put4(C, row, col, n, v0, v1, v2, v3):
-        put(C, row, col, v0)
-        if col + 1 < n:
-            put(C, row, col + 1, v1)
-        if col + 2 < n:
-            put(C, row, col + 2, v2)
-        if col + 3 < n:
-            put(C, row, col + 3, v3)
+
+def make_copy_stage(cfg: k08.TileConfig, in_place: bool):
+    """``copy_stage(stage, a_row, a_chunk, b_row, b_chunk, a_src, b_src, row0, m, a_pitch,
+    b_src_step)``: this thread's ``cp.async`` copies of one k-slice into the stage at shared
+    address ``stage`` — A's rows (past M re-reading row M−1) and, unless B is read in place,
+    B's, both swizzled."""
+    sz = sizes(cfg, in_place)
+    A_COPIES, A_STEP, A_ROW_BYTES = sz.A_COPIES, sz.A_STEP, sz.A_ROW_BYTES
+    A_LINE_ROWS, A_MASK, A_STAGE_BYTES = sz.A_LINE_ROWS, sz.A_MASK, sz.A_STAGE_BYTES
+    B_COPIES, B_STEP, B_ROW_BYTES = sz.B_COPIES, sz.B_STEP, sz.B_ROW_BYTES
+    B_LINE_ROWS, B_MASK, IN_PLACE = sz.B_LINE_ROWS, sz.B_MASK, sz.IN_PLACE
 
     @cuda.jit(device=True, inline="always")
     def copy_stage(stage, a_row, a_chunk, b_row, b_chunk, a_src, b_src, row0, m, a_pitch,
@@ -296,6 +373,19 @@ def build(cfg: k08.TileConfig, out: str = "f32", in_place: bool = False):
             dst = (A_STAGE_BYTES + r * B_ROW_BYTES
                    + ((b_chunk ^ ((r // B_LINE_ROWS) & B_MASK)) << 4))
             ptx.cp_async_16(stage + uint32(dst), b_src + i * b_src_step)
+
+    return copy_stage
+
+
+def make_in_place(cfg: k08.TileConfig):
+    """``(copy_rows, shift_rows)`` of a kernel reading B in place: the ``cp.async`` copies of
+    the 16-byte aligned blocks around each row of a stage, and this thread's shift of its
+    chunks out of them into the swizzled B tile."""
+    sz = sizes(cfg, in_place=True)
+    BK_, THREADS, A_STAGE_BYTES = sz.BK_, sz.THREADS, sz.A_STAGE_BYTES
+    ROW_BLOCKS, ROW_COPY, ROW_COPIES = sz.ROW_BLOCKS, sz.ROW_COPY, sz.ROW_COPIES
+    B_COPIES, B_STEP, B_ROW_BYTES, B_TILE = sz.B_COPIES, sz.B_STEP, sz.B_ROW_BYTES, sz.B_TILE
+    B_LINE_ROWS, B_MASK = sz.B_LINE_ROWS, sz.B_MASK
 
     # region: small_m_in_place
     @cuda.jit(device=True, inline="always")
@@ -336,37 +426,33 @@ def build(cfg: k08.TileConfig, out: str = "f32", in_place: bool = False):
                                  uint32(((w4 << uint64(32)) | w3) >> shift))
     # endregion: small_m_in_place
 
-    # region: small_m_kernel
-    @cuda.jit
-    def small_m(A, B, C, W, T, chunk):
-        smem = cuda.shared.array(0, dtype=uint8, alignment=128)
-        words = cuda.shared.array(0, dtype=uint32, alignment=128)    # the same bytes
-        last = cuda.shared.array(1, dtype=int32)
-        tid = int32(cuda.threadIdx.x)
-        lane = tid & 31
-        warp = tid >> 5
-        warp_m = warp // WARPS_N
-        warp_n = warp - warp_m * WARPS_N
-        m = int32(C.shape[0])
-        n = int32(C.shape[1])
-        k_total = int32(A.shape[1])
-        n8 = int32(B.shape[1])
-        splits = int32(cuda.gridDim.y)
-        split = int32(cuda.blockIdx.y)
-        k_lo = split * chunk
-        k_hi = min(k_total, k_lo + chunk)
-        k_tiles = max(int32(0), (k_hi - k_lo) // BK_)
-        blocks_m = int32((m + int32(BM - 1)) // int32(BM))
-        pid = int32(cuda.blockIdx.x)
-        block_m = int32(pid % blocks_m)            # the blocks of one B column panel are neighbours
-        block_n = int32(pid // blocks_m)
+    return copy_rows, shift_rows
 
+
+def make_main_loop(cfg: k08.TileConfig, in_place: bool):
+    """``main_loop(A, B, smem, words, acc, tid, lane, warp_m, warp_n, row0, block_n, m,
+    k_total, n8, k_lo, k_tiles)``: the block's ``k_tiles`` k-slices of 64 from ``k_lo`` on,
+    multiplied into ``acc`` (zeroed first) — STAGES − 1 stages in flight ahead of the
+    ``mma.sync`` of the oldest, which waits for its ``cp.async`` copies and a barrier."""
+    sz = sizes(cfg, in_place)
+    BN_, BK_, WM, WN = sz.BN_, sz.BK_, sz.WM, sz.WN
+    STAGES_, WAIT, ACC, A_REGS, B_REGS = sz.STAGES_, sz.WAIT, sz.ACC, sz.A_REGS, sz.B_REGS
+    A_CPR, A_ROW_BYTES, A_LINE_ROWS, A_MASK = sz.A_CPR, sz.A_ROW_BYTES, sz.A_LINE_ROWS, sz.A_MASK
+    B_CPR, B_ROW_BYTES, B_LINE_ROWS, B_MASK = sz.B_CPR, sz.B_ROW_BYTES, sz.B_LINE_ROWS, sz.B_MASK
+    B_STEP, A_STAGE_BYTES, STAGE_BYTES = sz.B_STEP, sz.A_STAGE_BYTES, sz.STAGE_BYTES
+    STRIDE, B_TILE, IN_PLACE = sz.STRIDE, sz.B_TILE, sz.IN_PLACE
+    mma_stage = k08.stage_mma(cfg)
+    copy_stage = make_copy_stage(cfg, in_place)
+    copy_rows, shift_rows = make_in_place(cfg)
+
+    @cuda.jit(device=True, inline="always")
+    def main_loop(A, B, smem, words, acc, tid, lane, warp_m, warp_n, row0, block_n, m, k_total,
+                  n8, k_lo, k_tiles):
         shared = ptx.shared_address(smem)
         a_row = tid // A_CPR
         a_chunk = tid - a_row * A_CPR
         b_row = tid // B_CPR
         b_chunk = tid - b_row * B_CPR
-        row0 = block_m * BM
         a_pitch = int64(2) * int64(k_total)
         a_src = ptx.global_address(A) + int64(16 * a_chunk) + int64(2) * int64(k_lo)
         b_col = min(block_n * BN_ + 8 * b_chunk, n8 - 8)   # a partial tile re-reads its end
@@ -386,7 +472,6 @@ def build(cfg: k08.TileConfig, out: str = "f32", in_place: bool = False):
         b_swz = (frag_row // B_LINE_ROWS) & B_MASK
         b_chunk0 = warp_n * (WN // 8) + frag_half
 
-        acc = cuda.local.array(ACC, float32)
         for i in range(int32(ACC)):
             acc[i] = float32(0)
         a_regs = cuda.local.array(A_REGS, uint32)
@@ -433,6 +518,19 @@ def build(cfg: k08.TileConfig, out: str = "f32", in_place: bool = False):
             read_stage = int32(read_stage + 1) if read_stage < STAGES_ - 1 else int32(0)
         ptx.cp_async_wait(0)
 
+    return main_loop
+
+
+def make_store_fragments(cfg: k08.TileConfig, out: str):
+    """``store_fragments(C, W, acc, lane, warp_m, warp_n, row0, block_n, m, n, split,
+    splits)``: this thread's accumulators, into C (one slice: ``put`` as ``out``) or into
+    the workspace's page ``W[split]`` (FP32), rows below M and columns below N only."""
+    sz = sizes(cfg)
+    BN_, WM, WN, MT, NT = sz.BN_, sz.WM, sz.WN, sz.MT, sz.NT
+    put = make_put(out)
+
+    @cuda.jit(device=True, inline="always")
+    def store_fragments(C, W, acc, lane, warp_m, warp_n, row0, block_n, m, n, split, splits):
         # Accumulator r of fragment (mi, nj): row group + 8·(r // 2), column 2·pair + r % 2.
         row_base = row0 + warp_m * WM + (lane >> 2)
         col_base = block_n * BN_ + warp_n * WN + 2 * (lane & 3)
@@ -453,20 +551,29 @@ def build(cfg: k08.TileConfig, out: str = "f32", in_place: bool = False):
                                 W[split, row, col] = acc[c]
                             if col + 1 < n:
                                 W[split, row, col + 1] = acc[c + 1]
-        if splits == 1:
-            return
-        # The last block of this tile to finish adds the partials, in slice order.
-        cuda.threadfence()
-        cuda.syncthreads()
-        if tid == 0:
-            ticket = cuda.atomic.add(T, pid, int32(1))
-            last[0] = int32(1) if ticket == splits - 1 else int32(0)
-            if ticket == splits - 1:
-                T[pid] = int32(0)           # ready for the next call
-        cuda.syncthreads()
-        if last[0] == 0:
-            return
-        cuda.threadfence()
+
+    return store_fragments
+
+
+def make_reduction(cfg: k08.TileConfig, out: str):
+    """``add_partials(C, W, tid, row0, block_n, m, n, splits)``: the last block's sum of the
+    tile's ``splits`` partials ``W[0] + W[1] + …`` in slice order, written to C as ``out``."""
+    sz = sizes(cfg)
+    BM, BN_, THREADS, NV, PARTS = sz.BM, sz.BN_, sz.THREADS, sz.NV, sz.PARTS
+    put = make_put(out)
+
+    @cuda.jit(device=True, inline="always")
+    def put4(C, row, col, n, v0, v1, v2, v3):
+        put(C, row, col, v0)
+        if col + 1 < n:
+            put(C, row, col + 1, v1)
+        if col + 2 < n:
+            put(C, row, col + 2, v2)
+        if col + 3 < n:
+            put(C, row, col + 3, v3)
+
+    @cuda.jit(device=True, inline="always")
+    def add_partials(C, W, tid, row0, block_n, m, n, splits):
         # region: small_m_reduction
         # Each thread adds two groups of four neighbouring columns (16-byte loads from L2),
         # UNROLL slices of both in flight before their adds, the adds in slice order: the
@@ -525,9 +632,8 @@ def build(cfg: k08.TileConfig, out: str = "f32", in_place: bool = False):
             if ok_b:
                 put4(C, row_b, col_b, n, b0, b1, b2, b3)
         # endregion: small_m_reduction
-    # endregion: small_m_kernel
 
-    return small_m
+    return add_partials
 
 
 _BUILT: dict = {}

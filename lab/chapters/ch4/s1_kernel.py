@@ -15,7 +15,7 @@ def config(name: str) -> Config:
 
 def thread_pieces(cfg: Config, tid: int) -> list[tuple[int, int]]:
     """(row, column) of the top-left corner of each 4 × 4 piece thread ``tid`` owns in the
-    block tile — the placement of ``k04_vectorized.make_gemm`` (region ``placement``)."""
+    block tile — the placement of ``k04_vectorized.make_body`` (region ``placement``)."""
     warp, lane = divmod(tid, 32)
     rm, rn = cfg.TM // 4, cfg.TN // 4
     tx = cfg.BN // cfg.TN
