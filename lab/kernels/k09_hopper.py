@@ -848,7 +848,7 @@ def _spec(name: str, cfg: HopperConfig) -> KernelSpec:
                       np.uint16 if bf16 else np.float16,
                       launcher16(cfg) if wide else launcher(cfg), simulator=False,
                       check=checker16(name + suffix, cfg) if wide else None,
-                      chapter=7, compile=((kernel, signature(cfg)),), edges=edges(cfg),
+                      chapter="7", compile=((kernel, signature(cfg)),), edges=edges(cfg),
                       dtype_name="bfloat16" if bf16 else "", tile=(cfg.bm, cfg.bn, BK),
                       min_cc=(9, 0), max_cc=(9, 0), needs=_needs(cfg), config=cfg)
 

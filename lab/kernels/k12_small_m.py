@@ -718,7 +718,7 @@ def _spec(name: str, kind: str) -> KernelSpec:
     return KernelSpec(name, f"small M: {cfg.bm}- to 128-row tiles by M, split K "
                       f"({DEFAULT_SPLITS} slices) reduced in the same launch",
                       np.uint16 if bf16 else np.float16, launcher(DEFAULT_SPLITS),
-                      simulator=False, chapter=9,
+                      simulator=False, chapter="9b",
                       compile=((kernel_for(cfg, "f32"), signature(kind, "f32")),),
                       edges="A rows clamped; K padded to 64 only when needed; a B whose "
                             "rows are not whole 16-byte vectors read in place; stores check "
