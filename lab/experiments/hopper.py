@@ -7,8 +7,8 @@ kernels of one dtype (cuBLAS included). Then, per size, every kernel and cuBLAS 
 same process run (CUDA events, warm-up, median/min/max of ``REPEATS``), and each row carries its
 ratio to cuBLAS of the same input type measured in that run. Inputs are cache-hot (one buffer set).
 
-The sweep (:data:`lab.kernels.k09_hopper.SWEEP_CONFIGS`, FP16): variations of rungs 7 and 8, one
-change each (grouping, wgmma wait depth, elect.sync producer, setmaxnreg split, epilogue),
+The sweep (:data:`lab.kernels.k09_hopper.SWEEP_CONFIGS`, FP16): variations of Hopper rungs 7 and
+8, one change each (grouping, wgmma wait depth, elect.sync producer, setmaxnreg split, epilogue),
 each checked at 257×129×67 and 1000×1030×999, then timed at both sizes beside cuBLAS FP16; rows
 have ``rung`` = ``"sweep"``. ``python -m lab measure hopper --quick`` runs the sweep alone
 (and cuBLAS FP16); ``LAB_HOPPER_SWEEP=0`` leaves it out of the full run.

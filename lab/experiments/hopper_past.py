@@ -1,4 +1,4 @@
-"""Experiment ``hopper_past`` (chapter 7): the rungs past the best Hopper rung, against both
+"""Experiment ``hopper_past`` (chapter 7): the Hopper rungs past the best one, against both
 yardsticks, FP16, BF16 and FP8, at 4096³ and 8192³.
 
 Yardsticks, each with the output type of the kernel it is put beside, timed in the same

@@ -1,7 +1,8 @@
-"""Rung 10 — the epilogue, fused: ``D = act(α·A·B + β·C + bias)`` in the kernel that computes A·B.
+"""The fused epilogue (chapter 6.3): ``D = act(α·A·B + β·C + bias)`` in the kernel that computes
+A·B.
 
-What changed since the tuned kernels (``warptile_tuned``, rung 6; ``tc_fp16``, rung 8): only
-the last lines, where a thread writes its finished accumulators. The main loop, the tiles, the
+What changed since the tuned kernels (``warptile_tuned``, chapter 4; ``tc_fp16``, chapter 5):
+only the last lines, where a thread writes its finished accumulators. The main loop, the tiles, the
 shared memory and the registers that hold the accumulators are the same code: the factories
 :func:`lab.kernels.k04_vectorized.make_gemm` and :func:`lab.kernels.k08_tc_pipeline.build`
 take a ``tail`` whose ``store`` replaces the plain store, and :func:`finish` is that store's

@@ -1,4 +1,4 @@
-"""Rung 11 — split-K: more blocks for a product with few output tiles and a long K.
+"""Split-K (chapter 6.1): more blocks for a product with few output tiles and a long K.
 
 What changed since the tuned kernels (``warptile_tuned``, ``tc_fp16``): the grid gains a third
 (FP32) or second (tensor cores) dimension, ``s`` slices of K. Block ``(tile, z)`` runs the same
