@@ -95,15 +95,14 @@ def cmd_list(_args) -> int:
     for name, spec in lab.REGISTRY.items():
         where = "GPU+simulator" if spec.simulator else "GPU only"
         cc = "%d.%d" % spec.min_cc + (" only" if spec.max_cc == spec.min_cc else "+")
-        print(f"{name:<24} ch{spec.chapter}  {spec.dtype_name:<9} {where:<14} CC {cc:<9} "
+        print(f"{name:<24} ch{spec.chapter:<4} {spec.dtype_name:<9} {where:<14} CC {cc:<9} "
               f"{spec.title}")
     print("\nexperiments (`python -m lab measure NAME` or `all`; seconds are H200 estimates):")
     for name in experiments.book_order():
         exp = experiments.info(name)
         needs = ", ".join(exp.needs + exp.needs_kernels) or "-"
         est = f"~{exp.h200_seconds:.0f} s" if exp.h200_seconds else "no estimate"
-        chapter = exp.chapter if exp.chapter != experiments.NO_CHAPTER else "?"
-        print(f"  {name:<16} ch{chapter:<3} {est:>11}  needs: {needs}")
+        print(f"  {name:<16} ch{exp.chapter:<4} {est:>11}  needs: {needs}")
     if experiments.HISTORICAL:
         print(f"kept as measured once, not in `all`: {', '.join(experiments.HISTORICAL)}")
     return 0

@@ -11,10 +11,10 @@ library. Numba's BF16 is uint16 bits (as everywhere in ``lab``).
 The choice (:func:`plan` says which kernel and why, for this GPU or a given capability):
 
 * compute capability 9.0, 16-bit inputs: the persistent, warp-specialised ``wgmma`` kernel with
-  the TMA-store epilogue (:mod:`lab.kernels.wgmma`; :data:`HOPPER_RUNG`: Hopper rung 11 for a
-  16-bit C, rung 7 for an FP32 C), C straight from the epilogue; when its 128×256 tiles would
-  fill less than :data:`FEW_TILES` of the SMs and K is long, FP16 goes to split-K on
-  ``mma.sync`` (:mod:`lab.kernels.k11_splitk`) instead;
+  the TMA-store epilogue (:mod:`lab.kernels.wgmma`; :data:`HOPPER_RUNG`: Hopper rung 11
+  for a 16-bit C, Hopper rung 7 for an FP32 C), C straight from the epilogue; when its 128×256
+  tiles would fill less than :data:`FEW_TILES` of the SMs and K is long, FP16 goes to split-K
+  on ``mma.sync`` (:mod:`lab.kernels.k11_splitk`) instead;
 * 8.x, 16-bit: chapter 5's tuned ``mma.sync`` kernel (``tc_fp16`` / ``tc_bf16``), split-K for
   the same few-tile shapes (FP16);
 * FP32 inputs anywhere, and 16-bit inputs on a GPU without ``mma.sync`` (7.5) or in the

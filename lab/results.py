@@ -114,7 +114,7 @@ ROW_TYPES: dict[str, Kind] = {
     "m": SIZE, "n": SIZE, "k": SIZE, "bm": SIZE, "bn": SIZE, "bk": SIZE, "wm": SIZE, "wn": SIZE,
     "patch": COUNT, "stages": SIZE, "group_m": SIZE, "threads": SIZE, "batch": SIZE,
     "chains": SIZE, "unroll": SIZE, "trips": SIZE, "check_size": SIZE, "lb": COUNT,
-    "chapter": COUNT, "position": COUNT, "round": COUNT, "buffer_sets": SIZE,
+    "chapter": TEXT, "position": COUNT, "round": COUNT, "buffer_sets": SIZE,
     "repeats": SIZE, "warmup": COUNT, "seed": COUNT, "swizzle": BOOL, "rotated": BOOL,
     "padded_to": SIZES, "launched": LIST,
     # compiler and occupancy facts

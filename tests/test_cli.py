@@ -93,7 +93,7 @@ def test_every_experiment_declares_its_needs_and_an_estimate():
         assert 0 < exp.h200_seconds <= 600, name
         assert set(exp.needs) <= set(experiments.TOOLS), name
     chapters = [experiments.info(n).chapter for n in experiments.book_order()]
-    assert chapters == sorted(chapters)
+    assert chapters == sorted(chapters, key=kernels.page_order)
 
 
 @pytest.mark.parametrize("cc,skipped", [
@@ -183,10 +183,10 @@ def test_measure_all_skips_runs_saves_as_it_goes_and_summarises(fake_gpu, tmp_pa
         written_before_boom.append((tmp_path / "fake-gpu" / "fake_ok.json").exists())
         raise AssertionError("check failed before timing")
 
-    fake_gpu({"fake_ok": _fake_experiment(0, ok_run),
-              "fake_tool": _fake_experiment(1, ok_run, needs=("ncu",)),
-              "fake_cc": _fake_experiment(2, ok_run, needs_kernels=("tc_fp16",)),
-              "fake_boom": _fake_experiment(3, boom_run)})
+    fake_gpu({"fake_ok": _fake_experiment("0", ok_run),
+              "fake_tool": _fake_experiment("1", ok_run, needs=("ncu",)),
+              "fake_cc": _fake_experiment("2", ok_run, needs_kernels=("tc_fp16",)),
+              "fake_boom": _fake_experiment("3", boom_run)})
     assert main(["measure", "all", "--out", str(tmp_path)]) == 1     # one failed
     out = capsys.readouterr().out
     assert written_before_boom == [True]
@@ -220,8 +220,8 @@ def test_measure_quick_reaches_only_the_experiments_that_take_it(fake_gpu, tmp_p
         seen["plain"] = True
         return _one_row()
 
-    fake_gpu({"fake_plain": _fake_experiment(0, plain_run, seconds=20),
-              "fake_tune": _fake_experiment(1, tune_run, seconds=100, H200_SECONDS_QUICK=10)})
+    fake_gpu({"fake_plain": _fake_experiment("0", plain_run, seconds=20),
+              "fake_tune": _fake_experiment("1", tune_run, seconds=100, H200_SECONDS_QUICK=10)})
     assert main(["measure", "all", "--out", str(tmp_path)]) == 0
     assert seen == {"tune": False, "plain": True}
     assert "estimated 2.0 min on an H200 (with --quick: 30 s)" in capsys.readouterr().out
@@ -245,7 +245,7 @@ def test_progress_bar_passes_every_item_through_with_or_without_tqdm(monkeypatch
 
 
 def test_measure_with_everything_skipped_does_not_pass(fake_gpu, tmp_path, capsys):
-    fake_gpu({"fake_tool": _fake_experiment(0, lambda progress: _one_row(), needs=("ncu",))})
+    fake_gpu({"fake_tool": _fake_experiment("0", lambda progress: _one_row(), needs=("ncu",))})
     assert main(["measure", "fake_tool", "--out", str(tmp_path)]) == 1
     assert "nothing was measured" in capsys.readouterr().err
     assert not (tmp_path / "fake-gpu").exists()
@@ -287,9 +287,9 @@ def test_jobs_run_experiments_side_by_side_and_report_each(fake_gpu, tmp_path, c
 
     monkeypatch.setattr(cli, "_child_command", child_command)
     run = lambda progress: _one_row()                                    # noqa: E731
-    fake_gpu({"fake_a": _fake_experiment(0, run), "fake_b": _fake_experiment(1, run),
-              "fake_boom": _fake_experiment(2, run), "fake_c": _fake_experiment(3, run),
-              "fake_tool": _fake_experiment(4, run, needs=("ncu",))})
+    fake_gpu({"fake_a": _fake_experiment("0", run), "fake_b": _fake_experiment("1", run),
+              "fake_boom": _fake_experiment("2", run), "fake_c": _fake_experiment("3", run),
+              "fake_tool": _fake_experiment("4", run, needs=("ncu",))})
     out_dir = tmp_path / "out"
     assert main(["measure", "all", "--jobs", "2", "--out", str(out_dir)]) == 1
     out = capsys.readouterr().out
@@ -316,7 +316,7 @@ def test_jobs_run_experiments_side_by_side_and_report_each(fake_gpu, tmp_path, c
 
 
 def test_a_shared_run_says_so_in_the_file(fake_gpu, tmp_path, monkeypatch):
-    fake_gpu({"fake_a": _fake_experiment(0, lambda progress: _one_row())})
+    fake_gpu({"fake_a": _fake_experiment("0", lambda progress: _one_row())})
     monkeypatch.setenv("LAB_MEASURE_JOBS", "3")
     monkeypatch.setenv("LAB_MEASURE_COMMAND", "python -m lab measure all --jobs 3")
     assert main(["measure", "fake_a", "--jobs", "1", "--out", str(tmp_path)]) == 0
@@ -334,8 +334,8 @@ def test_jobs_default_to_four_at_most_one_per_core_and_per_20_gb():
 
 
 def test_one_job_runs_in_this_process_and_jobs_must_be_positive(fake_gpu, tmp_path, capsys):
-    fake_gpu({"fake_a": _fake_experiment(0, lambda progress: _one_row()),
-              "fake_b": _fake_experiment(1, lambda progress: _one_row())})
+    fake_gpu({"fake_a": _fake_experiment("0", lambda progress: _one_row()),
+              "fake_b": _fake_experiment("1", lambda progress: _one_row())})
     assert main(["measure", "all", "--jobs", "1", "--out", str(tmp_path)]) == 0  # here
     assert json.loads((tmp_path / "fake-gpu" / "fake_b.json").read_text())["rows"]
     assert "at a time" not in capsys.readouterr().out
@@ -450,3 +450,60 @@ def test_compare_refuses_folders_with_nothing_in_common(tmp_path, capsys):
     assert "missing: not a folder of results files" in capsys.readouterr().err
     assert main(["compare", str(tmp_path / "empty"), str(tmp_path / "empty")]) == 2
     assert "no experiment in common" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------- chapters
+
+def test_list_prints_each_chapter_as_the_book_names_its_page(capsys):
+    """`python -m lab list` names pages as the book does ("6.1", "7b", "9b"), kernels and
+    experiments alike, and lists the experiments in page order: "10" after "9b"."""
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    kernel_lines, experiment_lines = out.split("\nexperiments ", 1)
+    chapter_of = {line.split()[0]: line.split()[1] for line in kernel_lines.splitlines()}
+    assert chapter_of == {name: f"ch{spec.chapter}" for name, spec in lab.REGISTRY.items()}
+    assert (chapter_of["tc_fp16_splitk"], chapter_of["tc_fp16_epilogue"],
+            chapter_of["fp8_e4m3"], chapter_of["tc_small_m_fp16"]) == ("ch6.1", "ch6.3", "ch7b",
+                                                                      "ch9b")
+    listed = [line.split()[:2] for line in experiment_lines.splitlines()[1:]
+              if line.startswith("  ")]
+    assert [name for name, _ in listed] == experiments.book_order()
+    assert listed == [[n, f"ch{experiments.info(n).chapter}"] for n in experiments.book_order()]
+    chapters = dict(listed)
+    assert (chapters["waves"], chapters["shapes"], chapters["epilogue"], chapters["fp8"],
+            chapters["sweep"], chapters["multi_gpu"]) == ("ch6.1", "ch6.2", "ch6.3", "ch7b",
+                                                          "ch9b", "ch10")
+    order = [name for name, _ in listed]
+    assert order.index("sweep") < order.index("multi_gpu")        # page order, not "10" < "9b"
+
+
+@pytest.mark.parametrize("chapter", [6, "6", "11", "7c"])
+def test_an_experiment_on_no_page_is_refused_naming_it(monkeypatch, chapter):
+    fake = _fake_experiment(chapter, lambda progress: _one_row())
+    monkeypatch.setattr(experiments, "names", lambda: ["fake_exp"])
+    monkeypatch.setattr(experiments, "get", lambda name: fake)
+    with pytest.raises(ValueError, match=re.escape(
+            f"experiment 'fake_exp': chapter {chapter!r} is not a page of the book")):
+        experiments.info("fake_exp")
+    with pytest.raises(ValueError, match="fake_exp"):
+        experiments.book_order()
+    del fake.CHAPTER
+    with pytest.raises(ValueError, match="experiment 'fake_exp' declares no CHAPTER"):
+        experiments.info("fake_exp")
+
+
+def test_the_gpu_page_names_each_experiments_page_and_what_it_measures():
+    """The GPU page's "ch." column holds the page each experiment feeds, in page order, and
+    "measures" is the sentence after the docstring's colon even where a chapter such as 6.1
+    (a period inside a number) is named before it."""
+    from lab.chapters import gpu
+
+    rows = gpu.rows()
+    assert [r["chapter"] for r in rows] == sorted((r["chapter"] for r in rows),
+                                                  key=kernels.page_order)
+    by_name = {r["experiment"]: r for r in rows}
+    assert (by_name["splitk"]["chapter"], by_name["fp8"]["chapter"],
+            by_name["launch_cost"]["chapter"]) == ("6.1", "7b", "9b")
+    assert by_name["splitk"]["measures"] == ("split-K measured, its non-determinism counted, "
+                                             "and small K")
+    assert not [r["experiment"] for r in rows if r["measures"].startswith("Experiment")]

@@ -13,12 +13,13 @@ TOOL_NAMES = {"cupy": "CuPy", "ncu": "ncu", "compute-sanitizer": "compute-saniti
 
 def summary(name: str) -> str:
     """What experiment ``name`` measures: its ``SUMMARY``, else the first sentence of its
-    docstring after the colon."""
+    docstring after the colon (a chapter named there, "(chapter 6.1)", ends no sentence)."""
     module = experiments.get(name)
     if getattr(module, "SUMMARY", None):
         return module.SUMMARY
     doc = " ".join((module.__doc__ or "").split())
-    text = doc.split(":", 1)[1] if ":" in doc.split(".")[0] else doc
+    head, colon, rest = doc.partition(":")
+    text = rest if colon and not re.search(r"\.\s", head) else doc
     text = re.split(r"(?<=[^.])\.\s", text.strip() + " ", maxsplit=1)[0]
     return text.replace("``", "").strip().rstrip(".")
 

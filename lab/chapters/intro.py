@@ -77,14 +77,14 @@ def ladder() -> list[dict]:
     for name, change in TC_RUNGS:
         if name in hopper:
             r = hopper[name]
-            add(TC_TRACK, 5, name, change, r, "hopper_profile", r["ratio_to_cublas"],
+            add(TC_TRACK, "5", name, change, r, "hopper_profile", r["ratio_to_cublas"],
                 r["ratio_min"], r["ratio_max"])
         else:
-            add(TC_TRACK, 5, name, change, tc[name], "tensor_cores",
+            add(TC_TRACK, "5", name, change, tc[name], "tensor_cores",
                 tc[name]["tflops"] / tc["cublas_fp16"]["tflops"])
     for name, change in HOPPER_RUNGS:
         r = hopper[name]
-        add(TC_TRACK, 7, name.removesuffix("_fp16"), change, r, "hopper_profile",
+        add(TC_TRACK, "7", name.removesuffix("_fp16"), change, r, "hopper_profile",
             r["ratio_to_cublas"], r["ratio_min"], r["ratio_max"])
     return rows
 
@@ -143,9 +143,9 @@ def ladder_table():
     """The same ladder as a table (one screen)."""
     rows = ladder()
     last = {r["chapter"]: i for i, r in enumerate(rows)}           # each chapter's last rung
-    best = max(range(len(rows)), key=lambda i: (rows[i]["chapter"] == 7, rows[i]["fraction"]))
+    best = max(range(len(rows)), key=lambda i: (rows[i]["chapter"] == "7", rows[i]["fraction"]))
     return page.table(rows, ["chapter", "rung", "adds", "tflops", "fraction", "experiment"],
-                      show=sorted(set(last.values()) - {last[7]} | {best}),
+                      show=sorted(set(last.values()) - {last["7"]} | {best}),
                       headers={"chapter": "ch.", "adds": "what the rung adds", "tflops": "TFLOP/s",
                        "fraction": "of cuBLAS", "experiment": "results file"},
                       digits=3,

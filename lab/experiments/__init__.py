@@ -6,7 +6,8 @@ command, then saves through :mod:`lab.results`. ``progress`` wraps an iterable i
 
 A module also declares what it needs and what it costs, read by :func:`info`:
 
-* ``CHAPTER`` — the chapter whose tables it feeds (``measure all`` runs in chapter order);
+* ``CHAPTER`` — the page whose tables it feeds, named as the book names it (``"6.1"``, ``"9b"``:
+  :data:`lab.kernels.PAGES`); ``measure all`` runs in page order;
 * ``NEEDS`` — tools it cannot do without, names from :data:`TOOLS` (``"cupy"``, ``"ncu"``,
   ``"compute-sanitizer"``, ``"torch-nccl-2gpu"``: two GPUs, PyTorch and NCCL; ``"torch"``,
   ``"sgemm-cuda"``); on a machine that lacks one it is skipped, not failed (``nvcc`` and
@@ -31,9 +32,6 @@ from types import ModuleType
 HISTORICAL = ("patch_sweep_int32",)
 #: The results file in which ``measure all`` records the run itself (not an experiment).
 RUN_RECORD = "measure_all"
-
-#: Chapter given to an experiment module that declares none (runs last in ``measure all``).
-NO_CHAPTER = 99
 
 
 def _cupy() -> str | None:
@@ -87,7 +85,7 @@ TOOLS = {"cupy": _cupy, "ncu": _ncu, "compute-sanitizer": _sanitizer,
 class Experiment:
     """What :func:`info` reads from an experiment module's metadata lines."""
     name: str
-    chapter: int
+    chapter: str
     needs: tuple[str, ...]
     needs_kernels: tuple[str, ...]
     h200_seconds: float | None
@@ -114,10 +112,17 @@ def get(name: str) -> ModuleType:
 
 def info(name: str) -> Experiment:
     """The metadata of experiment ``name`` (see the module docstring); ValueError when the
-    module declares a tool that is not in :data:`TOOLS` or a kernel that is not registered."""
-    from lab.kernels import REGISTRY
+    module declares no ``CHAPTER`` or one that is not a page of the book, a tool that is not
+    in :data:`TOOLS` or a kernel that is not registered."""
+    from lab.kernels import REGISTRY, page_order
 
     module = get(name)
+    if not hasattr(module, "CHAPTER"):
+        raise ValueError(f"experiment {name!r} declares no CHAPTER (the page it feeds)")
+    try:
+        page_order(module.CHAPTER)
+    except ValueError as exc:
+        raise ValueError(f"experiment {name!r}: {exc}") from None
     needs = tuple(getattr(module, "NEEDS", ()))
     unknown = [t for t in needs if t not in TOOLS]
     if unknown:
@@ -128,15 +133,16 @@ def info(name: str) -> Experiment:
     if unknown:
         raise ValueError(f"experiment {name!r} needs unregistered kernel(s) {unknown}")
     seconds = getattr(module, "H200_SECONDS", None)
-    return Experiment(name, int(getattr(module, "CHAPTER", NO_CHAPTER)), needs, kernels,
-                      seconds,
+    return Experiment(name, module.CHAPTER, needs, kernels, seconds,
                       getattr(module, "H200_SECONDS_QUICK", seconds),
                       "quick" in inspect.signature(module.run).parameters, module)
 
 
 def book_order() -> list[str]:
-    """Every experiment, in the order ``measure all`` runs them: by chapter, then by name."""
-    return sorted(names(), key=lambda n: (info(n).chapter, n))
+    """Every experiment, in the order ``measure all`` runs them: by page, then by name."""
+    from lab.kernels import page_order
+
+    return sorted(names(), key=lambda n: (page_order(info(n).chapter), n))
 
 
 def skip_reason(name: str) -> str | None:

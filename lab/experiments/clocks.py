@@ -29,7 +29,7 @@ import numpy as np
 
 from lab import bench, clocks, device, model, providers
 
-CHAPTER = 9
+CHAPTER = "9"
 NEEDS = ("cupy",)
 NEEDS_KERNELS = ("warptile_tuned", "tc_fp16")
 #: Estimate: compiles and checks (~20 s), 8192³ inputs (~5 s), 2 s idle, three phases of

@@ -16,11 +16,11 @@ import sys
 
 from lab.experiments.ncu_dram import ncu_path
 
-CHAPTER = 6
+CHAPTER = "6.2"
 NEEDS = ("cupy", "ncu")
 H200_SECONDS = 75  # measured: 72 s on the H200 (twenty ncu child processes)
 
-#: Every size of chapter 6's alignment table (``shapes``' ALIGN_SIZES), FP16 and FP32: the
+#: Every size of chapter 6.2's alignment table (``shapes``' ALIGN_SIZES), FP16 and FP32: the
 #: kernel behind each timed cell is named, not inferred from its speed.
 ALIGN_SIZES = (2048, 2049, 4088, 4092, 4096, 4097, 4100, 4104)
 CASES = tuple((kind, n) for kind in ("fp16", "fp32") for n in ALIGN_SIZES) + (

@@ -1,4 +1,4 @@
-"""Experiment ``epilogue`` (chapter 6): the epilogue fused into our best kernels, against the same
+"""Experiment ``epilogue`` (chapter 6.3): the epilogue fused into our best kernels, against the same
 kernels followed by an element-wise kernel, and against what a user calls.
 
 For each design — FP32 (``warptile_tuned`` / ``warptile_tuned_epilogue``) and FP16 tensor cores
@@ -33,7 +33,7 @@ import numpy as np
 from lab import baselines, bench, model
 from numba import cuda  # noqa: E402  (after lab: simulator decided first)
 
-CHAPTER = 6
+CHAPTER = "6.3"
 NEEDS = ("cupy",)
 NEEDS_KERNELS = ("tc_fp16_epilogue",)
 H200_SECONDS = 110  # measured: 108 s on the H200 (~10 compiles, checks, timing)

@@ -29,7 +29,7 @@ import numpy as np
 
 from lab.experiments import hopper_profile as hp
 
-CHAPTER = 4
+CHAPTER = "4"
 NEEDS = ("cupy",)
 NEEDS_KERNELS = ("warptile_tuned",)
 H200_SECONDS = 150  # estimate: three processes compiling side by side, then ~1 min of turns

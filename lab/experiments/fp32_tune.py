@@ -19,7 +19,7 @@ import numpy as np
 
 from lab import bench, model
 
-CHAPTER = 4
+CHAPTER = "4"
 NEEDS = ("cupy",)
 H200_SECONDS = 195  # measured: 195 s on the H200 (26 configurations, ~7 s of compiling each)
 H200_SECONDS_QUICK = 70  # estimate with quick=True: 9 of 26 configurations at ~7.5 s each

@@ -28,7 +28,7 @@ import numpy as np
 
 from lab import bench, fp8
 
-CHAPTER = 7
+CHAPTER = "7b"
 NEEDS = ("torch",)
 NEEDS_KERNELS = ("fp8_e4m3", "fp8_e4m3_promote", "fp8_e4m3_block")
 H200_SECONDS = 150  # estimate: 12 kernels compiled and checked, the accuracy sweep, 2 sizes timed

@@ -7,8 +7,8 @@ kernels of one dtype (cuBLAS included). Then, per size, every kernel and cuBLAS 
 same process run (CUDA events, warm-up, median/min/max of ``REPEATS``), and each row carries its
 ratio to cuBLAS of the same input type measured in that run. Inputs are cache-hot (one buffer set).
 
-The sweep (:data:`lab.kernels.wgmma.rungs.SWEEP_CONFIGS`, FP16): variations of rungs 7 and 8, one
-change each (grouping, wgmma wait depth, elect.sync producer, setmaxnreg split, epilogue),
+The sweep (:data:`lab.kernels.wgmma.rungs.SWEEP_CONFIGS`, FP16): variations of Hopper rungs 7 and
+8, one change each (grouping, wgmma wait depth, elect.sync producer, setmaxnreg split, epilogue),
 each checked at 257×129×67 and 1000×1030×999, then timed at both sizes beside cuBLAS FP16; rows
 have ``rung`` = ``"sweep"``. ``python -m lab measure hopper --quick`` runs the sweep alone
 (and cuBLAS FP16); ``LAB_HOPPER_SWEEP=0`` leaves it out of the full run.
@@ -31,7 +31,7 @@ import sys
 
 from lab import bench
 
-CHAPTER = 7
+CHAPTER = "7"
 NEEDS = ("cupy",)
 NEEDS_KERNELS = ("tc_fp16", "tc_bf16", "wgmma_ws_fp16", "wgmma_ws_bf16")
 H200_SECONDS = 150  # estimate: 18 kernels and 9 sweep configurations checked and timed

@@ -10,7 +10,7 @@ times); rows carry ``part``:
   profiled launch): tensor-pipe utilisation, issue-slot use and active warps, every stall reason
   (warps stalled per issued instruction), L2 and DRAM bytes, the SM clock over the kernel, its
   duration, grid and cluster size. A tiny marker kernel is launched before each one, so the
-  profiled launches are told apart by position, not by name (rungs 4–8 share one kernel
+  profiled launches are told apart by position, not by name (Hopper rungs 4–8 share one kernel
   function). Metrics this ``ncu`` does not know are left out (``ncu --query-metrics``).
 * ``stability`` — :data:`PROCESSES` separate processes, each timing every rung, ``tc_*`` and
   cuBLAS at 4096³ and 8192³, FP16 and BF16, after a check on an odd shape and a warm-up of
@@ -42,7 +42,7 @@ import time
 
 import numpy as np
 
-CHAPTER = 7
+CHAPTER = "7"
 NEEDS = ("cupy",)
 NEEDS_KERNELS = ("wgmma_tmastore_fp16", "wgmma_cluster_fp16", "tc_fp16")
 H200_SECONDS = 300  # estimate: 4 children compiling side by side, ~3 min of GPU turns
@@ -407,7 +407,7 @@ def stability_child(lock_path: str, index: int) -> None:
 
 
 def max_active_clusters(kind: str) -> int:
-    """How many 2-block clusters of rung 8 (``kind``) the GPU holds at once: the persistent
+    """How many 2-block clusters of Hopper rung 8 (``kind``) the GPU holds at once: the persistent
     grid the launch sizes itself to (``cuOccupancyMaxActiveClusters``)."""
     from dataclasses import replace
 

@@ -32,7 +32,7 @@ import time
 
 import numpy as np
 
-CHAPTER = 9
+CHAPTER = "9b"
 NEEDS = ("torch",)
 #: None: the families this GPU cannot run are left out (lab.gemm and cuBLAS rows remain).
 NEEDS_KERNELS = ()

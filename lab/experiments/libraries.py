@@ -33,7 +33,7 @@ import numpy as np
 
 from lab import bench, libraries, model, providers
 
-CHAPTER = 9
+CHAPTER = "9"
 NEEDS = ("cupy",)
 NEEDS_KERNELS = ("tc_fp16", "warptile_tuned")
 #: Estimate: Numba compiles (~15 s), Triton's compiles and autotuning (7 configurations, two

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from lab import baselines, bench, twins
 
-CHAPTER = 1
+CHAPTER = "1"
 NEEDS = ("cupy",)
 H200_SECONDS = 56  # measured: 56 s on the H200 (timing run of `measure`, 2026-12-01)
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from lab import bench, device, roofline
 
-CHAPTER = 0
+CHAPTER = "0"
 NEEDS = ()
 H200_SECONDS = 15  # measured: 15 s on the H200 (timing run of `measure`, 2026-12-01)
 

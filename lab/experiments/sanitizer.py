@@ -20,7 +20,7 @@ from lab import twins
 
 SUMMARY = ("memcheck and racecheck on the chapter 1–2 kernels and their twins, the pipelined "
            "FP32 and the tensor-core kernels, at odd and round shapes")
-CHAPTER = 2
+CHAPTER = "2"
 NEEDS = ("compute-sanitizer",)
 H200_SECONDS = 43  # measured: 43 s on the H200 (48 child processes, 8 at a time)
 

@@ -21,7 +21,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-CHAPTER = 4
+CHAPTER = "4"
 NEEDS = ("sgemm-cuda",)
 H200_SECONDS = 120  # estimate: about a minute of nvcc, then 13 kernels × 6 sizes
 

@@ -1,4 +1,4 @@
-"""Experiment ``shapes`` (chapter 6): the library across shapes, and the shapes that run slowly.
+"""Experiment ``shapes`` (chapter 6.2): the library across shapes, and the shapes that run slowly.
 
 cuBLAS (through :mod:`lab.baselines`) and our best kernels, one process run, rows told apart by
 ``part``:
@@ -51,7 +51,7 @@ import numpy as np
 from lab import baselines, bench, model, providers
 from numba import cuda  # noqa: E402  (after lab: simulator decided first)
 
-CHAPTER = 6
+CHAPTER = "6.2"
 NEEDS = ("cupy",)
 NEEDS_KERNELS = ("tc_fp16",)
 H200_SECONDS = 55  # measured: 55 s on the H200

@@ -1,10 +1,10 @@
-"""Experiment ``streamk_trace`` (chapter 7): where rung 12's time goes. Stream-K, traced: thread 0
-of every consumer warpgroup writes the GPU's nanosecond timer (``%globaltimer``, one clock for
-all SMs) at each step of its work (:data:`lab.experiments._hopper_study.TRACE_EVENTS`: a whole tile
-multiplied and stored; a share of k-slices multiplied, its partial sums published; a fix-up's
-wait, each block's partial sums seen and added; the shared tile stored; the end), so that every
-block's steps lie on one time axis — at 4096³ and 8192³, where stream-K lost to rung 11, and at
-decode shapes, where it took far longer than its arithmetic.
+"""Experiment ``streamk_trace`` (chapter 7): where Hopper rung 12's time goes. Stream-K, traced:
+thread 0 of every consumer warpgroup writes the GPU's nanosecond timer (``%globaltimer``, one
+clock for all SMs) at each step of its work (:data:`lab.experiments._hopper_study.TRACE_EVENTS`: a
+whole tile multiplied and stored; a share of k-slices multiplied, its partial sums published; a
+fix-up's wait, each block's partial sums seen and added; the shared tile stored; the end), so
+that every block's steps lie on one time axis — at 4096³ and 8192³, where stream-K lost to Hopper
+rung 11, and at decode shapes, where it took far longer than its arithmetic.
 
 Both fix-ups are traced: the finisher's (the block holding a tile's last k-slice waits for the
 others' partial sums, adds them one after another and stores the tile) and the atomic one
@@ -17,7 +17,7 @@ Every configuration is checked first (fresh inputs, C poisoned with NaN, float64
 :func:`lab.experiments.hopper_past.check`) at :data:`CHECK_SHAPES`, twice through one launcher
 (what a fix-up leaves for the next launch is checked too). Timing is GPU-only
 (:func:`lab.timing.time_queued`, 20 calls queued behind a busy kernel, 10 batches) with
-``torch.mm`` (FP16 out) and rung 11 beside, in one process: a diagnosis, not the ladder's
+``torch.mm`` (FP16 out) and Hopper rung 11 beside, in one process: a diagnosis, not the ladder's
 headline (``hopper_past`` and ``hopper_streamk`` take medians over processes). The trace is
 of one more call after the timing, the inputs cache-hot.
 """
@@ -27,7 +27,7 @@ from dataclasses import replace
 
 import numpy as np
 
-CHAPTER = 7
+CHAPTER = "7"
 SUMMARY = ("stream-K traced: every consumer warpgroup's steps on the GPU's global timer, at "
            "4096³, 8192³ and decode shapes; stream-K's block count at decode shapes")
 NEEDS = ("torch",)

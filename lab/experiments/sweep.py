@@ -39,7 +39,7 @@ import time
 
 import numpy as np
 
-CHAPTER = 9
+CHAPTER = "9b"
 SUMMARY = ("lab.gemm against cuBLAS over squares, LLM shapes, skinny and odd sizes — GPU-only "
            "and as called from Python, in three processes one after another")
 NEEDS = ("torch",)

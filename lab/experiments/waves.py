@@ -1,4 +1,4 @@
-"""Experiment ``waves`` (chapter 6): wave quantization measured — a sweep of N through several
+"""Experiment ``waves`` (chapter 6.1): wave quantization measured — a sweep of N through several
 multiples of a full wave of tiles, for our two tuned kernels and cuBLAS.
 
 M = :data:`M` = 33·128 rows and K = :data:`K`; N runs over every multiple of 128 from
@@ -7,7 +7,7 @@ M = :data:`M` = 33·128 rows and K = :data:`K`; N runs over every multiple of 12
 a new wave starts every 8 columns of tiles (every 1024 in N). ``warptile_tuned``'s 64 × 128 tiles
 give 66·(N/128) blocks, four per SM, 528 = 66·8 a wave: the same steps. The model predicts time
 ∝ waves (a flat stretch, then a step) where cuBLAS may switch kernels or tiles instead; the
-figure in chapter 6 puts both on one axis.
+figure in chapter 6.1 puts both on one axis.
 
 Every row: kernel, impl, m, n, k, dtype, median/min/max ms over 20 calls (CUDA events, warm-up
 3, cache-hot), tflops. Each implementation is checked once against float64 at N = 1024 and at
@@ -20,7 +20,7 @@ import numpy as np
 from lab import baselines, bench, model
 from numba import cuda  # noqa: E402  (after lab: simulator decided first)
 
-CHAPTER = 6
+CHAPTER = "6.1"
 NEEDS = ("cupy",)
 NEEDS_KERNELS = ("tc_fp16",)
 H200_SECONDS = 30  # measured: 25 s on the H200

@@ -26,6 +26,20 @@ from lab import device  # (simulator decided before numba is imported)
 TOOLKIT_MIN_CC = (7, 5)
 TOOLKIT_NEEDS = "CUDA 13 generates no code for older GPUs"
 
+#: The book's pages in reading order, each named as a chapter is named (``_toc.yml``'s ladder:
+#: ``book/06_1_waves`` is "6.1", ``book/07b_fp8`` is "7b").
+PAGES = ("0", "1", "2", "3", "4", "5", "6.1", "6.2", "6.3", "7", "7b", "8", "9", "9b", "10")
+
+
+def page_order(chapter: str) -> int:
+    """Where page ``chapter`` comes in the book (:data:`PAGES`): the key to sort chapters by,
+    "10" after "9b"; ValueError naming ``chapter`` and the pages when it is not one."""
+    try:
+        return PAGES.index(chapter)
+    except ValueError:
+        raise ValueError(f"chapter {chapter!r} is not a page of the book; pages: "
+                         f"{', '.join(PAGES)}") from None
+
 
 @dataclass(frozen=True)
 class KernelSpec:
@@ -44,14 +58,15 @@ class KernelSpec:
     against its own float64 reference; :func:`lab.bench.check` picks it over the plain product
     check. ``config`` is the configuration a rung's kernel and launch were built from (a
     frozen dataclass: tile, stages, loaders, …) for the rungs built from one, None for the
-    fixed early rungs: the one place a kernel's settings are read from.
+    fixed early rungs: the one place a kernel's settings are read from. ``chapter`` is the
+    page that teaches the kernel, one of :data:`PAGES` ("6.1", "7b", …).
     """
     name: str
     title: str
     dtype: type
     launch: Callable
     simulator: bool = True
-    chapter: int = 1
+    chapter: str = "1"
     compile: tuple = field(default=(), repr=False)
     edges: str = "bounds checks in the kernel"
     dtype_name: str = ""
@@ -67,6 +82,10 @@ class KernelSpec:
     def __post_init__(self):
         if not self.dtype_name:
             object.__setattr__(self, "dtype_name", np.dtype(self.dtype).name)
+        try:
+            page_order(self.chapter)
+        except ValueError as exc:
+            raise ValueError(f"kernel {self.name!r}: {exc}") from None
         if self.tile is not None and (len(self.tile) != 3 or not all(
                 isinstance(t, int) and t >= 1 for t in self.tile)):
             raise ValueError(f"kernel {self.name!r}: tile must be three positive ints "
@@ -90,7 +109,8 @@ class KernelSpec:
 
 #: Rung modules in ladder order.
 RUNGS = ("k01_naive", "k02_tiled", "k03_registers", "k04_vectorized", "k05_pipelined",
-         "k06_warptile", "k07_wmma", "k07_tensor_core", "k08_tc_pipeline", "wgmma.rungs", "wgmma.fp8",
+         "k06_warptile", "k07_wmma", "k07_tensor_core", "k08_tc_pipeline",
+         "wgmma.rungs", "wgmma.fp8",
          "k10_epilogue", "k11_splitk", "k12_small_m")
 
 

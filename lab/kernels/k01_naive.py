@@ -132,12 +132,12 @@ def launch_naive_swapped(A, B, C) -> None:
 
 SPECS = [
     KernelSpec("naive", "naive, one thread per output (seeds' mapping)", np.float32,
-               launch_naive, chapter=1, compile=((naive_kernel, SIGNATURE),),
+               launch_naive, chapter="1", compile=((naive_kernel, SIGNATURE),),
                tile=(BLOCK, BLOCK, 4)),
     KernelSpec("naive_swapped", "naive, thread x along rows (uncoalesced)", np.float32,
-               launch_naive_swapped, chapter=1, compile=((naive_swapped_kernel, SIGNATURE),),
+               launch_naive_swapped, chapter="1", compile=((naive_swapped_kernel, SIGNATURE),),
                tile=(BLOCK, BLOCK, 4)),
     KernelSpec("naive_literal", "naive, literal translation (64-bit indices, no unroll)",
-               np.float32, launch_naive_literal, chapter=1,
+               np.float32, launch_naive_literal, chapter="1",
                compile=((naive_literal_kernel, SIGNATURE),), tile=(BLOCK, BLOCK, 1)),
 ]

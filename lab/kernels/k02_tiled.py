@@ -186,14 +186,14 @@ def launch_tiled32_shuffle(A, B, C) -> None:
 
 SPECS = [
     KernelSpec(f"tiled{tile}", f"shared-memory tiles {tile}×{tile}, zero-padded edges",
-               np.float32, make_launch(tile), chapter=2,
+               np.float32, make_launch(tile), chapter="2",
                compile=((KERNELS[tile], SIGNATURE),),
                edges="zero-padded tiles in shared memory; guarded store",
                tile=(tile, tile, tile), paths=lambda m, n, k: "one kernel, zero-padded tiles")
     for tile in TILES
 ] + [
     KernelSpec("tiled32_shuffle", "tiled32 with A passed by warp shuffle instead of shared memory",
-               np.float32, launch_tiled32_shuffle, chapter=2, simulator=False,
+               np.float32, launch_tiled32_shuffle, chapter="2", simulator=False,
                compile=((tiled32_shuffle_kernel, SIGNATURE),),
                edges="zero-padded A values and B tile; guarded store", tile=(32, 32, 32),
                needs="warp shuffles (shfl.sync)"),

@@ -143,13 +143,13 @@ block128_kernel, launch_block128 = make_patch(8, 8)
 
 SPECS = [
     KernelSpec(name, f"register patch {p}x{p} per thread, 16x16 threads, BK 16", np.float32,
-               launch, chapter=3, compile=((kernel, SIGNATURE),),
+               launch, chapter="3", compile=((kernel, SIGNATURE),),
                edges="bounds checks in the load and store phases",
                tile=(THREADS * p, THREADS * p, 16))
     for (name, (kernel, launch)), p in zip(_SWEEP.items(), PATCHES)
 ] + [
     KernelSpec("block128", "128x128 block tile, BK 8, 8x8 patch per thread (256 threads)",
-               np.float32, launch_block128, chapter=3,
+               np.float32, launch_block128, chapter="3",
                compile=((block128_kernel, SIGNATURE),),
                edges="bounds checks in the load and store phases", tile=(128, 128, 8)),
 ]

@@ -501,7 +501,7 @@ EDGES_NOTE = ("bounds-checked twin kernel (scalar loads/stores) when M, N or K i
               "multiple of the block tile; 16-byte unchecked kernel otherwise")
 
 
-def spec_for(name: str, cfg: Config, title: str, chapter: int = 4) -> tuple:
+def spec_for(name: str, cfg: Config, title: str, chapter: str = "4") -> tuple:
     """(KernelSpec, (fast, edges, launch)) for a configuration."""
     built = build(cfg)
     spec = KernelSpec(name, f"{title}: {cfg.label()}", np.float32, built[2], chapter=chapter,

@@ -170,11 +170,11 @@ EDGES = "launch pads A and B with zeros to multiples of 16; stores check row < M
 SPECS = [
     KernelSpec("tc_naive_fp16", "tensor cores, one warp per 16×16 tile, fragments from global "
                "(FP16 in, FP32 acc)", np.float16, launch_naive_fp16, simulator=False,
-               chapter=5, compile=((naive_fp16_kernel, SIGNATURE_FP16),), edges=EDGES,
+               chapter="5", compile=((naive_fp16_kernel, SIGNATURE_FP16),), edges=EDGES,
                tile=(TILE, TILE, TILE), min_cc=(8, 0), needs="mma.sync m16n8k16, FP16"),
     KernelSpec("tc_naive_bf16", "tensor cores, one warp per 16×16 tile, fragments from global "
                "(BF16 in, FP32 acc)", np.uint16, launch_naive_bf16, simulator=False,
-               chapter=5, compile=((naive_bf16_kernel, SIGNATURE_BF16),), edges=EDGES,
+               chapter="5", compile=((naive_bf16_kernel, SIGNATURE_BF16),), edges=EDGES,
                dtype_name="bfloat16", tile=(TILE, TILE, TILE), min_cc=(8, 0),
                needs="mma.sync m16n8k16, BF16"),
 ]

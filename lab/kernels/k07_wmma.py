@@ -151,7 +151,7 @@ for _shape, (_tm, _tn, _tk) in wmma.SHAPES.items():
         SPECS.append(KernelSpec(
             _name, f"WMMA {_shape}, one warp per {_tm}×{_tn} tile, opaque fragments from "
             f"global (FP16 in, {'FP32' if _acc == 'f32' else 'FP16'} acc)", np.float16,
-            _launch, simulator=True, chapter=5, compile=((_kernel, SIGNATURE),), edges=EDGES,
+            _launch, simulator=True, chapter="5", compile=((_kernel, SIGNATURE),), edges=EDGES,
             tile=(_tm, _tn, _tk), min_cc=(7, 5), needs=f"wmma.{_shape}, FP16",
             check=make_half_check(_name, _launch) if _acc == "f16" else None))
 

@@ -477,7 +477,7 @@ def _spec(name: str, cfg: TileConfig) -> KernelSpec:
     kernel = kernel_for(cfg)
     bf16 = cfg.kind == "bf16"
     return KernelSpec(name, TITLES[name], np.uint16 if bf16 else np.float16, launcher(cfg),
-                      simulator=False, chapter=5, compile=((kernel, SIGNATURE[cfg.kind]),),
+                      simulator=False, chapter="5", compile=((kernel, SIGNATURE[cfg.kind]),),
                       edges=EDGES, dtype_name="bfloat16" if bf16 else "",
                       tile=(cfg.bm, cfg.bn, cfg.bk), min_cc=(8, 0),
                       paths=lambda m, n, k: code_path(cfg, m, n, k), config=cfg,

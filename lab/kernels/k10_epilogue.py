@@ -1,7 +1,8 @@
-"""Rung 10 — the epilogue, fused: ``D = act(α·A·B + β·C + bias)`` in the kernel that computes A·B.
+"""The fused epilogue (chapter 6.3): ``D = act(α·A·B + β·C + bias)`` in the kernel that computes
+A·B.
 
-What changed since the tuned kernels (``warptile_tuned``, rung 6; ``tc_fp16``, rung 8): only
-the last lines, where a thread writes its finished accumulators. The main loop, the tiles, the
+What changed since the tuned kernels (``warptile_tuned``, chapter 4; ``tc_fp16``, chapter 5):
+only the last lines, where a thread writes its finished accumulators. The main loop, the tiles, the
 shared memory and the registers that hold the accumulators are the same code: the factories
 :func:`lab.kernels.k04_vectorized.make_gemm` and :func:`lab.kernels.k08_tc_pipeline.build`
 take a ``tail`` whose ``store`` replaces the plain store, and :func:`finish` is that store's
@@ -460,13 +461,13 @@ _tc_full = tc_kernel(_FP32_FULL)
 SPECS = [
     KernelSpec("warptile_tuned_epilogue",
                "warptile_tuned + fused epilogue act(α·AB + β·C + bias)", np.float32,
-               _identity(launch_fp32), chapter=6,
+               _identity(launch_fp32), chapter="6.3",
                compile=((_fast, SIG_FP32), (_edges, SIG_FP32)), edges=k04.EDGES_NOTE,
                tile=(FP32_CONFIG.BM, FP32_CONFIG.BN, FP32_CONFIG.BK), config=FP32_CONFIG,
                check=lambda m, n, k, seed=None: check("warptile_tuned_epilogue", m, n, k,
                                                       seed=seed)),
     KernelSpec("tc_fp16_epilogue", "tc_fp16 + fused epilogue act(α·AB + β·C + bias)",
-               np.float16, _identity(launch_tc), simulator=False, chapter=6,
+               np.float16, _identity(launch_tc), simulator=False, chapter="6.3",
                compile=((_tc_full, SIG_TC),), edges=k08.EDGES,
                tile=(TC_CONFIG.bm, TC_CONFIG.bn, TC_CONFIG.bk), min_cc=(8, 0),
                needs="mma.sync m16n8k16 FP16, ldmatrix, cp.async", config=TC_CONFIG,

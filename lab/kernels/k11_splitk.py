@@ -1,4 +1,4 @@
-"""Rung 11 — split-K: more blocks for a product with few output tiles and a long K.
+"""Split-K (chapter 6.1): more blocks for a product with few output tiles and a long K.
 
 What changed since the tuned kernels (``warptile_tuned``, ``tc_fp16``): the grid gains a third
 (FP32) or second (tensor cores) dimension, ``s`` slices of K. Block ``(tile, z)`` runs the same
@@ -275,13 +275,13 @@ def _spec(name: str) -> KernelSpec:
     if tc:
         kernel = tc_kernel(mode)
         return KernelSpec(name, f"{base}, split-K ({DEFAULT_SPLITS} slices): {how}",
-                          np.float16, launcher(name), simulator=False, chapter=6,
+                          np.float16, launcher(name), simulator=False, chapter="6.1",
                           compile=((kernel, SIG_TC),), edges=k08.EDGES,
                           tile=(TC_CONFIG.bm, TC_CONFIG.bn, TC_CONFIG.bk), min_cc=(8, 0),
                           needs="mma.sync m16n8k16 FP16, ldmatrix, cp.async")
     fast, edges = fp32_kernels(mode)
     return KernelSpec(name, f"{base}, split-K ({DEFAULT_SPLITS} slices): {how}", np.float32,
-                      launcher(name), chapter=6,
+                      launcher(name), chapter="6.1",
                       compile=((fast, SIG_FP32), (edges, SIG_FP32)), edges=k04.EDGES_NOTE,
                       tile=(FP32_CONFIG.BM, FP32_CONFIG.BN, FP32_CONFIG.BK))
 

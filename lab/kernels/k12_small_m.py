@@ -19,7 +19,7 @@ copy reaches). Everything else is what keeps that stream from flowing:
 * **Enough bytes in flight.** To stream at ≈ 4 TB/s with ≈ 1 µs of DRAM latency, ≈ 4 MB must
   be in flight, ≈ 30 KB per SM. A block is 4 warps over a BM×BN tile of C (BN = 128 or 64,
   :data:`WIDTHS`) with :data:`STAGES` k-slices of 64 in shared memory (``cp.async``, 16 bytes
-  a copy, as rung 5); two to five blocks fit per SM (:func:`blocks_per_sm`, from the shared
+  a copy, as in ``tc_fp16``); two to five blocks fit per SM (:func:`blocks_per_sm`, from the shared
   memory and the registers of each tile).
 * **Enough blocks, one wave.** N = 4096 makes only 32 column tiles of 128 — a quarter of the
   132 SMs. K is split into ``s`` slices (grid ``tiles × s``), as many as fit on the SMs at
@@ -824,7 +824,7 @@ def _spec(name: str, kind: str) -> KernelSpec:
     return KernelSpec(name, f"small M: {cfg.bm}- to 128-row tiles by M, split K "
                       f"({DEFAULT_SPLITS} slices) reduced in the same launch",
                       np.uint16 if bf16 else np.float16, launcher(DEFAULT_SPLITS),
-                      simulator=False, chapter=9,
+                      simulator=False, chapter="9b",
                       compile=((kernel_for(cfg, "f32"), signature(kind, "f32")),),
                       edges="A rows clamped; K padded to 64 only when needed; a B whose "
                             "rows are not whole 16-byte vectors read in place; stores check "

@@ -11,10 +11,14 @@ Each check draws fresh inputs; a failure prints the seed that replays it
 """
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
+import numpy as np
 import pytest
 
 import lab
-from lab import bench, device
+from lab import bench, device, kernels
 
 CASES = [(name, shape) for name, spec in lab.REGISTRY.items()
          if device.GPU or spec.simulator
@@ -60,3 +64,47 @@ def test_simulator_shapes_stay_small():
         for m, n, k in bench.shapes_for(spec, gpu=False):
             steps = -(-m // bm) * -(-n // bn) * -(-k // bk)
             assert steps <= 8, (spec.name, (m, n, k), steps)
+
+
+# ----------------------------------------------------------------------------- chapters
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_pages_are_the_books_chapters_in_reading_order():
+    """PAGES names the ladder's notebooks of _toc.yml, in its order, as the book numbers them:
+    ``06_1_waves`` is "6.1", ``07b_fp8`` is "7b", ``10_multi_gpu`` is "10"."""
+    files = re.findall(r"file:\s*book/(\d\S*)", (ROOT / "_toc.yml").read_text())
+    numbers = []
+    for f in files:
+        m = re.fullmatch(r"(\d+)(?:_(\d)_|([a-z])_|_)\w+", f)
+        assert m, f
+        numbers.append(str(int(m[1])) + (f".{m[2]}" if m[2] else m[3] or ""))
+    assert numbers == list(kernels.PAGES)
+
+
+def test_chapters_sort_in_page_order_not_string_order():
+    shuffled = ["10", "9b", "6.1", "9", "7b", "2", "6.3", "0", "7"]
+    assert sorted(shuffled, key=kernels.page_order) == ["0", "2", "6.1", "6.3", "7", "7b",
+                                                        "9", "9b", "10"]
+    assert sorted(shuffled) != sorted(shuffled, key=kernels.page_order)   # "10" < "2" as text
+
+
+def test_every_kernel_names_a_page():
+    assert {spec.chapter for spec in lab.REGISTRY.values()} <= set(kernels.PAGES)
+    by_name = {name: spec.chapter for name, spec in lab.REGISTRY.items()}
+    assert (by_name["tc_fp16_splitk"], by_name["tc_fp16_epilogue"], by_name["fp8_e4m3"],
+            by_name["tc_small_m_fp16"], by_name["wgmma_table_fp16"]) == ("6.1", "6.3", "7b",
+                                                                        "9b", "7")
+
+
+@pytest.mark.parametrize("chapter", [6, "6", "6.4", "7c", "", None])
+def test_a_spec_whose_chapter_is_not_a_page_is_refused_naming_it(chapter):
+    with pytest.raises(ValueError) as info:
+        kernels.KernelSpec("bad_page", "a kernel on no page", np.float32, lambda *a: None,
+                           chapter=chapter, tile=(1, 1, 1))
+    message = str(info.value)
+    assert "'bad_page'" in message and f"chapter {chapter!r} is not a page of the book" in message
+    assert "6.1, 6.2, 6.3" in message                                      # the pages it may be
+    with pytest.raises(ValueError, match=re.escape(f"chapter {chapter!r} is not a page")):
+        kernels.page_order(chapter)

@@ -19,7 +19,7 @@ def test_six_kernels_registered_in_chapter_5():
     assert [n for n in REGISTRY if n.startswith("wmma_")] == NAMES
     for name in NAMES:
         spec = get_spec(name)
-        assert spec.chapter == 5 and spec.dtype == np.float16 and spec.simulator
+        assert spec.chapter == "5" and spec.dtype == np.float16 and spec.simulator
         assert spec.tile == (*wmma.SHAPES[name.split("_")[1]],)
 
 

@@ -274,7 +274,7 @@ def test_the_experiment_declares_its_tool_and_chapter():
     from lab import experiments
 
     exp = experiments.info("multi_gpu")
-    assert exp.chapter == 10 and exp.needs == ("torch-nccl-2gpu",)
+    assert exp.chapter == "10" and exp.needs == ("torch-nccl-2gpu",)
     assert 0 < exp.h200_seconds <= 600
 
 

@@ -118,8 +118,9 @@ def _size_values(speed: dict, n: int) -> dict:
 
 
 def _past_rows() -> list[dict]:
-    """The FP8 rows of ``hopper_past`` (chapter 7's measurement past rung 8): medians over its
-    processes, GPU-only timing, each against cuBLASLt fast accumulation with its output type."""
+    """The FP8 rows of ``hopper_past`` (chapter 7's measurement past Hopper rung 8): medians over
+    its processes, GPU-only timing, each against cuBLASLt fast accumulation with its output
+    type."""
     return [r for r in results.load("hopper_past")["rows"]
             if r["part"] == "summary" and r["dtype"] == "e4m3"]
 
@@ -145,7 +146,7 @@ def cluster_values() -> dict:
         "nocl_ratio_big": f"{by[('fp8 bf16 out', big)]['ratio']:.3f}",
         "nocl_ratio_small": f"{by[('fp8 bf16 out', small)]['ratio']:.3f}",
         "cl_processes": str(min(r["processes"] for r in _past_rows())),
-        # chapter 7's rungs 10 and 11 for FP8: BF16 C staged a whole tile at a time, 3 stages,
+        # Hopper rungs 10 and 11 for FP8: BF16 C staged a whole tile at a time, 3 stages,
         # and a grid of 128 blocks (fp8_e4m3_tile)
         "tile_ratio_big": f"{by[('fp8 bf16 out whole-tile grid 128', big)]['ratio']:.3f}",
         "tile_tflops_big": f"{by[('fp8 bf16 out whole-tile grid 128', big)]['tflops']:,.0f}",

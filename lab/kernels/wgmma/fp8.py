@@ -197,7 +197,8 @@ def needs(cfg: K.HopperConfig) -> str:
 def _spec(name: str, cfg: K.HopperConfig) -> KernelSpec:
     f = fp8.get_format(cfg.kind)
     return KernelSpec(name, f"FP8 on Hopper: {TITLES[name]}", np.uint8, registry_launch(cfg),
-                      simulator=False, chapter=7, compile=((K.kernel_for(cfg), K.signature(cfg)),),
+                      simulator=False, chapter="7b",
+                      compile=((K.kernel_for(cfg), K.signature(cfg)),),
                       edges=K.edges(cfg) + "; K is padded to a multiple of 16 (bytes of a row)",
                       dtype_name=f.numpy_type.__name__, tile=(cfg.bm, cfg.bn, cfg.bk),
                       min_cc=(9, 0), max_cc=(9, 0), needs=needs(cfg),

@@ -139,7 +139,7 @@ def spec(r: Rung, kind: str) -> KernelSpec:
                       np.uint16 if bf16 else np.float16,
                       launcher16(cfg) if wide else launcher(cfg), simulator=False,
                       check=checker16(name, cfg) if wide else None,
-                      chapter=7, compile=((kernel_for(cfg), signature(cfg)),),
+                      chapter="7", compile=((kernel_for(cfg), signature(cfg)),),
                       edges=edges(cfg), dtype_name="bfloat16" if bf16 else "",
                       tile=(cfg.bm, cfg.bn, BK), min_cc=(9, 0), max_cc=(9, 0),
                       needs=needs(cfg), config=cfg)
