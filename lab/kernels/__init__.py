@@ -8,11 +8,12 @@ saying what changed since the previous rung, its constants, its ``@cuda.jit`` ke
 Every spec declares its block tile (so checks can aim at its edges: :func:`shapes_for`)
 and the oldest compute capability it runs on; :func:`runnable` answers, with one line, whether
 this device (or a given capability) can run a kernel, and :func:`lab.matmul` raises
-:class:`KernelUnavailable` with that line instead of launching.
+:class:`KernelUnavailable` with that line instead of launching. :func:`validate` checks host
+operands against a kernel (:func:`lab.matmul` and the fused-epilogue runner both call it).
 """
 from __future__ import annotations
 
-import importlib
+import sys
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -123,10 +124,21 @@ TEACHING = ("lab.roofline:fma_kernel",
               for name in ("patch1", "patch2", "patch4", "patch8", "block128")))
 
 
+# The modules of RUNGS, in its order, imported by a plain statement so that the import graph
+# (``lint-imports``) holds the registry's dependence on each (tests/test_import_contracts.py checks
+# the two lists agree). The rungs import KernelSpec and the constants above from this module, so
+# this comes after them; what lies below (get_spec, runnable, …) a rung imports inside functions.
+from lab.kernels import (  # noqa: E402
+    k01_naive, k02_tiled, k03_registers, k04_vectorized, k05_pipelined, k06_warptile, k07_wmma,
+    k07_tensor_core, k08_tc_pipeline, k09_hopper, k09_fp8, k10_epilogue, k11_splitk, k12_small_m)
+
+
 def _collect() -> dict[str, KernelSpec]:
     registry: dict[str, KernelSpec] = {}
     for rung in RUNGS:
-        module = importlib.import_module(f"lab.kernels.{rung}")
+        module = sys.modules.get(f"{__name__}.{rung}")
+        if module is None:
+            raise RuntimeError(f"rung {rung!r} is in RUNGS but the registry does not import it")
         for spec in module.SPECS:
             if spec.name in registry:
                 raise RuntimeError(f"kernel name {spec.name!r} registered twice ({rung})")
@@ -235,3 +247,45 @@ def runnable(kernel: str | KernelSpec, cc: tuple[int, int] | None = None) -> tup
         return False, (f"{spec.name} runs on compute capability {_cc(spec.min_cc)} only "
                        f"({spec.needs}); {where} is {_cc(cc)}")
     return True, f"{spec.name} runs on compute capability {_cc(cc)}"
+
+
+def validate(A, B, spec: KernelSpec) -> tuple[int, int, int]:
+    """Check the operands of ``A @ B`` for the kernel ``spec`` and return ``(M, N, K)``.
+
+    Raises TypeError for something that is not a plain ``numpy.ndarray`` (a masked array's mask
+    would be silently dropped, so it is refused too) and ValueError, naming the operand and the
+    problem, for a wrong number of dimensions, an empty dimension, inner dimensions that differ,
+    a non-native byte order, a dtype the kernel does not take, or a non-contiguous layout.
+    """
+    for label, x in (("A", A), ("B", B)):
+        if not isinstance(x, np.ndarray):
+            raise TypeError(f"{label} must be a numpy.ndarray, got {type(x).__name__}")
+        if isinstance(x, np.ma.MaskedArray):
+            raise TypeError(f"{label} is a numpy.ma.MaskedArray: its mask would be ignored; "
+                            f"pass {label}.filled(value) or numpy.asarray({label}) explicitly")
+    for label, x in (("A", A), ("B", B)):
+        if x.ndim != 2:
+            raise ValueError(f"{label} must be 2-dimensional, got ndim={x.ndim} "
+                             f"(shape {x.shape})")
+    for label, x in (("A", A), ("B", B)):
+        if 0 in x.shape:
+            raise ValueError(f"{label} has an empty dimension (shape {x.shape}); "
+                             "every dimension must be >= 1")
+    if A.shape[1] != B.shape[0]:
+        raise ValueError(f"inner dimensions differ: A is {A.shape[0]}x{A.shape[1]} but B is "
+                         f"{B.shape[0]}x{B.shape[1]} (A.shape[1] must equal B.shape[0])")
+    for label, x in (("A", A), ("B", B)):
+        if not x.dtype.isnative:
+            order = "big" if x.dtype.byteorder == ">" else "little"
+            raise ValueError(f"{label} is {order}-endian ({x.dtype.str}), not this machine's "
+                             f"byte order; pass {label}.astype({label}.dtype.newbyteorder('='))")
+    want = np.dtype(spec.dtype)
+    for label, x in (("A", A), ("B", B)):
+        if x.dtype != want:
+            raise ValueError(f"kernel {spec.name!r} takes {spec.dtype_name} inputs "
+                             f"(numpy {want.name}); {label} is {x.dtype.name}")
+    for label, x in (("A", A), ("B", B)):
+        if not x.flags.c_contiguous:
+            raise ValueError(f"{label} is not C-contiguous (a transposed or strided view?); "
+                             f"pass numpy.ascontiguousarray({label})")
+    return A.shape[0], B.shape[1], A.shape[1]

@@ -395,8 +395,7 @@ def run(name: str, a, b, *, C=None, bias=None, alpha=1.0, beta=0.0,
     """Host arrays in, host D out, through registered fused kernel ``name``: operands are
     checked (A and B as :func:`lab.matmul` checks them, C and bias by :func:`resolve`) and the
     kernel's availability here, before anything is copied or launched; D starts as NaN."""
-    from lab.api import validate
-    from lab.kernels import KernelUnavailable, get_spec, runnable
+    from lab.kernels import KernelUnavailable, get_spec, runnable, validate
 
     if name not in FUSED:
         raise ValueError(f"{name!r} is not a fused-epilogue kernel; known: {', '.join(FUSED)}")
