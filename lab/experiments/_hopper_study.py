@@ -23,7 +23,7 @@ import numpy as np
 from numba import cuda, int32, uint32, uint64
 
 from lab import hopper
-from lab.kernels.wgmma.config import EPI_BOX, ROW, HopperConfig
+from lab.kernels.wgmma.config import ROW, HopperConfig
 from lab.kernels.wgmma.epilogue import epilogue, staging
 
 #: A traced kernel's (``Study.trace``) events: thread 0 of every consumer warpgroup

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from lab.kernels import REGISTRY, wgmma
+from lab.kernels import REGISTRY
 from lab.kernels.wgmma import rungs
 
 LAB = Path(__file__).resolve().parents[2] / "lab"

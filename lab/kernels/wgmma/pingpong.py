@@ -4,7 +4,7 @@ from one to the other, so that one stores while the other multiplies.
 """
 from __future__ import annotations
 
-from numba import cuda, uint32
+from numba import cuda, float32, uint32
 
 from lab import hopper
 from lab.kernels.wgmma.config import HopperConfig
