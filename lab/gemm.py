@@ -39,12 +39,12 @@ array, a changed address or shape, an explicit stream, a stream block) takes the
 from __future__ import annotations
 
 import os
-from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from lab import convert, device
+from lab.lru import LRU
 from lab import launch as routed
 
 from numba import cuda  # noqa: E402  (after lab.device)
@@ -66,7 +66,12 @@ TUNE_CALLS = 10
 #: The H200's SM count, assumed when a plan is asked for a capability without a GPU.
 SM_DEFAULT = 132
 DTYPES = ("float32", "float16", "bfloat16")
+#: Recorded calls kept (by buffers and stream), and fast paths (by the ids of the arrays).
 CALLS_KEPT = 256
+#: Shapes whose tuned choice is kept; launchers and workspaces kept.
+TUNED_KEPT = 256
+LAUNCHERS_KEPT = 64
+WORKSPACES_KEPT = 16
 #: M at or below which 16-bit inputs on compute capability 8.0+ go to the small-M kernel
 #: (:mod:`lab.kernels.k12_small_m`); ``LAB_GEMM_SMALL_M=0`` in the environment turns it off
 #: (the choice falls back to split-K on 128-row tiles), to compare the two. Its partial tiles
@@ -489,7 +494,7 @@ def _small_m(m, n, k, dtype, out_dtype, cc, sms, why) -> Choice:
     return replace(first, why=tuple(why), candidates=tuple(others))
 
 
-_TUNED: dict = {}
+_TUNED = LRU(TUNED_KEPT)
 
 
 def _shape_key(choice: Choice) -> tuple:
@@ -502,8 +507,9 @@ def tune(choice: Choice, a, b, c, handle: int = 0) -> Choice:
     the driver calls alone, so that the GPU's time decides, not the launcher's Python),
     remembered per shape; ``c`` is overwritten (the caller runs the winner after)."""
     key = _shape_key(choice)
-    if key in _TUNED:
-        return _TUNED[key]
+    known = _TUNED.get(key)
+    if known is not None:
+        return known
     if not choice.candidates or not device.GPU:
         return choice
     from numba import cuda
@@ -555,39 +561,32 @@ def _dtype_name(dt) -> str | None:
     return name
 
 
-_WORK: dict = {}
+_WORK = LRU(WORKSPACES_KEPT)
 
 
 def _workspace(key, shape, dtype):
     from numba import cuda
 
-    full = (key, shape, np.dtype(dtype).str)
-    if full not in _WORK:
-        if len(_WORK) >= 16:
-            _WORK.pop(next(iter(_WORK)))
-        _WORK[full] = cuda.device_array(shape, dtype=dtype)
-    return _WORK[full]
+    return _WORK.get_or_make((key, shape, np.dtype(dtype).str),
+                             lambda: cuda.device_array(shape, dtype=dtype))
 
 
-_SMALL: dict = {}
-_HOPPER: dict = {}
+_SMALL = LRU(LAUNCHERS_KEPT)
+_HOPPER = LRU(LAUNCHERS_KEPT)
 
 
 def _launcher(choice: Choice):
     from lab.kernels import get_spec, k09_hopper, k11_splitk
 
     if choice.kernel.startswith("tc_small_m"):
+        from lab.kernels import k12_small_m
+
         key = (choice.splits, choice.bn or 128, choice.bm)
-        if key not in _SMALL:
-            from lab.kernels import k12_small_m
-            _SMALL[key] = k12_small_m.launcher(*key)
-        return _SMALL[key]
+        return _SMALL.get_or_make(key, lambda: k12_small_m.launcher(*key))
     if choice.kernel.startswith("wgmma_"):
         # the kernel itself, not the registry's launcher (which widens a 16-bit C)
         cfg = hopper_config(choice.kernel, choice.blocks, choice.fixup, choice.bn)
-        if cfg not in _HOPPER:
-            _HOPPER[cfg] = k09_hopper.launcher(cfg)
-        return _HOPPER[cfg]
+        return _HOPPER.get_or_make(cfg, lambda: k09_hopper.launcher(cfg))
     if choice.splits > 1:
         return k11_splitk.launcher(choice.kernel, choice.splits)
     return get_spec(choice.kernel).launch
@@ -652,8 +651,8 @@ def _stream_of(a: Operand, stream):
     return 0
 
 
-_CALLS: OrderedDict = OrderedDict()
-_SHAPES: dict = {}
+_CALLS = LRU(CALLS_KEPT)
+_SHAPES = LRU(CALLS_KEPT)
 
 
 def _fast_key(A, B, out, out_dtype, stream):
@@ -723,7 +722,7 @@ def _hot_for(a: Operand, cp, arrays) -> Hot | None:
     return None
 
 
-_HOT: OrderedDict = OrderedDict()
+_HOT = LRU(CALLS_KEPT)
 # endregion: hot_path
 
 
@@ -790,15 +789,11 @@ def gemm(A, B, out=None, *, out_dtype=None, stream=None):
         hot = _hot_for(a, cp, (A, B, out))
         if hot is not None:
             _HOT[(id(A), id(B), id(out), out_dtype)] = hot
-            while len(_HOT) > CALLS_KEPT:
-                _HOT.popitem(last=False)
     asked = _dtype_name(out_dtype)          # the fast path's key: as the caller asked
     fast = _fast_key(A, B, out, asked, None) if stream is None else None
     if fast is not None:
         _CALLS[fast] = cp
         _SHAPES[_fast_key(A, B, None, asked, None)] = (m, n, odt)
-    while len(_CALLS) > CALLS_KEPT:
-        _CALLS.popitem(last=False)
     return out
 
 

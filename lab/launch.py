@@ -30,11 +30,11 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-from collections import OrderedDict
 
 import numpy as np
 
 from lab import device
+from lab.lru import LRU
 
 #: Plans kept (least recently used dropped first).
 PLANS_KEPT = 512
@@ -42,8 +42,10 @@ PLANS_KEPT = 512
 CALLS_KEPT = 256
 #: A recorded call of several launches becomes one CUDA graph at this many replays.
 GRAPH_AFTER = 2
+#: Driver stream objects kept, by handle.
+STREAMS_KEPT = 64
 
-_PLANS: OrderedDict = OrderedDict()
+_PLANS = LRU(PLANS_KEPT)
 _STREAMS: list = []            # the stack of :func:`stream` blocks (driver handles, ints)
 _RECORDING: list = []          # the stack of :class:`_Recording` of :func:`memo`
 #: True: route nothing — launch through Numba (``kernel[...]``) and marshal a cluster launch
@@ -172,7 +174,7 @@ def args_key(args) -> tuple:
 
 # ----------------------------------------------------------------------------- streams
 
-_CU_STREAMS: dict = {}
+_CU_STREAMS = LRU(STREAMS_KEPT)
 
 
 def stream_handle(s=None) -> int:
@@ -365,10 +367,7 @@ def plan(kernel, signature, grid, block, shared: int = 0, args=(), cluster: int 
         p.kernel = kernel                     # keeps id(kernel) from being reused
         _PLANS[key] = p
         STATS["plans_built"] += 1
-        while len(_PLANS) > PLANS_KEPT:
-            _PLANS.popitem(last=False)
     else:
-        _PLANS.move_to_end(key)
         STATS["plan_hits"] += 1
     return p
 
@@ -481,7 +480,7 @@ def memo(launcher):
     buffers launches those plans and runs none of the launcher's Python. Under the
     simulator the launcher runs every time. ``.calls`` holds the recorded call plans,
     ``.plan_for(*args)`` returns (and builds) one."""
-    calls: OrderedDict = OrderedDict()
+    calls = LRU(CALLS_KEPT)
 
     def plan_for(*args) -> CallPlan:
         key = args_key(args)
@@ -489,8 +488,6 @@ def memo(launcher):
         if cp is None:
             cp = record(lambda: launcher(*args), args)
             calls[key] = cp
-            while len(calls) > CALLS_KEPT:
-                calls.popitem(last=False)
             return cp
         STATS["call_hits"] += 1
         cp.launch()

@@ -18,7 +18,7 @@ LAB = Path(__file__).resolve().parents[1] / "lab"
 #: Bottom to top. A module belongs to the first layer with a pattern it matches: the module's
 #: name itself, or a package's name followed by ``.*`` for everything under it.
 LAYERS = (
-    ("base", ("lab.device", "lab.inlining", "lab.gpulock", "lab.clocks", "lab.results",
+    ("base", ("lab.device", "lab.lru", "lab.inlining", "lab.gpulock", "lab.clocks", "lab.results",
               "lab.model", "lab.seeds", "lab.tables", "lab.plots", "lab.page", "lab.accuracy",
               "lab.roofline", "lab.fragments", "lab.counting", "lab.fp8")),
     ("intrinsics", ("lab.ptx", "lab.vector", "lab.hopper", "lab.wmma", "lab.launch", "lab.convert")),

@@ -46,6 +46,7 @@ from lab import launch as routed
 from lab import ptx
 from lab.kernels import KernelSpec
 from lab.kernels.k07_tensor_core import pad_inputs
+from lab.lru import LRU
 
 SIGNATURE = {"f16": "void(float16[:, ::1], float16[:, ::1], float32[:, ::1])",
              "bf16": "void(uint16[:, ::1], uint16[:, ::1], float32[:, ::1])"}
@@ -380,14 +381,12 @@ def build(cfg: TileConfig, tail=None):
     return tc_kernel
 
 
-_BUILT: dict = {}
+_BUILT = LRU(64)
 
 
 def kernel_for(cfg: TileConfig):
     """The (cached) compiled-on-demand kernel for ``cfg``."""
-    if cfg not in _BUILT:
-        _BUILT[cfg] = build(cfg)
-    return _BUILT[cfg]
+    return _BUILT.get_or_make(cfg, lambda: build(cfg))
 
 
 _READY: set = set()

@@ -40,6 +40,7 @@ from lab.kernels import KernelSpec
 from lab.kernels import k04_vectorized as k04
 from lab.kernels import k08_tc_pipeline as k08
 from lab.kernels.k10_epilogue import FP32_CONFIG, TC_CONFIG, Tail
+from lab.lru import LRU
 
 #: Slices of K of the registered kernels' ``launch(A, B, C)``.
 DEFAULT_SPLITS = 4
@@ -130,25 +131,22 @@ def _elementwise_grid(m: int, n: int) -> tuple:
     return ((n + 31) // 32, (m + 7) // 8), (32, 8)
 
 
-_KERNELS: dict = {}
+_KERNELS = LRU(64)
 
 
 def fp32_kernels(mode: str, cfg: k04.Config = FP32_CONFIG):
     """(fast, edges) split-K kernels of the warp-tiled FP32 design (cached)."""
-    key = ("fp32", mode, cfg)
-    if key not in _KERNELS:
+    def make():
         tail = TAILS[_mode(mode)]
-        _KERNELS[key] = (k04.make_gemm(cfg, EDGES=False, tail=tail),
-                         k04.make_gemm(cfg, EDGES=True, tail=tail))
-    return _KERNELS[key]
+        return (k04.make_gemm(cfg, EDGES=False, tail=tail),
+                k04.make_gemm(cfg, EDGES=True, tail=tail))
+    return _KERNELS.get_or_make(("fp32", mode, cfg), make)
 
 
 def tc_kernel(mode: str, cfg: k08.TileConfig = TC_CONFIG):
     """The split-K tensor-core kernel of ``cfg``'s design (cached)."""
-    key = ("tc", mode, cfg)
-    if key not in _KERNELS:
-        _KERNELS[key] = k08.build(cfg, tail=TAILS[_mode(mode)])
-    return _KERNELS[key]
+    return _KERNELS.get_or_make(("tc", mode, cfg),
+                                lambda: k08.build(cfg, tail=TAILS[_mode(mode)]))
 
 
 def _mode(mode: str) -> str:
@@ -157,8 +155,9 @@ def _mode(mode: str) -> str:
     return mode
 
 
-_WORKSPACE: dict = {}
-_DUMMY: dict = {}
+#: Two-pass workspaces kept (by context and shape), as a library keeps its workspace.
+_WORKSPACE = LRU(4)
+_DUMMY = LRU(8)
 
 
 def _context_key():
@@ -171,19 +170,13 @@ def workspace(splits: int, m: int, n: int):
     if splits * m * n > k04.INT32_LIMIT:
         raise ValueError(f"the workspace would have {splits * m * n} elements; these kernels "
                          f"index with int32 (at most {k04.INT32_LIMIT})")
-    key = (_context_key(), splits, m, n)
-    if key not in _WORKSPACE:
-        if len(_WORKSPACE) >= 4:
-            _WORKSPACE.pop(next(iter(_WORKSPACE)))
-        _WORKSPACE[key] = cuda.device_array((splits, m, n), dtype=np.float32)
-    return _WORKSPACE[key]
+    return _WORKSPACE.get_or_make((_context_key(), splits, m, n),
+                                  lambda: cuda.device_array((splits, m, n), dtype=np.float32))
 
 
 def _dummy():
-    key = _context_key()
-    if key not in _DUMMY:
-        _DUMMY[key] = cuda.to_device(np.zeros((1, 1, 1), np.float32))
-    return _DUMMY[key]
+    return _DUMMY.get_or_make(_context_key(),
+                              lambda: cuda.to_device(np.zeros((1, 1, 1), np.float32)))
 
 
 def _finish(mode: str, C, chunk: int, splits: int, run) -> None:

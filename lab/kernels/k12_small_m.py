@@ -68,6 +68,7 @@ from lab import ptx
 from lab.kernels import KernelSpec
 from lab.kernels import k08_tc_pipeline as k08
 from lab.kernels.k07_tensor_core import pad_into, round_up
+from lab.lru import LRU
 
 if device.SIMULATOR:
     def ld_cg_v4(address):
@@ -530,14 +531,11 @@ def build(cfg: k08.TileConfig, out: str = "f32", in_place: bool = False):
     return small_m
 
 
-_BUILT: dict = {}
+_BUILT = LRU(64)
 
 
 def kernel_for(cfg: k08.TileConfig, out: str = "f32", in_place: bool = False):
-    key = (cfg, out, bool(in_place))
-    if key not in _BUILT:
-        _BUILT[key] = build(cfg, out, in_place)
-    return _BUILT[key]
+    return _BUILT.get_or_make((cfg, out, bool(in_place)), lambda: build(cfg, out, in_place))
 
 
 _READY: set = set()
@@ -560,7 +558,8 @@ def _allow_shared(kernel, cfg: k08.TileConfig, sig: str, dynamic: int) -> None:
     _READY.add(key)
 
 
-_WORK: dict = {}
+#: Workspaces (partials and tickets) kept, by context, split factor, shape and block count.
+_WORK = LRU(16)
 
 
 def _context_key():
@@ -575,17 +574,15 @@ def workspace(splits: int, m: int, n: int, blocks: int):
     if splits * m * pitch > 2**31 - 1:
         raise ValueError(f"the workspace would have {splits * m * pitch} elements; this "
                          "kernel indexes with int32")
-    key = (_context_key(), splits, m, n, blocks)
-    if key not in _WORK:
-        if len(_WORK) >= 16:
-            _WORK.pop(next(iter(_WORK)))
+    def make():
         w = (cuda.device_array((splits, m, pitch), dtype=np.float32) if splits > 1
              else cuda.device_array((1, 1, 1), dtype=np.float32))
-        _WORK[key] = (w, cuda.to_device(np.zeros(max(1, blocks), np.int32)))
-    return _WORK[key]
+        return w, cuda.to_device(np.zeros(max(1, blocks), np.int32))
+    return _WORK.get_or_make((_context_key(), splits, m, n, blocks), make)
 
 
-_COPIES: dict = {}
+#: Padded copies kept, by context, slot, shape and dtype.
+_COPIES = LRU(16)
 
 
 def _address(x) -> int:
@@ -600,12 +597,8 @@ def _fit(x, rows: int, cols: int, slot: str):
     per slot and shape)."""
     if x.shape == (rows, cols) and _address(x) % 16 == 0:
         return x
-    key = (_context_key(), slot, rows, cols, x.dtype.str)
-    dst = _COPIES.get(key)
-    if dst is None:
-        if len(_COPIES) > 16:
-            _COPIES.clear()
-        dst = _COPIES[key] = cuda.device_array((rows, cols), dtype=x.dtype)
+    dst = _COPIES.get_or_make((_context_key(), slot, rows, cols, x.dtype.str),
+                              lambda: cuda.device_array((rows, cols), dtype=x.dtype))
     pad_into(x, dst)
     return dst
 
