@@ -59,10 +59,10 @@ a 16-bit C. Inline PTX
 from __future__ import annotations
 
 import numpy as np
-from numba import cuda, float32, int32, int64, uint8, uint16, uint32, uint64
+from numba import cuda, float32, int32, int64, uint8, uint32, uint64
 from numba.core.types import float16
 
-from lab import device
+from lab import convert, device
 from lab import launch as routed
 from lab import ptx
 from lab.kernels import KernelSpec
@@ -256,13 +256,7 @@ def build(cfg: k08.TileConfig, out: str = "f32", in_place: bool = False):
     if out == "bf16":
         @cuda.jit(device=True, inline="always")
         def put(C, row, col, v):
-            # BF16 bits, rounded to nearest even (NaN kept a quiet NaN)
-            if v != v:
-                C[row, col] = uint16(0x7FC0)
-            else:
-                bits = uint32(cuda.libdevice.float_as_int(v))
-                bits = bits + uint32(0x7FFF) + ((bits >> uint32(16)) & uint32(1))
-                C[row, col] = uint16(bits >> uint32(16))
+            C[row, col] = convert.bf16_bits(v)     # rounded to nearest even
     elif out == "f16":
         @cuda.jit(device=True, inline="always")
         def put(C, row, col, v):
