@@ -43,7 +43,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from lab import convert, device
+from lab import convert, device, timing
 from lab.lru import LRU
 from lab import launch as routed
 
@@ -502,31 +502,25 @@ def _shape_key(choice: Choice) -> tuple:
 
 
 def tune(choice: Choice, a, b, c, handle: int = 0) -> Choice:
-    """The fastest of ``choice`` and its candidates at this shape (CUDA events around
-    :data:`TUNE_CALLS` replays of each one's recorded launch plans, after two warm-up calls:
-    the driver calls alone, so that the GPU's time decides, not the launcher's Python),
-    remembered per shape; ``c`` is overwritten (the caller runs the winner after)."""
+    """The fastest of ``choice`` and its candidates at this shape (one pair of CUDA events
+    around :data:`TUNE_CALLS` replays of each one's recorded launch plans, by
+    :func:`lab.timing.event_samples`, after the recording call and as many replays as make a
+    call of several launches one CUDA graph: the driver calls alone, so that the GPU's time
+    decides, not the launcher's Python or a graph's capture), remembered per shape; ``c`` is
+    overwritten (the caller runs the winner after)."""
     key = _shape_key(choice)
     known = _TUNED.get(key)
     if known is not None:
         return known
     if not choice.candidates or not device.GPU:
         return choice
-    from numba import cuda
-
-    s = cuda.external_stream(handle) if handle else cuda.default_stream()
     times = []
     for cand in (replace(choice, candidates=()), *choice.candidates):
         with routed.stream(handle):       # the first call records its plans, the timed
             cp = routed.record(lambda: run(cand, a, b, c), (a, b, c))   # ones replay them
-            cp.launch(handle)
-            start, stop = cuda.event(timing=True), cuda.event(timing=True)
-            start.record(s)
-            for _ in range(TUNE_CALLS):
-                cp.launch(handle)
-            stop.record(s)
-        stop.synchronize()
-        times.append((cuda.event_elapsed_time(start, stop) / TUNE_CALLS, cand))
+        ms = timing.event_samples(lambda i: cp.launch(handle), warmup=routed.GRAPH_AFTER,
+                                  repeats=1, batch=TUNE_CALLS, stream=handle)[0]
+        times.append((ms, cand))
     ms, best = min(times, key=lambda t: t[0])
     label = ", ".join(f"{c.kernel}{f'/{c.bm or chr(77)}x{c.bn}' if c.bn else ''}"
                       f"{'/' + str(c.splits) if c.splits > 1 else ''}"
