@@ -4,7 +4,7 @@ uint16 bits). Widening is exact; narrowing rounds to nearest even (BF16: NaN sta
 :func:`bf16_bits` is the GPU's one BF16 rounding (:func:`lab.fp8.bf16_bits` the host's).
 
 :func:`widen` and :func:`narrow` pick the kernel by the 16-bit side's dtype and launch it
-through :mod:`lab.launch` on the caller's stream, one thread per element in 32 × 8 blocks.
+through :mod:`lab.enqueue` on the caller's stream, one thread per element in 32 × 8 blocks.
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import numpy as np
 from numba import cuda, float32, uint16, uint32
 
 from lab import device
-from lab import launch as routed
+from lab import enqueue
 
 if device.SIMULATOR:
     def _as_bits(x):
@@ -67,7 +67,7 @@ def narrow_bf16(src, dst):
 
 def _launch(kernel, src, dst) -> None:
     m, n = dst.shape
-    routed.launch(kernel, None, (-(-n // 32), -(-m // 8)), (32, 8), 0, (src, dst))
+    enqueue.launch(kernel, None, (-(-n // 32), -(-m // 8)), (32, 8), 0, (src, dst))
 
 
 def widen(src, dst) -> None:

@@ -855,14 +855,14 @@ def launch_cluster(kernel, signature: str, blocks: int, threads: int, shared: in
     """Launch ``kernel`` (compiled for ``signature``) on ``blocks`` blocks in clusters of
     ``cluster`` along x with ``cuLaunchKernelEx`` and ``CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION``
     (Numba's ``kernel[grid, block]`` has no cluster option), through the cached launch plan of
-    :mod:`lab.launch`: the arguments are marshalled once, as Numba does (an array becomes
+    :mod:`lab.enqueue`: the arguments are marshalled once, as Numba does (an array becomes
     meminfo, parent, size, itemsize, data, shape…, strides…), and each launch is one driver
-    call on ``stream`` (default: :func:`lab.launch.stream`'s, else the default stream), so it
+    call on ``stream`` (default: :func:`lab.enqueue.stream`'s, else the default stream), so it
     can be captured in a CUDA graph.
     """
-    from lab import launch as routed
+    from lab import enqueue
 
     if blocks % cluster:
         raise ValueError(f"{blocks} blocks do not make whole clusters of {cluster}")
-    routed.launch(kernel, signature, blocks, threads, shared, tuple(args), cluster=cluster,
+    enqueue.launch(kernel, signature, blocks, threads, shared, tuple(args), cluster=cluster,
                   stream=stream)

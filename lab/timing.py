@@ -70,7 +70,7 @@ def event_samples(call: Callable[[int], None], *, warmup: int = 3, repeats: int 
                   batch: int = 1, stream=None) -> list[float]:
     """The CUDA-event loop: ``warmup`` untimed calls of ``call(i)`` (i = 0, 1, 2, …), the device
     synchronised, then ``repeats`` samples, each a pair of events recorded on ``stream`` (a
-    driver handle or any stream :func:`lab.launch.stream_handle` takes; None: the default
+    driver handle or any stream :func:`lab.enqueue.stream_handle` takes; None: the default
     stream) around ``batch`` calls. Returns each sample's milliseconds per call."""
     require_gpu()
     if repeats < 1 or batch < 1 or warmup < 0:
@@ -78,7 +78,7 @@ def event_samples(call: Callable[[int], None], *, warmup: int = 3, repeats: int 
                          f"{repeats}, {batch}, {warmup})")
     from numba import cuda
 
-    from lab.launch import stream_handle
+    from lab.enqueue import stream_handle
 
     handle = stream_handle(stream) if stream is not None else 0
     s = cuda.external_stream(handle) if handle else cuda.default_stream()

@@ -21,7 +21,7 @@ LAYERS = (
     ("base", ("lab.device", "lab.lru", "lab.inlining", "lab.gpulock", "lab.clocks", "lab.results",
               "lab.model", "lab.seeds", "lab.tables", "lab.plots", "lab.page", "lab.accuracy",
               "lab.roofline", "lab.fragments", "lab.counting", "lab.fp8")),
-    ("intrinsics", ("lab.ptx", "lab.vector", "lab.hopper", "lab.wmma", "lab.launch", "lab.convert")),
+    ("intrinsics", ("lab.ptx", "lab.vector", "lab.hopper", "lab.wmma", "lab.enqueue", "lab.convert")),
     ("kernels", ("lab.api", "lab.kernels", "lab.kernels.*")),
     ("compiler, timing", ("lab.compiler", "lab.timing")),
     ("gemm", ("lab", "lab.gemm")),

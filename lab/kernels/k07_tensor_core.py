@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, float32, int32
 
-from lab import launch as routed
+from lab import enqueue
 from lab import ptx
 from lab.kernels import KernelSpec
 from lab.lru import LRU
@@ -76,7 +76,7 @@ def pad_operand(x, rows: int, cols: int, slot: str):
 def pad_into(x, dst) -> None:
     """Launch :func:`pad_kernel`: ``dst`` = ``x`` zero-padded (32 × 8 threads per block)."""
     rows, cols = dst.shape
-    routed.launch(pad_kernel, None, (round_up(cols, 32) // 32, round_up(rows, 8) // 8),
+    enqueue.launch(pad_kernel, None, (round_up(cols, 32) // 32, round_up(rows, 8) // 8),
                   (32, 8), 0, (x, dst))
 
 

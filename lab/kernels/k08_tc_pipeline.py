@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import cuda, float32, int32, int64, uint8, uint32
 
-from lab import launch as routed
+from lab import enqueue
 from lab import ptx
 from lab.kernels import KernelSpec
 from lab.kernels.k07_tensor_core import pad_inputs
@@ -421,10 +421,10 @@ def launcher(cfg: TileConfig):
         a, b = pad_inputs(A, B, cfg.bm, cfg.bn, cfg.bk)
         _allow_shared(kernel, cfg)
         blocks = (a.shape[0] // cfg.bm) * (b.shape[1] // cfg.bn)
-        routed.launch(kernel, SIGNATURE[cfg.kind], blocks, cfg.threads, cfg.shared_bytes,
+        enqueue.launch(kernel, SIGNATURE[cfg.kind], blocks, cfg.threads, cfg.shared_bytes,
                       (a, b, C))
 
-    return routed.memo(launch)     # a repeated call replays its launch plans (lab.launch)
+    return enqueue.memo(launch)     # a repeated call replays its launch plans (lab.enqueue)
 
 
 def make_config(**changes) -> TileConfig:

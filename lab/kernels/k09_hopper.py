@@ -110,7 +110,7 @@ import numpy as np
 from numba import cuda, float32, int32, uint8, uint32, uint64
 
 from lab import convert, hopper
-from lab import launch as routed
+from lab import enqueue
 from lab.kernels import KernelSpec
 from lab.kernels.k07_tensor_core import pad_inputs, pad_into, pad_operand
 from lab.kernels.k09_epilogue import epilogue, epilogue_handoff, epilogue_tma, epilogue_vector
@@ -599,13 +599,13 @@ def launcher(cfg: HopperConfig):
         if cfg.loader == "cpasync":
             a, b = pad_inputs(A, B, cfg.bm, cfg.bn, BK)
             blocks = (a.shape[0] // cfg.bm) * (b.shape[1] // cfg.bn)
-            routed.launch(kernel, signature(cfg), blocks, cfg.threads, dynamic, (a, b, C))
+            enqueue.launch(kernel, signature(cfg), blocks, cfg.threads, dynamic, (a, b, C))
             return
         map_a, map_b, k, keep = tma_operands(A, B, cfg)
         tiles = -(-m // cfg.bm) * -(-n // cfg.bn)
         if not cfg.producer:
             blocks = min(tiles, _sm_count()) if cfg.persistent else tiles
-            routed.launch(kernel, signature(cfg), blocks, cfg.threads, dynamic,
+            enqueue.launch(kernel, signature(cfg), blocks, cfg.threads, dynamic,
                           (map_a, map_b, C, np.int32(k)))
             launch.keep = (map_a, map_b, keep)    # alive until the next call (async launch)
             return
@@ -637,7 +637,7 @@ def launcher(cfg: HopperConfig):
                 args += streamk_scratch(blocks)
             if cfg.table:
                 args += (tile_table(m, n),)
-            routed.launch(kernel, signature(cfg), blocks, cfg.threads, dynamic, args)
+            enqueue.launch(kernel, signature(cfg), blocks, cfg.threads, dynamic, args)
         else:
             clusters = units
             if cfg.persistent:
@@ -651,7 +651,7 @@ def launcher(cfg: HopperConfig):
             pad_into(out, C)              # cropped back to C's columns
         launch.keep = (map_a, map_b, map_c, out, keep)   # alive until the next call
 
-    run = routed.memo(launch)      # a repeated call replays its launch plans (lab.launch)
+    run = enqueue.memo(launch)      # a repeated call replays its launch plans (lab.enqueue)
     run.scratch = scratch           # stream-K: blocks -> (workspace, flags), for a trace
     return run
 

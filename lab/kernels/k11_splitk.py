@@ -17,7 +17,7 @@ a *partial* tile. Two ways to add the partials:
 
 The split factor is a request: K is cut into ``s`` chunks of whole k-tiles (BK), and when
 ``⌈K/BK⌉`` is not a multiple of ``s`` the last chunk is shorter, or fewer chunks are used so
-that none is empty (:func:`plan`). A split factor below 1 is refused before anything runs.
+that none is empty (:func:`k_slices`). A split factor below 1 is refused before anything runs.
 
 Stream-K, the other cure for too few tiles, is not built here: it needs a persistent kernel
 that walks a contiguous run of (tile, k-iteration) pairs across tile boundaries, and either
@@ -35,7 +35,7 @@ from numba import cuda, float32, int32
 import numpy as np
 
 from lab import device
-from lab import launch as routed
+from lab import enqueue
 from lab.kernels import KernelSpec
 from lab.kernels import k04_vectorized as k04
 from lab.kernels import k08_tc_pipeline as k08
@@ -51,7 +51,7 @@ SIG_TC = f"void(float16[:, ::1], float16[:, ::1], float32[:, ::1], {X_TYPE})"
 MODES = ("two_pass", "atomic")
 
 
-def plan(k: int, bk: int, splits) -> tuple[int, int]:
+def k_slices(k: int, bk: int, splits) -> tuple[int, int]:
     """``(chunk, slices)``: the elements of K per slice (a multiple of ``bk``) and how many
     slices that makes — ``splits`` or fewer, none empty. ValueError for a factor below 1."""
     if isinstance(splits, bool) or not isinstance(splits, (int, np.integer)):
@@ -184,12 +184,12 @@ def _finish(mode: str, C, chunk: int, splits: int, run) -> None:
     m, n = C.shape
     grid, block = _elementwise_grid(m, n)
     if mode == "atomic":
-        routed.launch(zero_kernel, None, grid, block, 0, (C,))
+        enqueue.launch(zero_kernel, None, grid, block, 0, (C,))
         run((np.int32(chunk), _dummy()))
     else:
         W = workspace(splits, m, n)
         run((np.int32(chunk), W))
-        routed.launch(reduce_kernel, None, grid, block, 0, (W, C))
+        enqueue.launch(reduce_kernel, None, grid, block, 0, (W, C))
 
 
 # region: launch_fp32
@@ -200,13 +200,13 @@ def launch_fp32(A, B, C, *, splits: int = DEFAULT_SPLITS, mode: str = "two_pass"
     mode = _mode(mode)
     m, n = C.shape
     k = A.shape[1]
-    chunk, slices = plan(k, cfg.BK, splits)
+    chunk, slices = k_slices(k, cfg.BK, splits)
     k04.check_int32(A, B, C)
     fast, edges = fp32_kernels(mode, cfg)
     kernel = fast if k04.tiles_fit(cfg, m, n, k) else edges
     grid = ((n + cfg.BN - 1) // cfg.BN, (m + cfg.BM - 1) // cfg.BM, slices)
     _finish(mode, C, chunk, slices,
-            lambda X: routed.launch(kernel, SIG_FP32, grid, cfg.threads, 0, (A, B, C, X)))
+            lambda X: enqueue.launch(kernel, SIG_FP32, grid, cfg.threads, 0, (A, B, C, X)))
 # endregion: launch_fp32
 
 
@@ -217,14 +217,14 @@ def launch_tc(A, B, C, *, splits: int = DEFAULT_SPLITS, mode: str = "two_pass",
     from lab.kernels.k07_tensor_core import pad_inputs
 
     mode = _mode(mode)
-    plan(A.shape[1], cfg.bk, splits)                  # refuse a bad factor before any copy
+    k_slices(A.shape[1], cfg.bk, splits)                  # refuse a bad factor before any copy
     kernel = tc_kernel(mode, cfg)
     a, b = pad_inputs(A, B, cfg.bm, cfg.bn, cfg.bk)
-    chunk, slices = plan(a.shape[1], cfg.bk, splits)
+    chunk, slices = k_slices(a.shape[1], cfg.bk, splits)
     k08._allow_shared(kernel, cfg, SIG_TC)
     blocks = (a.shape[0] // cfg.bm) * (b.shape[1] // cfg.bn)
     _finish(mode, C, chunk, slices,
-            lambda X: routed.launch(kernel, SIG_TC, (blocks, slices), cfg.threads,
+            lambda X: enqueue.launch(kernel, SIG_TC, (blocks, slices), cfg.threads,
                                     cfg.shared_bytes, (a, b, C, X)))
 
 
@@ -240,14 +240,14 @@ def launcher(name: str, splits: int = DEFAULT_SPLITS):
     factor is refused here, before anything is launched."""
     if name not in SPLIT:
         raise ValueError(f"{name!r} is not a split-K kernel; known: {', '.join(SPLIT)}")
-    plan(1, 1, splits)
+    k_slices(1, 1, splits)
     fn, mode = SPLIT[name]
 
     def launch(A, B, C):
         fn(A, B, C, splits=splits, mode=mode)
     launch.splits = splits
     launch.mode = mode
-    return routed.memo(launch)     # a repeated call replays its launch plans (lab.launch)
+    return enqueue.memo(launch)     # a repeated call replays its launch plans (lab.enqueue)
 
 
 def extra_bytes(m: int, n: int, splits: int, mode: str) -> int:
@@ -281,5 +281,5 @@ def _spec(name: str) -> KernelSpec:
 
 SPECS = [_spec(name) for name in SPLIT]
 
-__all__ = ["plan", "launch_fp32", "launch_tc", "launcher", "reduce_kernel", "extra_bytes",
+__all__ = ["k_slices", "launch_fp32", "launch_tc", "launcher", "reduce_kernel", "extra_bytes",
            "DEFAULT_SPLITS", "SPECS"]

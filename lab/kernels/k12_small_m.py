@@ -63,7 +63,7 @@ from numba import cuda, float32, int32, int64, uint8, uint32, uint64
 from numba.core.types import float16
 
 from lab import convert, device
-from lab import launch as routed
+from lab import enqueue
 from lab import ptx
 from lab.kernels import KernelSpec
 from lab.kernels import k08_tc_pipeline as k08
@@ -184,7 +184,7 @@ def splits_for(m: int, n: int, k: int, sms: int, kind: str = "f16", bn: int = BN
     return int(max(1, min(fit, MAX_SPLITS, -(-k // BK) // 2)))
 
 
-def plan(k: int, splits: int) -> tuple[int, int]:
+def k_slices(k: int, splits: int) -> tuple[int, int]:
     """``(chunk, slices)``: elements of K per slice (whole k-tiles) and how many slices that
     makes — ``splits`` or fewer, none empty. ValueError for a factor below 1."""
     if isinstance(splits, bool) or not isinstance(splits, (int, np.integer)) or splits < 1:
@@ -621,7 +621,7 @@ def launch_small(A, B, C, *, splits: int = DEFAULT_SPLITS, bn: int = BN, bm: int
         raise ValueError(f"A is {A.dtype.name} but B is {B.dtype.name}")
     if C.shape != (m, n):
         raise ValueError(f"C is {C.shape[0]}x{C.shape[1]}; A·B is {m}x{n}")
-    chunk, slices = plan(k, splits)
+    chunk, slices = k_slices(k, splits)
     cfg = config_for(m, kind, bn, bm)
     kp = round_up(k, BK)
     a = _fit(A, m, kp, "A")
@@ -633,22 +633,22 @@ def launch_small(A, B, C, *, splits: int = DEFAULT_SPLITS, bn: int = BN, bm: int
     sig = signature(kind, out)
     dynamic = shared_bytes(cfg, direct)
     _allow_shared(kernel, cfg, sig, dynamic)
-    routed.launch(kernel, sig, (blocks, slices), cfg.threads, dynamic,
+    enqueue.launch(kernel, sig, (blocks, slices), cfg.threads, dynamic,
                   (a, b, C, W, T, np.int32(chunk)))
 
 
 def launcher(splits: int = DEFAULT_SPLITS, bn: int = BN, bm: int = 0):
     """``launch(A, B, C)`` with ``splits`` slices of K and ``bn``-wide tiles of ``bm`` rows
     (0: by M; refused here if the factor is below 1 or the tile not one of :data:`CONFIGS`),
-    memoised: a repeated call replays its launch plan (:func:`lab.launch.memo`)."""
-    plan(1, splits)
+    memoised: a repeated call replays its launch plan (:func:`lab.enqueue.memo`)."""
+    k_slices(1, splits)
     config_for(1, bn=bn, bm=bm)
 
     def launch(A, B, C):
         launch_small(A, B, C, splits=splits, bn=bn, bm=bm)
     launch.splits = splits
     launch.bn = bn
-    return routed.memo(launch)
+    return enqueue.memo(launch)
 
 
 #: What :func:`checker` runs at each shape besides the registered launch (128-column tiles,
@@ -718,5 +718,5 @@ def _spec(name: str, kind: str) -> KernelSpec:
 
 SPECS = [_spec("tc_small_m_fp16", "f16"), _spec("tc_small_m_bf16", "bf16")]
 
-__all__ = ["build", "config_for", "splits_for", "blocks_per_sm", "plan", "launch_small",
+__all__ = ["build", "config_for", "splits_for", "blocks_per_sm", "k_slices", "launch_small",
            "launcher", "code_path", "SPECS", "MAX_M", "WIDTHS"]

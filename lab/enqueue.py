@@ -1,4 +1,5 @@
-"""Launch plans: a kernel launch whose arguments are marshalled once, launched by the driver.
+"""Enqueueing kernels: launch plans (a kernel launch whose arguments are marshalled once,
+launched by one driver call on the caller's stream), memoised launchers and CUDA graphs.
 
 A Numba launch, ``kernel[grid, block, stream, shared](*args)``, does on every call what only
 the first call needs: it types every argument to find the compiled overload, wraps and checks
@@ -261,7 +262,7 @@ class LaunchPlan:
         self.name = getattr(getattr(kernel, "py_func", None), "__name__", str(kernel))
         if device.SIMULATOR or not device.GPU:
             raise RuntimeError("a launch plan calls the driver: it needs a GPU (under the "
-                               "simulator, lab.launch.launch uses Numba's launch)")
+                               "simulator, lab.enqueue.launch uses Numba's launch)")
         from cuda.bindings import driver as cu
 
         self.signature = signature if signature is not None else _signature_of(args)
@@ -356,8 +357,8 @@ def _context_id() -> int:
     return id(cuda.current_context())
 
 
-def plan(kernel, signature, grid, block, shared: int = 0, args=(), cluster: int = 1
-         ) -> LaunchPlan:
+def launch_plan(kernel, signature, grid, block, shared: int = 0, args=(), cluster: int = 1
+                ) -> LaunchPlan:
     """The cached :class:`LaunchPlan` for these exactly (built on first use)."""
     key = (id(kernel), signature, _dim3(grid), _dim3(block), int(shared), int(cluster),
            args_key(args))
@@ -392,7 +393,7 @@ def launch(kernel, signature, grid, block, shared: int = 0, args=(), *, cluster:
                                "no clusters")
         kernel[grid, block, 0, shared](*args)
         return
-    p = plan(kernel, signature, grid, block, shared, args, cluster)
+    p = launch_plan(kernel, signature, grid, block, shared, args, cluster)
     if _RECORDING:
         _RECORDING[-1].add(p, args)
     p.launch(stream)
