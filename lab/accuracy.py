@@ -50,6 +50,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from lab.fp8 import bf16_bits
+
 #: Unit roundoff of the FP32 accumulation every kernel uses.
 UNIT = 2.0 ** -24
 #: Past K = LAMBDA², the bound grows like LAMBDA·√K instead of K.
@@ -198,9 +200,7 @@ def random_inputs(m: int, n: int, k: int, dtype, rng: np.random.Generator | None
 def to_format(x: np.ndarray, dtype) -> np.ndarray:
     """float32 -> the kernel's input format (bfloat16: rounded to nearest even, as uint16 bits)."""
     if np.dtype(dtype) == np.uint16:
-        bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
-        rounded = bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))
-        return (rounded >> np.uint32(16)).astype(np.uint16)
+        return bf16_bits(np.ascontiguousarray(x, dtype=np.float32))
     return np.ascontiguousarray(x.astype(dtype))
 
 

@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from lab import device
+from lab.lru import LRU
 
 ARCH = (9, 0)
 
@@ -484,11 +485,14 @@ def prefetch(names, kind: str = "report", jobs: int = 2) -> None:
             _MEMO[(kind, name)] = value
 
 
-_MEMO: dict = {}
+#: Facts of this process, by (kind, name). Filled without holding the cache's lock (not
+#: :meth:`LRU.get_or_make`): threads compile different kernels side by side.
+_MEMO = LRU(4096)
 
 
 def _get(kind: str, name: str):
-    if (kind, name) not in _MEMO:
+    value = _MEMO.get((kind, name))
+    if value is None:
         value = stored(kind, name)
         if value is None:
             value = _cache_get(kind, name)
@@ -497,7 +501,7 @@ def _get(kind: str, name: str):
                 _cache_put(kind, name, value)
             record(kind, name, value)
         _MEMO[(kind, name)] = value
-    return _MEMO[(kind, name)]
+    return value
 
 
 def ptx(name: str) -> tuple[str, list[str]]:

@@ -1,9 +1,10 @@
 """16-bit <-> FP32 on the GPU, element by element: the widening and narrowing passes that sit
 around a kernel whose input or output type differs from the caller's (FP16, and BF16 held as
 uint16 bits). Widening is exact; narrowing rounds to nearest even (BF16: NaN stays a NaN).
+:func:`bf16_bits` is the GPU's one BF16 rounding (:func:`lab.fp8.bf16_bits` the host's).
 
 :func:`widen` and :func:`narrow` pick the kernel by the 16-bit side's dtype and launch it
-through :mod:`lab.launch` on the caller's stream, one thread per element in 32 × 8 blocks.
+through :mod:`lab.enqueue` on the caller's stream, one thread per element in 32 × 8 blocks.
 """
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import numpy as np
 from numba import cuda, float32, uint16, uint32
 
 from lab import device
-from lab import launch as routed
+from lab import enqueue
 
 if device.SIMULATOR:
     def _as_bits(x):
@@ -20,6 +21,16 @@ else:
     @cuda.jit(device=True, inline="always")
     def _as_bits(x):
         return uint32(cuda.libdevice.float_as_int(x))
+
+
+@cuda.jit(device=True, inline="always")
+def bf16_bits(x):
+    """The BF16 code (uint16) of float32 ``x``, rounded to nearest even; past the largest BF16
+    an infinity, a NaN the quiet NaN of its sign — as :func:`lab.fp8.bf16_bits` on the host."""
+    bits = uint32(_as_bits(x))
+    if x != x:
+        return uint16(((bits >> uint32(16)) & uint32(0x8000)) | uint32(0x7FC0))
+    return uint16((bits + uint32(0x7FFF) + ((bits >> uint32(16)) & uint32(1))) >> uint32(16))
 
 
 @cuda.jit
@@ -51,18 +62,12 @@ def narrow_bf16(src, dst):
     """dst (BF16 bits) = src (float32), rounded to nearest even; a NaN stays a NaN."""
     j, i = cuda.grid(2)
     if i < dst.shape[0] and j < dst.shape[1]:
-        x = src[i, j]
-        bits = uint32(_as_bits(x))
-        if x != x:
-            dst[i, j] = uint16(0x7FC0)
-        else:
-            bits = bits + uint32(0x7FFF) + ((bits >> uint32(16)) & uint32(1))
-            dst[i, j] = uint16(bits >> uint32(16))
+        dst[i, j] = bf16_bits(src[i, j])
 
 
 def _launch(kernel, src, dst) -> None:
     m, n = dst.shape
-    routed.launch(kernel, None, (-(-n // 32), -(-m // 8)), (32, 8), 0, (src, dst))
+    enqueue.launch(kernel, None, (-(-n // 32), -(-m // 8)), (32, 8), 0, (src, dst))
 
 
 def widen(src, dst) -> None:

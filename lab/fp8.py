@@ -173,6 +173,19 @@ def bf16_bits_to_float32(bits) -> np.ndarray:
     return (np.asarray(bits, dtype=np.uint32) << np.uint32(16)).view(np.float32)
 
 
+def bf16_bits(x) -> np.ndarray:
+    """float32 → BF16 codes (uint16), rounded to nearest even: the host's one BF16 rounding
+    (:func:`lab.convert.bf16_bits` is the GPU's). A tie goes to the even code, a value past the
+    largest BF16 becomes an infinity, a NaN the quiet NaN of its sign (``0x7FC0``/``0xFFC0``),
+    as ``ml_dtypes.bfloat16`` does."""
+    bits = np.asarray(x, dtype=np.float32).view(np.uint32)
+    out = ((bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1)))
+           >> np.uint32(16)).astype(np.uint16)
+    nan = (bits & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000)
+    return np.where(nan, ((bits >> np.uint32(16)) & np.uint32(0x8000)).astype(np.uint16)
+                    | np.uint16(0x7FC0), out)
+
+
 # ----------------------------------------------------------------------------- a model
 
 #: k per FP8 wgmma instruction: one accumulation step of the tensor cores.

@@ -1,5 +1,5 @@
 """``lab.gemm(A, B, out=None)``: the face a user calls — any device array, the kernel picked for
-the GPU, the dtype and the shape, launched through cached launch plans (:mod:`lab.launch`).
+the GPU, the dtype and the shape, launched through cached launch plans (:mod:`lab.enqueue`).
 
 Inputs: Numba device arrays, CuPy arrays, PyTorch tensors (anything with
 ``__cuda_array_interface__``; PyTorch's BF16 tensors are read by address, since that interface
@@ -8,7 +8,7 @@ same, 2-D and row-major. ``out``: FP32 or the inputs' 16-bit type; when None, th
 (as ``torch.mm`` and ``numpy.matmul`` do) or ``out_dtype``; it is allocated by the inputs'
 library. Numba's BF16 is uint16 bits (as everywhere in ``lab``).
 
-The choice (:func:`plan` says which kernel and why, for this GPU or a given capability):
+The choice (:func:`explain` says which kernel and why, for this GPU or a given capability):
 
 * compute capability 9.0, 16-bit inputs: the persistent, warp-specialised ``wgmma`` kernel with
   the TMA-store epilogue (:mod:`lab.kernels.wgmma`; :data:`HOPPER_RUNG`: Hopper rung 11
@@ -39,13 +39,13 @@ array, a changed address or shape, an explicit stream, a stream block) takes the
 from __future__ import annotations
 
 import os
-from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from lab import convert, device
-from lab import launch as routed
+from lab import convert, device, timing
+from lab.lru import LRU
+from lab import enqueue
 
 from numba import cuda  # noqa: E402  (after lab.device)
 
@@ -63,10 +63,15 @@ SKINNY = 256
 SPLIT_CANDIDATES = (2, 4, 8, 16)
 #: Calls timed per candidate when tuning.
 TUNE_CALLS = 10
-#: The H200's SM count, assumed when a plan is asked for a capability without a GPU.
+#: The H200's SM count, assumed when a choice is explained for a capability without a GPU.
 SM_DEFAULT = 132
 DTYPES = ("float32", "float16", "bfloat16")
+#: Recorded calls kept (by buffers and stream), and fast paths (by the ids of the arrays).
 CALLS_KEPT = 256
+#: Shapes whose tuned choice is kept; launchers and workspaces kept.
+TUNED_KEPT = 256
+LAUNCHERS_KEPT = 64
+WORKSPACES_KEPT = 16
 #: M at or below which 16-bit inputs on compute capability 8.0+ go to the small-M kernel
 #: (:mod:`lab.kernels.k12_small_m`); ``LAB_GEMM_SMALL_M=0`` in the environment turns it off
 #: (the choice falls back to split-K on 128-row tiles), to compare the two. Its partial tiles
@@ -142,7 +147,7 @@ def describe(x, label: str) -> Operand:
         if isinstance(x, np.ma.MaskedArray):
             raise TypeError(f"{label} is a masked array: its mask would be ignored")
         return Operand(label, "numpy", x, x.shape, x.strides, _numpy_dtype(x.dtype, "numpy"))
-    cai = routed.array_interface(x)
+    cai = enqueue.array_interface(x)
     if cai is None and device.SIMULATOR and type(x).__name__ == "FakeCUDAArray":
         dt = np.dtype(x.dtype)
         return Operand(label, "numba", x, tuple(x.shape), tuple(x.strides),
@@ -154,7 +159,7 @@ def describe(x, label: str) -> Operand:
         "numba" if module.startswith("numba") else "cai"
     dt = np.dtype(cai["typestr"])
     shape = tuple(int(s) for s in cai["shape"])
-    strides = routed._strides(shape, dt.itemsize, cai.get("strides"))
+    strides = enqueue._strides(shape, dt.itemsize, cai.get("strides"))
     return Operand(label, family, x, shape, strides, _numpy_dtype(dt, family),
                    int(cai["data"][0]))
 
@@ -205,7 +210,7 @@ def validate(A: Operand, B: Operand, out: Operand | None, out_dtype: str | None
 
 @dataclass(frozen=True)
 class Choice:
-    """What :func:`plan` picked: the kernel (a registered name), how it is run, and why."""
+    """What :func:`explain` says was picked: the kernel (a registered name), how it is run, and why."""
     kernel: str
     m: int
     n: int
@@ -449,9 +454,9 @@ def _small_m(m, n, k, dtype, out_dtype, cc, sms, why) -> Choice:
     rows = (0, 64) if m > 64 else (0,)   # above 64 rows, two 64-row tile rows too
     for bm in rows:
         for bn in k12.WIDTHS:
-            s = k12.plan(k, k12.splits_for(m, n, k, sms, kind, bn, bm))[1]
+            s = k12.k_slices(k, k12.splits_for(m, n, k, sms, kind, bn, bm))[1]
             for f in (s, max(1, s // 2)):
-                f = k12.plan(k, f)[1]
+                f = k12.k_slices(k, f)[1]
                 if (bn, f, bm) not in found:
                     found.append((bn, f, bm))
     bn, s, _ = found[0]
@@ -489,7 +494,7 @@ def _small_m(m, n, k, dtype, out_dtype, cc, sms, why) -> Choice:
     return replace(first, why=tuple(why), candidates=tuple(others))
 
 
-_TUNED: dict = {}
+_TUNED = LRU(TUNED_KEPT)
 
 
 def _shape_key(choice: Choice) -> tuple:
@@ -497,30 +502,25 @@ def _shape_key(choice: Choice) -> tuple:
 
 
 def tune(choice: Choice, a, b, c, handle: int = 0) -> Choice:
-    """The fastest of ``choice`` and its candidates at this shape (CUDA events around
-    :data:`TUNE_CALLS` replays of each one's recorded launch plans, after two warm-up calls:
-    the driver calls alone, so that the GPU's time decides, not the launcher's Python),
-    remembered per shape; ``c`` is overwritten (the caller runs the winner after)."""
+    """The fastest of ``choice`` and its candidates at this shape (one pair of CUDA events
+    around :data:`TUNE_CALLS` replays of each one's recorded launch plans, by
+    :func:`lab.timing.event_samples`, after the recording call and as many replays as make a
+    call of several launches one CUDA graph: the driver calls alone, so that the GPU's time
+    decides, not the launcher's Python or a graph's capture), remembered per shape; ``c`` is
+    overwritten (the caller runs the winner after)."""
     key = _shape_key(choice)
-    if key in _TUNED:
-        return _TUNED[key]
+    known = _TUNED.get(key)
+    if known is not None:
+        return known
     if not choice.candidates or not device.GPU:
         return choice
-    from numba import cuda
-
-    s = cuda.external_stream(handle) if handle else cuda.default_stream()
     times = []
     for cand in (replace(choice, candidates=()), *choice.candidates):
-        with routed.stream(handle):       # the first call records its plans, the timed
-            cp = routed.record(lambda: run(cand, a, b, c), (a, b, c))   # ones replay them
-            cp.launch(handle)
-            start, stop = cuda.event(timing=True), cuda.event(timing=True)
-            start.record(s)
-            for _ in range(TUNE_CALLS):
-                cp.launch(handle)
-            stop.record(s)
-        stop.synchronize()
-        times.append((cuda.event_elapsed_time(start, stop) / TUNE_CALLS, cand))
+        with enqueue.stream(handle):       # the first call records its plans, the timed
+            cp = enqueue.record(lambda: run(cand, a, b, c), (a, b, c))   # ones replay them
+        ms = timing.event_samples(lambda i: cp.launch(handle), warmup=enqueue.GRAPH_AFTER,
+                                  repeats=1, batch=TUNE_CALLS, stream=handle)[0]
+        times.append((ms, cand))
     ms, best = min(times, key=lambda t: t[0])
     label = ", ".join(f"{c.kernel}{f'/{c.bm or chr(77)}x{c.bn}' if c.bn else ''}"
                       f"{'/' + str(c.splits) if c.splits > 1 else ''}"
@@ -532,7 +532,7 @@ def tune(choice: Choice, a, b, c, handle: int = 0) -> Choice:
     return best
 
 
-def plan(A, B, out=None, *, out_dtype: str | None = None, cc=None, sms: int | None = None
+def explain(A, B, out=None, *, out_dtype: str | None = None, cc=None, sms: int | None = None
          ) -> Choice:
     """Which kernel :func:`gemm` runs for these operands, and why (nothing is launched).
     ``cc`` asks for another GPU's capability (e.g. ``(8, 0)``), ``sms`` its SM count."""
@@ -555,39 +555,32 @@ def _dtype_name(dt) -> str | None:
     return name
 
 
-_WORK: dict = {}
+_WORK = LRU(WORKSPACES_KEPT)
 
 
 def _workspace(key, shape, dtype):
     from numba import cuda
 
-    full = (key, shape, np.dtype(dtype).str)
-    if full not in _WORK:
-        if len(_WORK) >= 16:
-            _WORK.pop(next(iter(_WORK)))
-        _WORK[full] = cuda.device_array(shape, dtype=dtype)
-    return _WORK[full]
+    return _WORK.get_or_make((key, shape, np.dtype(dtype).str),
+                             lambda: cuda.device_array(shape, dtype=dtype))
 
 
-_SMALL: dict = {}
-_HOPPER: dict = {}
+_SMALL = LRU(LAUNCHERS_KEPT)
+_HOPPER = LRU(LAUNCHERS_KEPT)
 
 
 def _launcher(choice: Choice):
     from lab.kernels import get_spec, k11_splitk, wgmma
 
     if choice.kernel.startswith("tc_small_m"):
+        from lab.kernels import k12_small_m
+
         key = (choice.splits, choice.bn or 128, choice.bm)
-        if key not in _SMALL:
-            from lab.kernels import k12_small_m
-            _SMALL[key] = k12_small_m.launcher(*key)
-        return _SMALL[key]
+        return _SMALL.get_or_make(key, lambda: k12_small_m.launcher(*key))
     if choice.kernel.startswith("wgmma_"):
         # the kernel itself, not the registry's launcher (which widens a 16-bit C)
         cfg = hopper_config(choice.kernel, choice.blocks, choice.fixup, choice.bn)
-        if cfg not in _HOPPER:
-            _HOPPER[cfg] = wgmma.launcher(cfg)
-        return _HOPPER[cfg]
+        return _HOPPER.get_or_make(cfg, lambda: wgmma.launcher(cfg))
     if choice.splits > 1:
         return k11_splitk.launcher(choice.kernel, choice.splits)
     return get_spec(choice.kernel).launch
@@ -638,8 +631,8 @@ def _allocate(like: Operand, m: int, n: int, dtype: str):
 
 
 def _stream_of(a: Operand, stream):
-    if stream is not None or routed._STREAMS:
-        return routed.stream_handle(stream)
+    if stream is not None or enqueue._STREAMS:
+        return enqueue.stream_handle(stream)
     if a.family == "torch":
         import torch
         try:                            # the raw handle, without building a Stream object
@@ -652,8 +645,8 @@ def _stream_of(a: Operand, stream):
     return 0
 
 
-_CALLS: OrderedDict = OrderedDict()
-_SHAPES: dict = {}
+_CALLS = LRU(CALLS_KEPT)
+_SHAPES = LRU(CALLS_KEPT)
 
 
 def _fast_key(A, B, out, out_dtype, stream):
@@ -676,13 +669,13 @@ class Hot:
     caller's current stream, and the launch: the driver call itself for a call of one kernel,
     else the call plan (which becomes one CUDA graph at its second replay)."""
 
-    __slots__ = ("state", "call", "params", "plan", "stream", "read")
+    __slots__ = ("state", "call", "params", "recorded", "stream", "read")
 
-    def __init__(self, read, arrays, plan, stream):
+    def __init__(self, read, arrays, recorded, stream):
         self.read = read
         self.state = tuple(read(x) for x in arrays)
-        self.plan = plan
-        only = plan.plans[0] if len(plan.plans) == 1 else None
+        self.recorded = recorded
+        only = recorded.plans[0] if len(recorded.plans) == 1 else None
         self.call = only._direct if only is not None else None
         self.params = only.params if only is not None else None
         self.stream = stream
@@ -694,7 +687,7 @@ class Hot:
     def launch(self) -> None:
         handle = self.stream()
         if self.call is None:
-            self.plan.launch(handle)
+            self.recorded.launch(handle)
             return
         err = self.call(handle, self.params, None)
         if err:
@@ -723,24 +716,24 @@ def _hot_for(a: Operand, cp, arrays) -> Hot | None:
     return None
 
 
-_HOT: OrderedDict = OrderedDict()
+_HOT = LRU(CALLS_KEPT)
 # endregion: hot_path
 
 
 def gemm(A, B, out=None, *, out_dtype=None, stream=None):
-    """C = A·B on the GPU, the kernel picked by :func:`plan`; returns ``out`` (allocated by
+    """C = A·B on the GPU, the kernel picked as :func:`explain` says; returns ``out`` (allocated by
     A's library when None: a torch tensor for torch inputs, a CuPy array for CuPy, a Numba
     device array for Numba, a NumPy array for NumPy). Asynchronous on the stream (default:
-    :func:`lab.launch.stream`'s, else PyTorch's or CuPy's current stream for their arrays, else
+    :func:`lab.enqueue.stream`'s, else PyTorch's or CuPy's current stream for their arrays, else
     the default stream), except for host arrays."""
     given = out is not None
-    if given and stream is None:                   # a repeat: ids, then what the plan reads
+    if given and stream is None:                   # a repeat: ids, then what the call plan reads
         hot = _HOT.get((id(A), id(B), id(out), out_dtype))
-        if hot is not None and not routed._STREAMS and hot.same(A, B, out):
+        if hot is not None and not enqueue._STREAMS and hot.same(A, B, out):
             hot.launch()
             return out
     odt = _dtype_name(out_dtype)
-    if device.GPU and stream is None and not routed._STREAMS:
+    if device.GPU and stream is None and not enqueue._STREAMS:
         if out is None:                     # PyTorch: allocate as the last call did
             shape = _SHAPES.get(_fast_key(A, B, None, odt, None))
             if shape is not None:
@@ -751,7 +744,7 @@ def gemm(A, B, out=None, *, out_dtype=None, stream=None):
             cp = _CALLS.get(key)
             if cp is not None:
                 cp.launch(_stream_of(cp.result, None))
-                routed.STATS["call_hits"] += 1
+                enqueue.STATS["call_hits"] += 1
                 return out
     a, b = describe(A, "A"), describe(B, "B")
     o = describe(out, "out") if out is not None else None
@@ -774,15 +767,15 @@ def gemm(A, B, out=None, *, out_dtype=None, stream=None):
     cp = _CALLS.get(key)
     if cp is not None and device.GPU:
         cp.launch(handle)
-        routed.STATS["call_hits"] += 1
+        enqueue.STATS["call_hits"] += 1
         return out
     na, nb, nc = _as_numba(a), _as_numba(b), _as_numba(o)
     if device.SIMULATOR or not device.GPU:
         run(choice, na, nb, nc)
         return out
     choice = tune(choice, na, nb, nc, handle)
-    with routed.stream(handle):
-        cp = routed.record(lambda: run(choice, na, nb, nc), (na, nb, nc))
+    with enqueue.stream(handle):
+        cp = enqueue.record(lambda: run(choice, na, nb, nc), (na, nb, nc))
     cp.result = a
     cp.choice = choice
     _CALLS[key] = cp
@@ -790,15 +783,11 @@ def gemm(A, B, out=None, *, out_dtype=None, stream=None):
         hot = _hot_for(a, cp, (A, B, out))
         if hot is not None:
             _HOT[(id(A), id(B), id(out), out_dtype)] = hot
-            while len(_HOT) > CALLS_KEPT:
-                _HOT.popitem(last=False)
     asked = _dtype_name(out_dtype)          # the fast path's key: as the caller asked
     fast = _fast_key(A, B, out, asked, None) if stream is None else None
     if fast is not None:
         _CALLS[fast] = cp
         _SHAPES[_fast_key(A, B, None, asked, None)] = (m, n, odt)
-    while len(_CALLS) > CALLS_KEPT:
-        _CALLS.popitem(last=False)
     return out
 
 
@@ -822,7 +811,7 @@ def _host(a: Operand, b: Operand, o: Operand | None, choice: Choice):
 
 
 def call_plan(A, B, out):
-    """The recorded :class:`lab.launch.CallPlan` of a previous ``gemm(A, B, out)`` (its
+    """The recorded :class:`lab.enqueue.CallPlan` of a previous ``gemm(A, B, out)`` (its
     kernels and kept buffers), or None."""
     a, b, o = describe(A, "A"), describe(B, "B"), describe(out, "out")
     for key, cp in _CALLS.items():
@@ -832,13 +821,13 @@ def call_plan(A, B, out):
     return None
 
 
-def graph(A, B, out, repeats: int = 1) -> "routed.Graph":
-    """A CUDA graph of ``repeats`` calls of ``gemm(A, B, out)`` (see :class:`lab.launch.Graph`):
+def graph(A, B, out, repeats: int = 1) -> "enqueue.Graph":
+    """A CUDA graph of ``repeats`` calls of ``gemm(A, B, out)`` (see :class:`lab.enqueue.Graph`):
     ``.launch()`` replays them with one driver call."""
-    return routed.Graph(lambda: gemm(A, B, out), repeats)
+    return enqueue.Graph(lambda: gemm(A, B, out), repeats)
 
 
-gemm.plan = plan
+gemm.explain = explain
 gemm.graph = graph
 gemm.call_plan = call_plan
 gemm.GemmError = GemmError

@@ -46,6 +46,7 @@ from __future__ import annotations
 import numpy as np
 
 from lab import device
+from lab.lru import LRU
 
 SIMULATOR = device.SIMULATOR
 
@@ -729,8 +730,8 @@ def tensor_map_params(shape, itemsize: int, box_rows: int, box_cols: int) -> dic
     return {"dims": (cols, rows), "strides": (cols * itemsize,), "box": (box_cols, box_rows)}
 
 
-_MAPS: dict = {}
 _MAPS_KEPT = 64
+_MAPS = LRU(_MAPS_KEPT)
 
 
 def tensor_map_2d(array, box_rows: int, box_cols: int = 64, *, dtype_name: str | None = None):
@@ -759,8 +760,9 @@ def tensor_map_2d(array, box_rows: int, box_cols: int = 64, *, dtype_name: str |
     if ptr % 16:
         raise ValueError("tensor map: the array's address must be 16-byte aligned")
     key = (id(cuda.current_context()), ptr, tuple(array.shape), name, box_rows, box_cols)
-    if key in _MAPS:
-        return _MAPS[key]
+    known = _MAPS.get(key)
+    if known is not None:
+        return known
     err, tmap = cu.cuTensorMapEncodeTiled(
         getattr(cu.CUtensorMapDataType, _TMA_DTYPES[name]), 2, ptr,
         [cu.cuuint64_t(d) for d in p["dims"]], [cu.cuuint64_t(s) for s in p["strides"]],
@@ -775,10 +777,8 @@ def tensor_map_2d(array, box_rows: int, box_cols: int = 64, *, dtype_name: str |
     words = np.array([int(w) for w in tmap.opaque], dtype=np.uint64)
     if words.size != 16:
         raise RuntimeError(f"a CUtensorMap should be 128 bytes, got {8 * words.size}")
-    if len(_MAPS) >= _MAPS_KEPT:
-        _MAPS.pop(next(iter(_MAPS)))
-    _MAPS[key] = cuda.to_device(words)
-    return _MAPS[key]
+    _MAPS[key] = tmap_words = cuda.to_device(words)
+    return tmap_words
 
 
 _DYNAMIC_READY: set = set()
@@ -827,7 +827,7 @@ def _cufunction(kernel, signature: str):
     return compiled, cu.CUfunction(int(handle))     # a CUkernel launches as a CUfunction
 
 
-_MAX_CLUSTERS: dict = {}
+_MAX_CLUSTERS = LRU(64)
 
 
 def max_active_clusters(kernel, signature: str, threads: int, shared: int,
@@ -838,16 +838,16 @@ def max_active_clusters(kernel, signature: str, threads: int, shared: int,
     from cuda.bindings import driver as cu
     from numba import cuda
 
-    key = (id(kernel), signature, threads, shared, cluster, id(cuda.current_context()))
-    if key not in _MAX_CLUSTERS:
+    def make() -> int:
         _, func = _cufunction(kernel, signature)
         cfg = _launch_config(cluster, threads, shared, cluster)
         err, count = cu.cuOccupancyMaxActiveClusters(func, cfg)
         if err != cu.CUresult.CUDA_SUCCESS or count < 1:
             raise RuntimeError(f"cuOccupancyMaxActiveClusters failed ({err}, {count}) for "
                                f"{threads} threads, {shared} bytes, clusters of {cluster}")
-        _MAX_CLUSTERS[key] = int(count)
-    return _MAX_CLUSTERS[key]
+        return int(count)
+    key = (id(kernel), signature, threads, shared, cluster, id(cuda.current_context()))
+    return _MAX_CLUSTERS.get_or_make(key, make)
 
 
 def launch_cluster(kernel, signature: str, blocks: int, threads: int, shared: int, args,
@@ -855,14 +855,14 @@ def launch_cluster(kernel, signature: str, blocks: int, threads: int, shared: in
     """Launch ``kernel`` (compiled for ``signature``) on ``blocks`` blocks in clusters of
     ``cluster`` along x with ``cuLaunchKernelEx`` and ``CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION``
     (Numba's ``kernel[grid, block]`` has no cluster option), through the cached launch plan of
-    :mod:`lab.launch`: the arguments are marshalled once, as Numba does (an array becomes
+    :mod:`lab.enqueue`: the arguments are marshalled once, as Numba does (an array becomes
     meminfo, parent, size, itemsize, data, shape…, strides…), and each launch is one driver
-    call on ``stream`` (default: :func:`lab.launch.stream`'s, else the default stream), so it
+    call on ``stream`` (default: :func:`lab.enqueue.stream`'s, else the default stream), so it
     can be captured in a CUDA graph.
     """
-    from lab import launch as routed
+    from lab import enqueue
 
     if blocks % cluster:
         raise ValueError(f"{blocks} blocks do not make whole clusters of {cluster}")
-    routed.launch(kernel, signature, blocks, threads, shared, tuple(args), cluster=cluster,
+    enqueue.launch(kernel, signature, blocks, threads, shared, tuple(args), cluster=cluster,
                   stream=stream)

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from lab import tables
+from lab.lru import LRU
 
 
 class _Output:
@@ -306,22 +307,21 @@ def figure(fig, *, dpi: int = 110) -> _Output:
 # ----------------------------------------------------------------------------- prose values
 
 _LAB = Path(__file__).resolve().parent
-_literals_cache: dict[Path, frozenset] = {}
+_literals_cache = LRU(256)
 
 
 def _literals(path: Path) -> frozenset:
     """Every whole string literal in the module at ``path`` (not the pieces of f-strings)."""
-    if path not in _literals_cache:
+    def make():
         import ast
 
         tree = ast.parse(path.read_text())
         pieces = {id(v) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr)
                   for v in node.values}
-        _literals_cache[path] = frozenset(
-            node.value for node in ast.walk(tree)
-            if isinstance(node, ast.Constant) and isinstance(node.value, str)
-            and id(node) not in pieces)
-    return _literals_cache[path]
+        return frozenset(node.value for node in ast.walk(tree)
+                         if isinstance(node, ast.Constant) and isinstance(node.value, str)
+                         and id(node) not in pieces)
+    return _literals_cache.get_or_make(path, make)
 
 
 def _glue_caller() -> tuple[str, Path | None]:

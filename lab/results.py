@@ -26,7 +26,10 @@ What :func:`validate` checks:
   timings are never bit-identical: a repeated one is a copied row, not a second measurement).
 
 :func:`load` also checks that the GPU named in the provenance is the GPU of the folder the
-file lies in. :func:`save` writes atomically (a temporary file beside the target, flushed to
+file lies in. It reads and validates a file once: what it returns is kept (:data:`FILES_KEPT`
+files) by the file's path, modification time, size and inode, so a file rewritten is read
+again, and is read-only (:class:`Frozen`, :class:`FrozenList`: every caller gets the same
+data, and a change raises TypeError; :func:`thaw` makes a copy to change). :func:`save` writes atomically (a temporary file beside the target, flushed to
 disk, then renamed over it), so a writer killed or a disk filled mid-write leaves the previous
 file as it was, under the folder's write lock (:func:`locked`).
 """
@@ -34,6 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import functools
 import hashlib
 import json
 import math
@@ -59,6 +63,57 @@ class ResultsError(ValueError):
 
 class ResultsMissing(ResultsError):
     """The results file does not exist (not measured yet on this GPU)."""
+
+
+# ----------------------------------------------------------------------------- read-only data
+
+_SHARED = ("results from lab.results.load are shared by every caller and read-only; copy what "
+           "you change (dict(row), list(rows), or lab.results.thaw(data))")
+
+
+def _refuse(self, *args, **kwargs):
+    raise TypeError(_SHARED)
+
+
+class Frozen(dict):
+    """A JSON object of a loaded results file: a dict that refuses every change."""
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = __ior__ = _refuse
+    clear = pop = popitem = setdefault = update = _refuse
+
+    def __reduce__(self):
+        return Frozen, (dict(self),)
+
+
+class FrozenList(list):
+    """A JSON array of a loaded results file: a list that refuses every change."""
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
+    append = extend = insert = remove = pop = clear = sort = reverse = _refuse
+
+    def __reduce__(self):
+        return FrozenList, (list(self),)
+
+
+def freeze(value):
+    """``value`` (parsed JSON) with every dict a :class:`Frozen` and every list a
+    :class:`FrozenList`."""
+    if isinstance(value, dict):
+        return Frozen({k: freeze(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return FrozenList(freeze(v) for v in value)
+    return value
+
+
+def thaw(value):
+    """A plain, changeable copy of ``value`` (loaded results, or any part of them)."""
+    if isinstance(value, dict):
+        return {k: thaw(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [thaw(v) for v in value]
+    return value
 
 
 # ----------------------------------------------------------------------------- value types
@@ -465,11 +520,39 @@ def load(experiment: str, gpu: str | None = None, root: Path | None = None) -> d
     return load_path(path_for(experiment, gpu, root), folder=folder_for(experiment, gpu))
 
 
+#: Results files kept read and validated (:func:`load_path`).
+FILES_KEPT = 64
+
+
 def load_path(path: Path | str, *, folder: str | None = None) -> dict:
     """Read and validate the results file at ``path``; its ``experiment`` must match its name,
     and with ``folder`` (the GPU folder it is read as) the GPU its provenance names must be that
-    folder's GPU."""
+    folder's GPU. Read once per version of the file (its modification time, size and inode);
+    the data is read-only and shared (module docstring)."""
     path = Path(path)
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        raise ResultsMissing(f"{path}: no such results file (run `python -m lab measure "
+                             f"{path.stem}` on a GPU)") from None
+    except OSError as exc:
+        raise ResultsError(f"{path}: cannot be read ({exc})") from None
+    data = _read(str(path.resolve()), st.st_mtime_ns, st.st_size, st.st_ino)
+    gpu = data["provenance"]["gpu"]
+    if folder is not None and folder_for(path.stem, _slug(gpu)) != folder:
+        _fail(str(path), "provenance.gpu", f"is {gpu!r} (folder "
+              f"{folder_for(path.stem, _slug(gpu))!r}), but the file lies in the folder of "
+              f"GPU {folder!r}")
+    return data
+
+
+# functools' LRU cache, not lab.lru's: this module imports nothing but the standard library
+# (the book's build loads it on its own, without the lab package).
+@functools.lru_cache(maxsize=FILES_KEPT)
+def _read(name: str, mtime_ns: int, size: int, inode: int) -> Frozen:
+    """The file ``name`` read, validated and frozen, once per version (the other arguments:
+    what says that the file changed)."""
+    path = Path(name)
     try:
         text = path.read_text()
     except FileNotFoundError:
@@ -481,12 +564,7 @@ def load_path(path: Path | str, *, folder: str | None = None) -> dict:
     if data["experiment"] != path.stem:
         _fail(str(path), "experiment", f"is {data['experiment']!r}, but the file is named "
               f"{path.name}")
-    gpu = data["provenance"]["gpu"]
-    if folder is not None and folder_for(path.stem, _slug(gpu)) != folder:
-        _fail(str(path), "provenance.gpu", f"is {gpu!r} (folder "
-              f"{folder_for(path.stem, _slug(gpu))!r}), but the file lies in the folder of "
-              f"GPU {folder!r}")
-    return data
+    return freeze(data)
 
 
 def rerunnable(command: str) -> str:

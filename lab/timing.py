@@ -1,7 +1,8 @@
 """Timing on the GPU, the other half of the method.
 
-:func:`time_gpu`: CUDA events around each call after warm-up, at least 10 repeats, median with
-min and max (:class:`Timing`); inputs either cache-hot (one buffer set) or rotated through enough
+:func:`event_samples` is the package's one CUDA-event loop (warm-up calls, then a pair of
+events on a stream around each call or batch of calls); :func:`time_gpu` times with it: events
+around each call after warm-up, at least 10 repeats, median with min and max (:class:`Timing`); inputs either cache-hot (one buffer set) or rotated through enough
 buffer sets to exceed the L2 cache (:func:`buffer_sets`), so each call starts with cold operands.
 Calls shorter than the host's launch path are timed queued behind a busy kernel
 (:func:`time_queued`). :func:`lab.bench.time` checks a provider, then times it with these.
@@ -65,25 +66,46 @@ def require_gpu(what: str = "timing") -> None:
         raise RuntimeError(f"{what} needs a GPU; this session runs in mode {device.MODE!r}")
 
 
-def time_gpu(call: Callable[[int], None], *, warmup: int = 3, repeats: int = 20,
-             rotated: bool = False) -> Timing:
-    """Time ``call(i)`` (i = 0, 1, 2, …) with CUDA events; median/min/max in ms."""
+def event_samples(call: Callable[[int], None], *, warmup: int = 3, repeats: int = 20,
+                  batch: int = 1, stream=None) -> list[float]:
+    """The CUDA-event loop: ``warmup`` untimed calls of ``call(i)`` (i = 0, 1, 2, …), the device
+    synchronised, then ``repeats`` samples, each a pair of events recorded on ``stream`` (a
+    driver handle or any stream :func:`lab.enqueue.stream_handle` takes; None: the default
+    stream) around ``batch`` calls. Returns each sample's milliseconds per call."""
     require_gpu()
-    if repeats < 10:
-        raise ValueError(f"repeats must be >= 10 (got {repeats})")
+    if repeats < 1 or batch < 1 or warmup < 0:
+        raise ValueError(f"event_samples needs repeats >= 1, batch >= 1 and warmup >= 0 (got "
+                         f"{repeats}, {batch}, {warmup})")
     from numba import cuda
 
+    from lab.enqueue import stream_handle
+
+    handle = stream_handle(stream) if stream is not None else 0
+    s = cuda.external_stream(handle) if handle else cuda.default_stream()
     for i in range(warmup):
         call(i)
     cuda.synchronize()
     starts = [cuda.event(timing=True) for _ in range(repeats)]
     stops = [cuda.event(timing=True) for _ in range(repeats)]
-    for i in range(repeats):
-        starts[i].record()
-        call(warmup + i)
-        stops[i].record()
+    i = warmup
+    for r in range(repeats):
+        starts[r].record(s)
+        for _ in range(batch):
+            call(i)
+            i += 1
+        stops[r].record(s)
     stops[-1].synchronize()
-    samples = [cuda.event_elapsed_time(s, e) for s, e in zip(starts, stops)]
+    return [cuda.event_elapsed_time(a, b) / batch for a, b in zip(starts, stops)]
+
+
+def time_gpu(call: Callable[[int], None], *, warmup: int = 3, repeats: int = 20,
+             rotated: bool = False) -> Timing:
+    """Time ``call(i)`` (i = 0, 1, 2, …) with CUDA events around each call
+    (:func:`event_samples`); median/min/max in ms."""
+    require_gpu()
+    if repeats < 10:
+        raise ValueError(f"repeats must be >= 10 (got {repeats})")
+    samples = event_samples(call, warmup=warmup, repeats=repeats)
     return Timing(float(np.median(samples)), float(min(samples)), float(max(samples)),
                   repeats, warmup, rotated, samples)
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 from collections import namedtuple
 
 from lab import device
+from lab.lru import LRU
 
 SIMULATOR = device.SIMULATOR
 
@@ -86,17 +87,15 @@ def instruction(op: str, shape: str, acc: str = "f32") -> str:
     raise ValueError(f"unknown WMMA operation {op!r}")
 
 
-_CACHE: dict = {}
+_CACHE = LRU(32)
 
 
 def ops(shape: str, acc: str = "f32") -> Ops:
     """The WMMA operations for ``shape`` (a key of :data:`SHAPES`) and accumulator ``acc``
     (``'f32'`` or ``'f16'``): intrinsics on a GPU, cooperative stand-ins under the simulator."""
     _check(shape, acc)
-    key = (shape, acc)
-    if key not in _CACHE:
-        _CACHE[key] = (_simulated if SIMULATOR else _intrinsics)(shape, acc)
-    return _CACHE[key]
+    return _CACHE.get_or_make((shape, acc),
+                              lambda: (_simulated if SIMULATOR else _intrinsics)(shape, acc))
 
 
 if SIMULATOR:

@@ -85,7 +85,7 @@ class FakeEvent:
     def __init__(self, timing=True):
         pass
 
-    def record(self):
+    def record(self, stream=0):
         pass
 
     def synchronize(self):

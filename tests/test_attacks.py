@@ -88,15 +88,15 @@ def test_a_split_k_slice_rounded_down_fails_the_check(monkeypatch):
     spec = lab.get_spec(name)
     bk, splits = spec.tile[2], spec.launch.splits
     partial = [s for s in bench.shapes_for(spec, gpu=False)
-               if (-(-s[2] // bk)) % (sk.plan(s[2], bk, splits)[0] // bk)]
+               if (-(-s[2] // bk)) % (sk.k_slices(s[2], bk, splits)[0] // bk)]
     assert partial, "no check shape leaves a partial split-K slice"
-    real = sk.plan
+    real = sk.k_slices
 
     def rounded_down(k, bk_, splits_):
         chunk, _ = real(k, bk_, splits_)
         return chunk, -(-k // bk_) // (chunk // bk_)
 
-    monkeypatch.setattr(sk, "plan", rounded_down)
+    monkeypatch.setattr(sk, "k_slices", rounded_down)
     assert _fails(name, partial[0])
 
 

@@ -7,7 +7,7 @@ import time
 import numpy as np
 import pytest
 
-from lab import bench, clocks, device, model
+from lab import bench, clocks, device, model, timing
 
 
 class FakeNVML:
@@ -128,6 +128,7 @@ def test_clocks_experiment_dry_run(monkeypatch, fake_events):
                         ("WARMUP", 1)):
         monkeypatch.setattr(exp, name, value)
     monkeypatch.setattr(bench, "require_gpu", lambda what="": None)
+    monkeypatch.setattr(timing, "require_gpu", lambda what="": None)
     monkeypatch.setattr(clocks, "reason", lambda: None)
     real = clocks.Sampler
     monkeypatch.setattr(clocks, "Sampler", lambda: real(0.002, nvml=FakeNVML(drop_after=8)))

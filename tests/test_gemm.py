@@ -9,7 +9,7 @@ import pytest
 
 import lab
 from lab import gemm as G
-from lab import launch as routed
+from lab import enqueue
 from lab.accuracy import random_inputs, to_float64
 from numba import cuda
 
@@ -25,46 +25,46 @@ def host(m, n, k, dtype=np.float16):
     ((7, 5), "warptile_tuned", "warptile_tuned_splitk"),
 ])
 def test_the_kernel_follows_the_capability(cc, big, small):
-    assert lab.gemm.plan(*host(4096, 4096, 4096), cc=cc).kernel == big
-    choice = lab.gemm.plan(*host(1, 4096, 4096), cc=cc)
+    assert lab.gemm.explain(*host(4096, 4096, 4096), cc=cc).kernel == big
+    choice = lab.gemm.explain(*host(1, 4096, 4096), cc=cc)
     assert choice.kernel == small and choice.splits > 1
     assert "split" in str(choice)
 
 
 @pytest.mark.parametrize("m, rows", [(1, 16), (16, 16), (17, 32), (33, 64), (64, 64)])
 def test_small_m_takes_the_small_tile_and_writes_16_bit_itself(m, rows):
-    choice = lab.gemm.plan(*host(m, 4096, 4096), cc=(9, 0), sms=132)
+    choice = lab.gemm.explain(*host(m, 4096, 4096), cc=(9, 0), sms=132)
     assert choice.kernel == "tc_small_m_fp16"
     assert f"{rows}-row tiles" in str(choice) and "A not padded" in str(choice)
     assert choice.native_out and not choice.narrow and not choice.widen
     assert {c.splits for c in choice.candidates} and \
         {c.kernel for c in choice.candidates} == {choice.kernel, "wgmma_streamk_fp16"}
     # BF16, FP32 out: the same kernel, nothing narrowed
-    c = lab.gemm.plan(*host(m, 4096, 4096, np.uint16), out_dtype="float32", cc=(8, 0))
+    c = lab.gemm.explain(*host(m, 4096, 4096, np.uint16), out_dtype="float32", cc=(8, 0))
     assert c.kernel == "tc_small_m_bf16" and not c.native_out and not c.narrow
 
 
 def test_small_m_covers_decode_and_stops_past_128_rows_and_for_fp32():
     assert GM.SMALL_M == 128
-    assert lab.gemm.plan(*host(129, 4096, 4096), cc=(9, 0)).kernel == "tc_fp16_splitk"
+    assert lab.gemm.explain(*host(129, 4096, 4096), cc=(9, 0)).kernel == "tc_fp16_splitk"
     for m in (65, 128):
-        choice = lab.gemm.plan(*host(m, 14336, 4096), cc=(9, 0))
+        choice = lab.gemm.explain(*host(m, 14336, 4096), cc=(9, 0))
         assert choice.kernel == "tc_small_m_fp16"
         assert {"wgmma_grid128_fp16", "wgmma_streamk_fp16"} <= {c.kernel
                                                                 for c in choice.candidates}
         assert "unsplit wgmma" in str(choice) and "stream-K wgmma" in str(choice)
         # no wgmma on 8.x: only the small-M kernel's own variants are timed
-        c8 = lab.gemm.plan(*host(m, 14336, 4096), cc=(8, 0))
+        c8 = lab.gemm.explain(*host(m, 14336, 4096), cc=(8, 0))
         assert {c.kernel for c in c8.candidates} == {"tc_small_m_fp16"}
-    assert lab.gemm.plan(*host(1, 4096, 4096, np.float32), cc=(9, 0)).kernel.startswith(
+    assert lab.gemm.explain(*host(1, 4096, 4096, np.float32), cc=(9, 0)).kernel.startswith(
         "warptile")
     # N <= 128 with a long M: the transposed product would need column-major operands
-    assert lab.gemm.plan(*host(8192, 64, 8192), cc=(9, 0)).kernel == "wgmma_grid128_fp16"
+    assert lab.gemm.explain(*host(8192, 64, 8192), cc=(9, 0)).kernel == "wgmma_grid128_fp16"
 
 
 @pytest.mark.parametrize("m", [1, 64, 128])
 def test_small_m_times_both_tile_widths(m):
-    choice = lab.gemm.plan(*host(m, 4096, 4096), cc=(9, 0), sms=132)
+    choice = lab.gemm.explain(*host(m, 4096, 4096), cc=(9, 0), sms=132)
     small = [choice] + [c for c in choice.candidates if c.kernel == choice.kernel]
     assert {c.bn for c in small} == {128, 64}
     assert len({(c.bn, c.splits, c.bm) for c in small}) == len(small), "a variant timed twice"
@@ -76,14 +76,14 @@ def test_small_m_split_fills_one_wave():
     from lab.kernels import k12_small_m as k12
     for m, n, k in ((1, 4096, 4096), (64, 4096, 4096), (128, 4096, 4096), (1, 14336, 4096),
                     (1, 4096, 14336), (127, 4099, 4096)):
-        choice = lab.gemm.plan(*host(m, n, k), cc=(9, 0), sms=132)
+        choice = lab.gemm.explain(*host(m, n, k), cc=(9, 0), sms=132)
         for c in (choice, *choice.candidates):
             if c.kernel != choice.kernel:
                 continue
             cfg = k12.config_for(m, bn=c.bn, bm=c.bm)
             blocks = k12.tiles(m, n, cfg) * c.splits
             assert blocks <= k12.blocks_per_sm(cfg) * 132, (m, n, k, c.bn, c.splits)
-            chunk, slices = k12.plan(k, c.splits)
+            chunk, slices = k12.k_slices(k, c.splits)
             assert slices == c.splits and (slices - 1) * chunk < k <= slices * chunk
         cfg = k12.config_for(m, bn=choice.bn)
         assert k12.tiles(m, n, cfg) * choice.splits >= 132, "the first choice leaves SMs idle"
@@ -94,7 +94,7 @@ GM = sys.modules["lab.gemm"]          # the module (lab.gemm is the function)
 
 def test_small_m_can_be_turned_off(monkeypatch):
     monkeypatch.setattr(GM, "SMALL_M_ON", False)
-    assert lab.gemm.plan(*host(1, 4096, 4096), cc=(9, 0)).kernel == "tc_fp16_splitk"
+    assert lab.gemm.explain(*host(1, 4096, 4096), cc=(9, 0)).kernel == "tc_fp16_splitk"
 
 
 class FakeTensor:
@@ -123,7 +123,7 @@ class FakePlan:
 def _hot(monkeypatch, plans):
     A, B, out = FakeTensor(1 << 20, (1, 64)), FakeTensor(2 << 20, (64, 64)), \
         FakeTensor(3 << 20, (1, 64))
-    hot = GM.Hot(GM._torch_state, (A, B, out), routed.CallPlan(plans, ()), lambda: 77)
+    hot = GM.Hot(GM._torch_state, (A, B, out), enqueue.CallPlan(plans, ()), lambda: 77)
     monkeypatch.setitem(GM._HOT, (id(A), id(B), id(out), None), hot)
     return A, B, out
 
@@ -144,11 +144,11 @@ def test_a_repeat_of_several_launches_replays_one_graph(monkeypatch):
 
     def as_graph(self):
         self.graph = graph
-    monkeypatch.setattr(routed.CallPlan, "as_graph", as_graph)
+    monkeypatch.setattr(enqueue.CallPlan, "as_graph", as_graph)
     A, B, out = _hot(monkeypatch, plans)
-    for _ in range(routed.GRAPH_AFTER + 1):
+    for _ in range(enqueue.GRAPH_AFTER + 1):
         assert lab.gemm(A, B, out) is out
-    before = routed.GRAPH_AFTER - 1
+    before = enqueue.GRAPH_AFTER - 1
     assert all(p.calls == [(77, 1234)] * before for p in plans)
     assert graph.calls == [(77, 1234)] * 2
 
@@ -183,12 +183,12 @@ def test_the_hit_path_costs_little_host_time(monkeypatch):
 
 def test_dtype_and_output_paths():
     a, b = host(512, 512, 512, np.float32)
-    assert lab.gemm.plan(a, b, cc=(9, 0)).kernel == "warptile_tuned"
-    c = lab.gemm.plan(*host(2048, 2048, 2048, np.uint16), cc=(8, 0))      # BF16 bits
+    assert lab.gemm.explain(a, b, cc=(9, 0)).kernel == "warptile_tuned"
+    c = lab.gemm.explain(*host(2048, 2048, 2048, np.uint16), cc=(8, 0))      # BF16 bits
     assert c.kernel == "tc_bf16" and c.dtype == "bfloat16" and c.narrow
-    c = lab.gemm.plan(*host(2048, 2048, 2048), cc=(7, 5))
+    c = lab.gemm.explain(*host(2048, 2048, 2048), cc=(7, 5))
     assert c.widen and c.narrow and "no mma.sync" in str(c)
-    c = lab.gemm.plan(*host(2048, 2048, 2048), out_dtype="float32", cc=(8, 0))
+    c = lab.gemm.explain(*host(2048, 2048, 2048), out_dtype="float32", cc=(8, 0))
     assert not c.narrow and c.out_dtype == "float32"
 
 
@@ -215,7 +215,7 @@ def test_not_an_array_and_an_old_gpu():
     with pytest.raises(TypeError, match="device array"):
         lab.gemm([[1.0]], [[1.0]])
     with pytest.raises(G.GemmError, match="compute capability 7.0"):
-        lab.gemm.plan(*host(8, 8, 8), cc=(7, 0))
+        lab.gemm.explain(*host(8, 8, 8), cc=(7, 0))
 
 
 @pytest.mark.parametrize("dtype, out", [(np.float32, np.float32), (np.float16, np.float16),
@@ -248,7 +248,7 @@ def test_every_hopper_choice_is_a_registered_kernel_writing_that_c(dtype, out_dt
     """The launcher runs the registered kernel's own configuration: a 16-bit C only from a
     rung that writes one, an FP32 C only from rung 7 (or narrowed after it)."""
     from lab.kernels import get_spec
-    choice = lab.gemm.plan(*host(*shape, dtype), out_dtype=out_dtype, cc=(9, 0), sms=132)
+    choice = lab.gemm.explain(*host(*shape, dtype), out_dtype=out_dtype, cc=(9, 0), sms=132)
     hopper = [c for c in (choice, *choice.candidates) if c.kernel.startswith("wgmma_")]
     assert hopper or shape[0] == 1 and out_dtype == "float32"
     for c in hopper:
@@ -261,23 +261,23 @@ def test_every_hopper_choice_is_a_registered_kernel_writing_that_c(dtype, out_dt
 
 
 def test_less_than_one_wave_of_wgmma_tiles_times_stream_k():
-    few = lab.gemm.plan(*host(512, 4096, 4096), cc=(9, 0), sms=132)      # 64 tiles
+    few = lab.gemm.explain(*host(512, 4096, 4096), cc=(9, 0), sms=132)      # 64 tiles
     assert few.kernel == "wgmma_grid128_fp16"
     assert [(c.kernel, c.blocks, c.fixup) for c in few.candidates[:6]] == [
         ("wgmma_streamk_fp16", b, f) for f in ("", "atomic") for b in (0, 96, 64)]
     assert [(c.kernel, c.bn, c.fixup) for c in few.candidates[6:]] == [
         ("wgmma_grid128_fp16", 128, ""), ("wgmma_streamk_fp16", 128, "atomic")]
     assert "(128-column tiles)" in str(few.candidates[6])
-    narrow = lab.gemm.plan(*host(8192, 64, 8192), cc=(9, 0), sms=132)     # N = 64
+    narrow = lab.gemm.explain(*host(8192, 64, 8192), cc=(9, 0), sms=132)     # N = 64
     assert {c.bn for c in narrow.candidates} == {0, 128, 64}
     assert "stream-K" in str(few)
     assert "(on 96 blocks)" in str(few.candidates[1])
     assert "(on 64 blocks) (fix-up atomic)" in str(few.candidates[5])
-    tiny = lab.gemm.plan(*host(1, 256, 128), cc=(9, 0), sms=132)   # 1 tile, 2 k-slices
+    tiny = lab.gemm.explain(*host(1, 256, 128), cc=(9, 0), sms=132)   # 1 tile, 2 k-slices
     assert not any(c.blocks for c in tiny.candidates)
-    full = lab.gemm.plan(*host(4096, 4096, 4096), cc=(9, 0), sms=132)    # 512 tiles
+    full = lab.gemm.explain(*host(4096, 4096, 4096), cc=(9, 0), sms=132)    # 512 tiles
     assert not full.candidates
-    wide = lab.gemm.plan(*host(512, 4096, 4096), out_dtype="float32", cc=(9, 0), sms=132)
+    wide = lab.gemm.explain(*host(512, 4096, 4096), out_dtype="float32", cc=(9, 0), sms=132)
     assert wide.kernel == "wgmma_tmastore_fp16" and not wide.candidates
 
 
@@ -294,7 +294,7 @@ def test_the_sweep_checks_what_the_launcher_runs():
     configurations the sweep checks (lab.gemm.variants), built the same way."""
     checked = set(lab.gemm.variants())
     for shape in [(128, 14336, 4096), (8192, 64, 8192), (128, 4096, 14336), (512, 4096, 4096)]:
-        for c in lab.gemm.plan(*host(*shape), cc=(9, 0), sms=132).candidates:
+        for c in lab.gemm.explain(*host(*shape), cc=(9, 0), sms=132).candidates:
             if c.kernel.startswith("wgmma_") and (c.bn or c.fixup):
                 cfg = lab.gemm.hopper_config(c.kernel, 0, c.fixup, c.bn)
                 assert cfg in checked, (shape, c)

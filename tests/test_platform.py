@@ -165,7 +165,7 @@ def test_every_registered_kernel_declares_the_contract():
 # ----------------------------------------------------------------- results store
 
 def _good_file(tmp_path):
-    data = results.load("roofline")
+    data = results.thaw(results.load("roofline"))
     path = tmp_path / "h200" / "x.json"
     path.parent.mkdir()
     data["experiment"] = "x"

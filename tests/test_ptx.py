@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import lab  # noqa: F401  (device decided first)
-from lab import device, fragments, ptx
+from lab import device, fp8, fragments, ptx
 from numba import cuda, uint16, uint32
 
 gpu = pytest.mark.skipif(not device.GPU, reason="needs a GPU (inline PTX)")
@@ -195,9 +195,7 @@ def _random_halves(rng, shape, kind):
     x = rng.uniform(-1, 1, size=shape).astype(np.float32)
     if kind == "f16":
         return x.astype(np.float16)
-    bits = x.view(np.uint32)
-    return ((bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1)))
-            >> np.uint32(16)).astype(np.uint16)
+    return fp8.bf16_bits(x)
 
 
 @gpu

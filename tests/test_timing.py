@@ -1,4 +1,6 @@
 """lab.timing without a GPU: how many input sets a rotated timing cycles through."""
+import pytest
+
 from lab import timing
 
 L2 = 60 * 2**20
@@ -18,3 +20,35 @@ def test_tiny_products_are_capped():
     assert timing.buffer_sets(tiny, True, L2) == timing.MAX_BUFFER_SETS
     assert all(timing.buffer_sets(n, True, L2) <= timing.MAX_BUFFER_SETS
                for n in (1, 100, 10_000, 1_000_000))
+
+
+def test_the_event_loop_times_batches_on_the_stream_asked_for(monkeypatch):
+    """event_samples: warm-up calls first, then one event pair per sample on the given stream,
+    around ``batch`` calls; each sample is the pair's time over the batch."""
+    from numba import cuda
+
+    log, clock = [], iter(range(100))
+
+    class Event:
+        def __init__(self, timing=True):
+            self.t = None
+
+        def record(self, stream=0):
+            self.t = next(clock) * 3.0                   # 3 ms per recorded event
+            log.append(("record", stream))
+
+        def synchronize(self):
+            pass
+
+    monkeypatch.setattr(timing, "require_gpu", lambda what="": None)
+    monkeypatch.setattr(cuda, "event", Event)
+    monkeypatch.setattr(cuda, "event_elapsed_time", lambda a, b: b.t - a.t, raising=False)
+    monkeypatch.setattr(cuda, "external_stream", lambda handle: f"stream {handle}",
+                        raising=False)
+    got = timing.event_samples(lambda i: log.append(i), warmup=2, repeats=2, batch=3,
+                               stream=77)
+    assert log == [0, 1, ("record", "stream 77"), 2, 3, 4, ("record", "stream 77"),
+                   ("record", "stream 77"), 5, 6, 7, ("record", "stream 77")]
+    assert got == [1.0, 1.0]                           # 3 ms between the events, 3 calls
+    with pytest.raises(ValueError, match="batch >= 1"):
+        timing.event_samples(lambda i: None, batch=0)

@@ -96,7 +96,7 @@ def test_a_sampled_clock_above_the_maximum_is_named_with_its_row(tree):
 
 
 def test_an_unknown_gpu_is_held_to_its_own_maximum(tmp_path):
-    data = results.load("roofline")
+    data = results.thaw(results.load("roofline"))
     data["provenance"].update(gpu="NVIDIA Made Up", sm_clock_mhz="2100", max_sm_clock_mhz="2000")
     with pytest.raises(results.ResultsError, match=r"'2100' MHz, outside the NVIDIA Made Up's "
                                                    r"SM clock range 1…2000 MHz"):
@@ -112,7 +112,7 @@ def test_a_copied_timing_row_is_named_with_both_rows(tree):
 
 def test_a_repeated_check_verdict_is_not_a_copy():
     """Deterministic rows (a check at one seed) may repeat; only timings may not."""
-    data = results.load("splitk")
+    data = results.thaw(results.load("splitk"))
     verdicts = [r for r in data["rows"] if "median_ms" not in r]
     data["rows"].append(dict(verdicts[0]))
     assert results.validate(data, "splitk.json")

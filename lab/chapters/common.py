@@ -6,8 +6,6 @@ GPU beside the reference (:func:`measure_here`), and compiler reports of any tar
 """
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from lab import bench, compiler, device, model, page, results, tables, twins
@@ -17,27 +15,21 @@ from lab.api import matmul
 SIZES = (1024, 4096)
 
 
-@functools.lru_cache(maxsize=None)
-def results_file(experiment: str):
-    """The selected GPU's results file of ``experiment``, loaded once."""
-    return results.load(experiment)
-
-
 def measured() -> dict:
     """(kernel, n) -> row of the ``size`` part of the selected GPU's ``naive_tiled`` file."""
-    return {(r["kernel"], r["n"]): r for r in results_file("naive_tiled")["rows"]
+    return {(r["kernel"], r["n"]): r for r in results.load("naive_tiled")["rows"]
             if r["part"] == "size"}
 
 
 def gpu() -> str:
     """Short name of the GPU the ``naive_tiled`` measurements come from."""
-    return page.gpu_label(results_file("naive_tiled")["provenance"]["gpu"])
+    return page.gpu_label(results.load("naive_tiled")["provenance"]["gpu"])
 
 
 def ncu_rows() -> list[dict]:
     """The ``ncu_dram`` rows; a row carries ``error`` when Nsight Compute could not read the
     counters."""
-    return results_file("ncu_dram")["rows"]
+    return results.load("ncu_dram")["rows"]
 
 
 def ncu_ok() -> bool:

@@ -27,7 +27,7 @@ import time
 
 import numpy as np
 
-from lab import bench, clocks, device, model, providers
+from lab import bench, clocks, device, model, providers, timing
 
 CHAPTER = "9"
 NEEDS = ("cupy",)
@@ -71,14 +71,9 @@ def _sustain(name: str, sampler, flops: float) -> list[dict]:
     with sampler.phase(name):
         end = sampler.now() + RUN_S
         while sampler.now() < end or len(chunks) < MIN_CHUNKS:
-            start, stop = cuda.event(timing=True), cuda.event(timing=True)
             t_start = sampler.now()
-            start.record()
-            for _ in range(per_chunk):
-                call()
-            stop.record()
-            stop.synchronize()
-            ms = cuda.event_elapsed_time(start, stop) / per_chunk
+            ms = timing.event_samples(lambda i: call(), warmup=0, repeats=1,
+                                      batch=per_chunk)[0]
             chunks.append({"part": "chunk", "kernel": name, "t_s": (t_start + sampler.now()) / 2,
                            "calls": per_chunk, "ms_per_call": ms,
                            "tflops": flops / (ms * 1e-3) / 1e12})

@@ -8,12 +8,12 @@ launch (``wgmma_cluster_fp16``) — and each path:
 * ``numba`` — the launcher as it was: every launch through ``kernel[grid, block, 0, shared]``
   (the cluster launch marshals its arguments on every call), tensor maps looked up per call;
 * ``bindings`` — the launcher's Python each call, each launch through its cached plan
-  (:func:`lab.launch.launch`: a dictionary look-up), the driver called by ``cuda.bindings``;
+  (:func:`lab.enqueue.launch`: a dictionary look-up), the driver called by ``cuda.bindings``;
 * ``plan`` — the same, the driver's ``cuLaunchKernel`` called by ctypes (the default; a
   cluster launch always goes through ``cuda.bindings``' ``cuLaunchKernelEx``);
 * ``memo`` — the registered launcher: a repeated call replays the plans it recorded
-  (:func:`lab.launch.memo`), none of the launcher's Python runs;
-* ``graph`` — a CUDA graph of :data:`GRAPH_CALLS` calls replayed (``lab.launch.Graph``),
+  (:func:`lab.enqueue.memo`), none of the launcher's Python runs;
+* ``graph`` — a CUDA graph of :data:`GRAPH_CALLS` calls replayed (``lab.enqueue.Graph``),
   per call;
 
 and ``lab.gemm`` with PyTorch tensors (FP16 out) and cuBLAS (``torch.mm``, plain and from a
@@ -69,7 +69,7 @@ def _host_us(call, calls: int = HOST_CALLS) -> float:
 
 def _marshal_rows(spec, A, B, C) -> list[dict]:
     """What the plans of one call marshalled, against Numba's ``_prepare_args``."""
-    from lab import launch as routed
+    from lab import enqueue
 
     rows = []
     cp = spec.launch.plan_for(A, B, C) if hasattr(spec.launch, "plan_for") else None
@@ -81,7 +81,7 @@ def _marshal_rows(spec, A, B, C) -> list[dict]:
         for ty, v in zip(compiled.argument_types, p.args):
             compiled._prepare_args(ty, v, 0, keep, values)
         theirs = [getattr(v, "value", v) for v in values]
-        ours = routed.cell_values(p.cells)
+        ours = enqueue.cell_values(p.cells)
         rows.append({"part": "marshal", "kernel": spec.name, "path": p.name, "m": 2048,
                      "values": len(ours), "ok": [int(x) for x in ours] ==
                      [int(x) for x in theirs]})
@@ -91,7 +91,7 @@ def _marshal_rows(spec, A, B, C) -> list[dict]:
 def run(progress) -> dict:
     import torch
     import lab
-    from lab import launch as routed
+    from lab import enqueue
     from lab.experiments.sweep import as_called, gpu_only, torch_graph
     from lab.kernels import get_spec
 
@@ -105,16 +105,16 @@ def run(progress) -> dict:
     a, b, c = (cuda.as_cuda_array(x) for x in (A, B, C))
     ref = (A.double() @ B.double())
     rows = []
-    routed.KEEP_ARGS = True
+    enqueue.KEEP_ARGS = True
     from lab.kernels import runnable
 
     for name in progress([f for f in FAMILIES if runnable(f)[0]]):
         spec = get_spec(name)
         for path in PATHS:
-            routed.NUMBA_LAUNCH = path == "numba"
+            enqueue.NUMBA_LAUNCH = path == "numba"
             if path in ("bindings", "plan"):
-                routed.DIRECT = path == "plan"
-                routed.clear()
+                enqueue.DIRECT = path == "plan"
+                enqueue.clear()
             if path in ("numba", "bindings", "plan"):
                 def call():
                     spec.launch.__wrapped__(a, b, c)
@@ -128,7 +128,7 @@ def run(progress) -> dict:
             row = {"part": "host", "kernel": name, "path": path, "m": n, "n": n, "k": n,
                    "max_err_over_max_entry": err, "passed": bool(err < 1e-3)}
             if path == "graph":
-                graph = routed.Graph(call, GRAPH_CALLS)
+                graph = enqueue.Graph(call, GRAPH_CALLS)
                 row["host_us"] = _host_us(graph.launch, 20) / GRAPH_CALLS
                 t = gpu_only(graph.launch, GRAPH_CALLS, 10)
                 row.update({"median_ms": t["median_ms"], "min_ms": t["min_ms"],
@@ -141,13 +141,13 @@ def run(progress) -> dict:
                             "max_ms": t["max_ms"], "repeats": t["repeats"],
                             "method": "as_called"})
             rows.append(row)
-        routed.NUMBA_LAUNCH = False
+        enqueue.NUMBA_LAUNCH = False
         try:
             rows += _marshal_rows(spec, a, b, c)
         except Exception as exc:  # noqa: BLE001
             rows.append({"part": "marshal", "kernel": name, "path": "?", "m": 2048,
                          "error": str(exc)[:200]})
-    routed.KEEP_ARGS = False
+    enqueue.KEEP_ARGS = False
     # lab.gemm and cuBLAS as a PyTorch user calls them (FP16 out), plain and from graphs;
     # one unrecorded pass over the three shapes first (the first shape measured was seen
     # 40 % slower for both, a warm-up effect of the process, not of the shape)

@@ -151,14 +151,14 @@ def _splitk_rows(progress) -> list[dict]:
         rows.append({**base, "kernel": f"cublas_{kind}", "impl": "cublas", "mode": "library",
                      **t, "tflops": flops / (t["median_ms"] * 1e-3) / 1e12})
         from lab.kernels import get_spec
-        from lab.kernels.k11_splitk import extra_bytes, plan
+        from lab.kernels.k11_splitk import extra_bytes, k_slices
 
         bk = get_spec(d["plain"]).tile[2]
         for splits in SPLITS:
             for mode in ("two_pass", "atomic"):
                 launch = _launcher(d[mode], splits)
                 t = timed(lambda i: launch(d_a, d_b, d_c))
-                slices = plan(k, bk, splits)[1]
+                slices = k_slices(k, bk, splits)[1]
                 rows.append({**base, "kernel": d[mode], "impl": "numba", "mode": mode,
                              "splits": splits, "slices": slices,
                              "extra_bytes": extra_bytes(m, n, slices, mode), **t,

@@ -194,7 +194,7 @@ def measure_shape(group: str, m: int, n: int, k: int, out_types=("float16",),
         out = torch.empty((m, n), dtype=tdt, device="cuda")
         ref_out = torch.empty((m, n), dtype=tdt, device="cuda")
         err = check(A, B, out, ref)
-        choice = lab.gemm.plan(A, B, out)          # after the first call: what it picked
+        choice = lab.gemm.explain(A, B, out)          # after the first call: what it picked
         base = {"group": group, "m": m, "n": n, "k": k, "dtype": "float16", "out_dtype": odt,
                 "kernel": choice.kernel, "splits": choice.splits, "tuned": choice.tuned,
                 "max_err_over_max_entry": err, "passed": bool(err < TOLERANCE)}
@@ -303,12 +303,12 @@ def child(path: str, index: int) -> None:
                     r.pop("ms", None)
                     f.write(json.dumps(dict(r, process=index)) + "\n")
             torch.cuda.empty_cache()
-    from lab import launch as routed
+    from lab import enqueue
     with open(path, "a") as f:
         f.write(json.dumps({"part": "board", "process": index,
                             "power_limit_w": sampler.power_limit_w if sampler else None,
                             "max_sm_mhz": sampler.max_sm_mhz if sampler else None,
-                            "graph_failures": routed.STATS["graph_failures"]}) + "\n")
+                            "graph_failures": enqueue.STATS["graph_failures"]}) + "\n")
 
 
 def merge(rows: list[dict], processes: int) -> list[dict]:

@@ -21,9 +21,10 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, float32, int32
 
-from lab import launch as routed
+from lab import enqueue
 from lab import ptx
 from lab.kernels import KernelSpec
+from lab.lru import LRU
 
 #: Edge of the C tile one warp owns, and the k-step of one mma.sync.
 TILE = 16
@@ -50,7 +51,8 @@ def pad_kernel(src, dst):
             dst[i, j] = 0
 
 
-_PAD_CACHE: dict = {}
+#: Padded copies kept, by slot, shape and dtype.
+_PAD_CACHE = LRU(16)
 
 
 def round_up(x: int, multiple: int) -> int:
@@ -65,12 +67,8 @@ def pad_operand(x, rows: int, cols: int, slot: str):
     """
     if x.shape == (rows, cols):
         return x
-    key = (slot, rows, cols, x.dtype.str)
-    dst = _PAD_CACHE.get(key)
-    if dst is None:
-        if len(_PAD_CACHE) > 16:
-            _PAD_CACHE.clear()
-        dst = _PAD_CACHE[key] = cuda.device_array((rows, cols), dtype=x.dtype)
+    dst = _PAD_CACHE.get_or_make((slot, rows, cols, x.dtype.str),
+                                 lambda: cuda.device_array((rows, cols), dtype=x.dtype))
     pad_into(x, dst)
     return dst
 
@@ -78,7 +76,7 @@ def pad_operand(x, rows: int, cols: int, slot: str):
 def pad_into(x, dst) -> None:
     """Launch :func:`pad_kernel`: ``dst`` = ``x`` zero-padded (32 × 8 threads per block)."""
     rows, cols = dst.shape
-    routed.launch(pad_kernel, None, (round_up(cols, 32) // 32, round_up(rows, 8) // 8),
+    enqueue.launch(pad_kernel, None, (round_up(cols, 32) // 32, round_up(rows, 8) // 8),
                   (32, 8), 0, (x, dst))
 
 

@@ -42,10 +42,11 @@ from dataclasses import dataclass
 import numpy as np
 from numba import cuda, float32, int32, int64, uint8, uint32
 
-from lab import launch as routed
+from lab import enqueue
 from lab import ptx
 from lab.kernels import KernelSpec
 from lab.kernels.k07_tensor_core import pad_inputs
+from lab.lru import LRU
 
 SIGNATURE = {"f16": "void(float16[:, ::1], float16[:, ::1], float32[:, ::1])",
              "bf16": "void(uint16[:, ::1], uint16[:, ::1], float32[:, ::1])"}
@@ -380,14 +381,12 @@ def build(cfg: TileConfig, tail=None):
     return tc_kernel
 
 
-_BUILT: dict = {}
+_BUILT = LRU(64)
 
 
 def kernel_for(cfg: TileConfig):
     """The (cached) compiled-on-demand kernel for ``cfg``."""
-    if cfg not in _BUILT:
-        _BUILT[cfg] = build(cfg)
-    return _BUILT[cfg]
+    return _BUILT.get_or_make(cfg, lambda: build(cfg))
 
 
 _READY: set = set()
@@ -422,10 +421,10 @@ def launcher(cfg: TileConfig):
         a, b = pad_inputs(A, B, cfg.bm, cfg.bn, cfg.bk)
         _allow_shared(kernel, cfg)
         blocks = (a.shape[0] // cfg.bm) * (b.shape[1] // cfg.bn)
-        routed.launch(kernel, SIGNATURE[cfg.kind], blocks, cfg.threads, cfg.shared_bytes,
+        enqueue.launch(kernel, SIGNATURE[cfg.kind], blocks, cfg.threads, cfg.shared_bytes,
                       (a, b, C))
 
-    return routed.memo(launch)     # a repeated call replays its launch plans (lab.launch)
+    return enqueue.memo(launch)     # a repeated call replays its launch plans (lab.enqueue)
 
 
 def make_config(**changes) -> TileConfig:

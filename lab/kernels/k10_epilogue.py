@@ -46,6 +46,7 @@ from lab.kernels import KernelSpec
 from lab.kernels import k04_vectorized as k04
 from lab.kernels import k08_tc_pipeline as k08
 from lab.kernels.k06_warptile import VARIANTS
+from lab.lru import LRU
 from lab.vector import st_global_v4
 
 #: Activation name -> the constant the kernel branches on.
@@ -139,25 +140,21 @@ def tail_for(ep: Epilogue) -> Tail:
 
 # ----------------------------------------------------------------------------- kernels
 
-_KERNELS: dict = {}
+_KERNELS = LRU(64)
 
 
 def fp32_kernels(ep: Epilogue, cfg: k04.Config = FP32_CONFIG):
     """(fast, edges) kernels of the warp-tiled FP32 design with epilogue ``ep`` (cached)."""
-    key = ("fp32", cfg, ep)
-    if key not in _KERNELS:
+    def make():
         tail = tail_for(ep)
-        _KERNELS[key] = (k04.make_gemm(cfg, EDGES=False, tail=tail),
-                         k04.make_gemm(cfg, EDGES=True, tail=tail))
-    return _KERNELS[key]
+        return (k04.make_gemm(cfg, EDGES=False, tail=tail),
+                k04.make_gemm(cfg, EDGES=True, tail=tail))
+    return _KERNELS.get_or_make(("fp32", cfg, ep), make)
 
 
 def tc_kernel(ep: Epilogue, cfg: k08.TileConfig = TC_CONFIG):
     """The tensor-core kernel of ``cfg``'s design with epilogue ``ep`` (cached)."""
-    key = ("tc", cfg, ep)
-    if key not in _KERNELS:
-        _KERNELS[key] = k08.build(cfg, tail=tail_for(ep))
-    return _KERNELS[key]
+    return _KERNELS.get_or_make(("tc", cfg, ep), lambda: k08.build(cfg, tail=tail_for(ep)))
 
 
 # ----------------------------------------------------------------------------- operands
@@ -207,16 +204,14 @@ def resolve(m: int, n: int, *, C=None, bias=None, alpha=1.0, beta=0.0,
     return Epilogue(activation, bias is not None, C is not None and beta != 0)
 
 
-_DUMMY: dict = {}
+_DUMMY = LRU(8)
 
 
 def _dummies():
     """1×1 and length-1 float32 device arrays standing in for an absent C or bias."""
     key = id(cuda.current_context()) if not device.SIMULATOR else "sim"
-    if key not in _DUMMY:
-        _DUMMY[key] = (cuda.to_device(np.zeros((1, 1), np.float32)),
-                       cuda.to_device(np.zeros(1, np.float32)))
-    return _DUMMY[key]
+    return _DUMMY.get_or_make(key, lambda: (cuda.to_device(np.zeros((1, 1), np.float32)),
+                                            cuda.to_device(np.zeros(1, np.float32))))
 
 
 def _x(ep: Epilogue, C, bias, alpha, beta) -> tuple:
@@ -277,10 +272,8 @@ def launch_elementwise(P, D, *, C=None, bias=None, alpha=1.0, beta=0.0,
     if tuple(P.shape) != (m, n):
         raise ValueError(f"P must be {m}×{n} like D; got shape {tuple(P.shape)}")
     ep = resolve(m, n, C=C, bias=bias, alpha=alpha, beta=beta, activation=activation)
-    key = ("elementwise", ep)
-    if key not in _KERNELS:
-        _KERNELS[key] = make_elementwise(ep)
-    _KERNELS[key][((n + 31) // 32, (m + 7) // 8), (32, 8)](P, D, _x(ep, C, bias, alpha, beta))
+    kernel = _KERNELS.get_or_make(("elementwise", ep), lambda: make_elementwise(ep))
+    kernel[((n + 31) // 32, (m + 7) // 8), (32, 8)](P, D, _x(ep, C, bias, alpha, beta))
 
 
 #: Registered kernel name -> its fused launch.

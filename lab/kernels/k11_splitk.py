@@ -17,7 +17,7 @@ a *partial* tile. Two ways to add the partials:
 
 The split factor is a request: K is cut into ``s`` chunks of whole k-tiles (BK), and when
 ``⌈K/BK⌉`` is not a multiple of ``s`` the last chunk is shorter, or fewer chunks are used so
-that none is empty (:func:`plan`). A split factor below 1 is refused before anything runs.
+that none is empty (:func:`k_slices`). A split factor below 1 is refused before anything runs.
 
 Stream-K, the other cure for too few tiles, is not built here: it needs a persistent kernel
 that walks a contiguous run of (tile, k-iteration) pairs across tile boundaries, and either
@@ -35,11 +35,12 @@ from numba import cuda, float32, int32
 import numpy as np
 
 from lab import device
-from lab import launch as routed
+from lab import enqueue
 from lab.kernels import KernelSpec
 from lab.kernels import k04_vectorized as k04
 from lab.kernels import k08_tc_pipeline as k08
 from lab.kernels.k10_epilogue import FP32_CONFIG, TC_CONFIG, Tail
+from lab.lru import LRU
 
 #: Slices of K of the registered kernels' ``launch(A, B, C)``.
 DEFAULT_SPLITS = 4
@@ -50,7 +51,7 @@ SIG_TC = f"void(float16[:, ::1], float16[:, ::1], float32[:, ::1], {X_TYPE})"
 MODES = ("two_pass", "atomic")
 
 
-def plan(k: int, bk: int, splits) -> tuple[int, int]:
+def k_slices(k: int, bk: int, splits) -> tuple[int, int]:
     """``(chunk, slices)``: the elements of K per slice (a multiple of ``bk``) and how many
     slices that makes — ``splits`` or fewer, none empty. ValueError for a factor below 1."""
     if isinstance(splits, bool) or not isinstance(splits, (int, np.integer)):
@@ -130,25 +131,22 @@ def _elementwise_grid(m: int, n: int) -> tuple:
     return ((n + 31) // 32, (m + 7) // 8), (32, 8)
 
 
-_KERNELS: dict = {}
+_KERNELS = LRU(64)
 
 
 def fp32_kernels(mode: str, cfg: k04.Config = FP32_CONFIG):
     """(fast, edges) split-K kernels of the warp-tiled FP32 design (cached)."""
-    key = ("fp32", mode, cfg)
-    if key not in _KERNELS:
+    def make():
         tail = TAILS[_mode(mode)]
-        _KERNELS[key] = (k04.make_gemm(cfg, EDGES=False, tail=tail),
-                         k04.make_gemm(cfg, EDGES=True, tail=tail))
-    return _KERNELS[key]
+        return (k04.make_gemm(cfg, EDGES=False, tail=tail),
+                k04.make_gemm(cfg, EDGES=True, tail=tail))
+    return _KERNELS.get_or_make(("fp32", mode, cfg), make)
 
 
 def tc_kernel(mode: str, cfg: k08.TileConfig = TC_CONFIG):
     """The split-K tensor-core kernel of ``cfg``'s design (cached)."""
-    key = ("tc", mode, cfg)
-    if key not in _KERNELS:
-        _KERNELS[key] = k08.build(cfg, tail=TAILS[_mode(mode)])
-    return _KERNELS[key]
+    return _KERNELS.get_or_make(("tc", mode, cfg),
+                                lambda: k08.build(cfg, tail=TAILS[_mode(mode)]))
 
 
 def _mode(mode: str) -> str:
@@ -157,8 +155,9 @@ def _mode(mode: str) -> str:
     return mode
 
 
-_WORKSPACE: dict = {}
-_DUMMY: dict = {}
+#: Two-pass workspaces kept (by context and shape), as a library keeps its workspace.
+_WORKSPACE = LRU(4)
+_DUMMY = LRU(8)
 
 
 def _context_key():
@@ -171,19 +170,13 @@ def workspace(splits: int, m: int, n: int):
     if splits * m * n > k04.INT32_LIMIT:
         raise ValueError(f"the workspace would have {splits * m * n} elements; these kernels "
                          f"index with int32 (at most {k04.INT32_LIMIT})")
-    key = (_context_key(), splits, m, n)
-    if key not in _WORKSPACE:
-        if len(_WORKSPACE) >= 4:
-            _WORKSPACE.pop(next(iter(_WORKSPACE)))
-        _WORKSPACE[key] = cuda.device_array((splits, m, n), dtype=np.float32)
-    return _WORKSPACE[key]
+    return _WORKSPACE.get_or_make((_context_key(), splits, m, n),
+                                  lambda: cuda.device_array((splits, m, n), dtype=np.float32))
 
 
 def _dummy():
-    key = _context_key()
-    if key not in _DUMMY:
-        _DUMMY[key] = cuda.to_device(np.zeros((1, 1, 1), np.float32))
-    return _DUMMY[key]
+    return _DUMMY.get_or_make(_context_key(),
+                              lambda: cuda.to_device(np.zeros((1, 1, 1), np.float32)))
 
 
 def _finish(mode: str, C, chunk: int, splits: int, run) -> None:
@@ -191,12 +184,12 @@ def _finish(mode: str, C, chunk: int, splits: int, run) -> None:
     m, n = C.shape
     grid, block = _elementwise_grid(m, n)
     if mode == "atomic":
-        routed.launch(zero_kernel, None, grid, block, 0, (C,))
+        enqueue.launch(zero_kernel, None, grid, block, 0, (C,))
         run((np.int32(chunk), _dummy()))
     else:
         W = workspace(splits, m, n)
         run((np.int32(chunk), W))
-        routed.launch(reduce_kernel, None, grid, block, 0, (W, C))
+        enqueue.launch(reduce_kernel, None, grid, block, 0, (W, C))
 
 
 # region: launch_fp32
@@ -207,13 +200,13 @@ def launch_fp32(A, B, C, *, splits: int = DEFAULT_SPLITS, mode: str = "two_pass"
     mode = _mode(mode)
     m, n = C.shape
     k = A.shape[1]
-    chunk, slices = plan(k, cfg.BK, splits)
+    chunk, slices = k_slices(k, cfg.BK, splits)
     k04.check_int32(A, B, C)
     fast, edges = fp32_kernels(mode, cfg)
     kernel = fast if k04.tiles_fit(cfg, m, n, k) else edges
     grid = ((n + cfg.BN - 1) // cfg.BN, (m + cfg.BM - 1) // cfg.BM, slices)
     _finish(mode, C, chunk, slices,
-            lambda X: routed.launch(kernel, SIG_FP32, grid, cfg.threads, 0, (A, B, C, X)))
+            lambda X: enqueue.launch(kernel, SIG_FP32, grid, cfg.threads, 0, (A, B, C, X)))
 # endregion: launch_fp32
 
 
@@ -224,14 +217,14 @@ def launch_tc(A, B, C, *, splits: int = DEFAULT_SPLITS, mode: str = "two_pass",
     from lab.kernels.k07_tensor_core import pad_inputs
 
     mode = _mode(mode)
-    plan(A.shape[1], cfg.bk, splits)                  # refuse a bad factor before any copy
+    k_slices(A.shape[1], cfg.bk, splits)                  # refuse a bad factor before any copy
     kernel = tc_kernel(mode, cfg)
     a, b = pad_inputs(A, B, cfg.bm, cfg.bn, cfg.bk)
-    chunk, slices = plan(a.shape[1], cfg.bk, splits)
+    chunk, slices = k_slices(a.shape[1], cfg.bk, splits)
     k08._allow_shared(kernel, cfg, SIG_TC)
     blocks = (a.shape[0] // cfg.bm) * (b.shape[1] // cfg.bn)
     _finish(mode, C, chunk, slices,
-            lambda X: routed.launch(kernel, SIG_TC, (blocks, slices), cfg.threads,
+            lambda X: enqueue.launch(kernel, SIG_TC, (blocks, slices), cfg.threads,
                                     cfg.shared_bytes, (a, b, C, X)))
 
 
@@ -247,14 +240,14 @@ def launcher(name: str, splits: int = DEFAULT_SPLITS):
     factor is refused here, before anything is launched."""
     if name not in SPLIT:
         raise ValueError(f"{name!r} is not a split-K kernel; known: {', '.join(SPLIT)}")
-    plan(1, 1, splits)
+    k_slices(1, 1, splits)
     fn, mode = SPLIT[name]
 
     def launch(A, B, C):
         fn(A, B, C, splits=splits, mode=mode)
     launch.splits = splits
     launch.mode = mode
-    return routed.memo(launch)     # a repeated call replays its launch plans (lab.launch)
+    return enqueue.memo(launch)     # a repeated call replays its launch plans (lab.enqueue)
 
 
 def extra_bytes(m: int, n: int, splits: int, mode: str) -> int:
@@ -288,5 +281,5 @@ def _spec(name: str) -> KernelSpec:
 
 SPECS = [_spec(name) for name in SPLIT]
 
-__all__ = ["plan", "launch_fp32", "launch_tc", "launcher", "reduce_kernel", "extra_bytes",
+__all__ = ["k_slices", "launch_fp32", "launch_tc", "launcher", "reduce_kernel", "extra_bytes",
            "DEFAULT_SPLITS", "SPECS"]

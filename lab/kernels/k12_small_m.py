@@ -61,15 +61,16 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import numpy as np
-from numba import cuda, float32, int32, int64, uint8, uint16, uint32, uint64
+from numba import cuda, float32, int32, int64, uint8, uint32, uint64
 from numba.core.types import float16
 
-from lab import device
-from lab import launch as routed
+from lab import convert, device
+from lab import enqueue
 from lab import ptx
 from lab.kernels import KernelSpec
 from lab.kernels import k08_tc_pipeline as k08
 from lab.kernels.k07_tensor_core import pad_into, round_up
+from lab.lru import LRU
 
 if device.SIMULATOR:
     def ld_cg_v4(address):
@@ -185,7 +186,7 @@ def splits_for(m: int, n: int, k: int, sms: int, kind: str = "f16", bn: int = BN
     return int(max(1, min(fit, MAX_SPLITS, -(-k // BK) // 2)))
 
 
-def plan(k: int, splits: int) -> tuple[int, int]:
+def k_slices(k: int, splits: int) -> tuple[int, int]:
     """``(chunk, slices)``: elements of K per slice (whole k-tiles) and how many slices that
     makes — ``splits`` or fewer, none empty. ValueError for a factor below 1."""
     if isinstance(splits, bool) or not isinstance(splits, (int, np.integer)) or splits < 1:
@@ -329,13 +330,7 @@ def make_put(out: str):
     if out == "bf16":
         @cuda.jit(device=True, inline="always")
         def put(C, row, col, v):
-            # BF16 bits, rounded to nearest even (NaN kept a quiet NaN)
-            if v != v:
-                C[row, col] = uint16(0x7FC0)
-            else:
-                bits = uint32(cuda.libdevice.float_as_int(v))
-                bits = bits + uint32(0x7FFF) + ((bits >> uint32(16)) & uint32(1))
-                C[row, col] = uint16(bits >> uint32(16))
+            C[row, col] = convert.bf16_bits(v)     # rounded to nearest even
     elif out == "f16":
         @cuda.jit(device=True, inline="always")
         def put(C, row, col, v):
@@ -636,14 +631,11 @@ def make_reduction(cfg: k08.TileConfig, out: str):
     return add_partials
 
 
-_BUILT: dict = {}
+_BUILT = LRU(64)
 
 
 def kernel_for(cfg: k08.TileConfig, out: str = "f32", in_place: bool = False):
-    key = (cfg, out, bool(in_place))
-    if key not in _BUILT:
-        _BUILT[key] = build(cfg, out, in_place)
-    return _BUILT[key]
+    return _BUILT.get_or_make((cfg, out, bool(in_place)), lambda: build(cfg, out, in_place))
 
 
 _READY: set = set()
@@ -666,7 +658,8 @@ def _allow_shared(kernel, cfg: k08.TileConfig, sig: str, dynamic: int) -> None:
     _READY.add(key)
 
 
-_WORK: dict = {}
+#: Workspaces (partials and tickets) kept, by context, split factor, shape and block count.
+_WORK = LRU(16)
 
 
 def _context_key():
@@ -681,17 +674,15 @@ def workspace(splits: int, m: int, n: int, blocks: int):
     if splits * m * pitch > 2**31 - 1:
         raise ValueError(f"the workspace would have {splits * m * pitch} elements; this "
                          "kernel indexes with int32")
-    key = (_context_key(), splits, m, n, blocks)
-    if key not in _WORK:
-        if len(_WORK) >= 16:
-            _WORK.pop(next(iter(_WORK)))
+    def make():
         w = (cuda.device_array((splits, m, pitch), dtype=np.float32) if splits > 1
              else cuda.device_array((1, 1, 1), dtype=np.float32))
-        _WORK[key] = (w, cuda.to_device(np.zeros(max(1, blocks), np.int32)))
-    return _WORK[key]
+        return w, cuda.to_device(np.zeros(max(1, blocks), np.int32))
+    return _WORK.get_or_make((_context_key(), splits, m, n, blocks), make)
 
 
-_COPIES: dict = {}
+#: Padded copies kept, by context, slot, shape and dtype.
+_COPIES = LRU(16)
 
 
 def _address(x) -> int:
@@ -706,12 +697,8 @@ def _fit(x, rows: int, cols: int, slot: str):
     per slot and shape)."""
     if x.shape == (rows, cols) and _address(x) % 16 == 0:
         return x
-    key = (_context_key(), slot, rows, cols, x.dtype.str)
-    dst = _COPIES.get(key)
-    if dst is None:
-        if len(_COPIES) > 16:
-            _COPIES.clear()
-        dst = _COPIES[key] = cuda.device_array((rows, cols), dtype=x.dtype)
+    dst = _COPIES.get_or_make((_context_key(), slot, rows, cols, x.dtype.str),
+                              lambda: cuda.device_array((rows, cols), dtype=x.dtype))
     pad_into(x, dst)
     return dst
 
@@ -740,7 +727,7 @@ def launch_small(A, B, C, *, splits: int = DEFAULT_SPLITS, bn: int = BN, bm: int
         raise ValueError(f"A is {A.dtype.name} but B is {B.dtype.name}")
     if C.shape != (m, n):
         raise ValueError(f"C is {C.shape[0]}x{C.shape[1]}; A·B is {m}x{n}")
-    chunk, slices = plan(k, splits)
+    chunk, slices = k_slices(k, splits)
     cfg = config_for(m, kind, bn, bm)
     kp = round_up(k, BK)
     a = _fit(A, m, kp, "A")
@@ -752,22 +739,22 @@ def launch_small(A, B, C, *, splits: int = DEFAULT_SPLITS, bn: int = BN, bm: int
     sig = signature(kind, out)
     dynamic = shared_bytes(cfg, direct)
     _allow_shared(kernel, cfg, sig, dynamic)
-    routed.launch(kernel, sig, (blocks, slices), cfg.threads, dynamic,
+    enqueue.launch(kernel, sig, (blocks, slices), cfg.threads, dynamic,
                   (a, b, C, W, T, np.int32(chunk)))
 
 
 def launcher(splits: int = DEFAULT_SPLITS, bn: int = BN, bm: int = 0):
     """``launch(A, B, C)`` with ``splits`` slices of K and ``bn``-wide tiles of ``bm`` rows
     (0: by M; refused here if the factor is below 1 or the tile not one of :data:`CONFIGS`),
-    memoised: a repeated call replays its launch plan (:func:`lab.launch.memo`)."""
-    plan(1, splits)
+    memoised: a repeated call replays its launch plan (:func:`lab.enqueue.memo`)."""
+    k_slices(1, splits)
     config_for(1, bn=bn, bm=bm)
 
     def launch(A, B, C):
         launch_small(A, B, C, splits=splits, bn=bn, bm=bm)
     launch.splits = splits
     launch.bn = bn
-    return routed.memo(launch)
+    return enqueue.memo(launch)
 
 
 #: What :func:`checker` runs at each shape besides the registered launch (128-column tiles,
@@ -837,5 +824,5 @@ def _spec(name: str, kind: str) -> KernelSpec:
 
 SPECS = [_spec("tc_small_m_fp16", "f16"), _spec("tc_small_m_bf16", "bf16")]
 
-__all__ = ["build", "config_for", "splits_for", "blocks_per_sm", "plan", "launch_small",
+__all__ = ["build", "config_for", "splits_for", "blocks_per_sm", "k_slices", "launch_small",
            "launcher", "code_path", "SPECS", "MAX_M", "WIDTHS"]

@@ -3,7 +3,7 @@ shows, and the claims the prose makes about the results files."""
 import numpy as np
 import pytest
 
-from lab import hopper
+from lab import hopper, results
 from lab.chapters import ch7
 from lab.chapters.ch7 import common, s3_rungs, s4_stability, solutions
 from lab.kernels import wgmma
@@ -207,7 +207,7 @@ def test_what_descriptor_steps_and_the_staging_ring_say_holds_in_the_file():
     assert abs(pr["stalls"]["barrier"] / pf["stalls"]["barrier"] - 1) < 0.1
     assert 1 < pr["duration_us"] / pc["duration_us"] < 1.02
     assert pr["tensor_active_pct"] < pc["tensor_active_pct"]
-    labels = P.past_data()["parameters"]["configs"]
+    labels = results.load("hopper_past")["parameters"]["configs"]
     assert labels[P.STEPS] == K.RUNG_CONFIGS["wgmma_lean"].label
     assert labels[P.F32_RING] == K.RUNG_CONFIGS["wgmma_ring"].label
 
@@ -237,7 +237,7 @@ def test_what_the_uniform_index_and_evict_first_paragraphs_say_holds():
             assert r(P.EVICT, dtype, size) < r(P.UNIFORM, dtype, size) + 0.001
         assert abs(r(P.UNIFORM, dtype, 4096) - 1) < 0.005 and r(P.UNIFORM, dtype, 8192) > 1
         assert r(P.F32_UNIFORM, dtype, 8192) > 1 > r(P.F32_UNIFORM, dtype, 4096)
-    labels = P.past_data()["parameters"]["configs"]
+    labels = results.load("hopper_past")["parameters"]["configs"]
     assert labels[P.UNIFORM] == K.RUNG_CONFIGS["wgmma_uniform"].label
     assert labels[P.F32_UNIFORM] == K.RUNG_CONFIGS["wgmma_ring_uniform"].label
 
@@ -260,7 +260,7 @@ def test_what_the_store_threads_paragraph_says_holds():
     assert ph["stalls"]["barrier"] < pf["stalls"]["barrier"]
     assert ph["stalls"]["long_scoreboard"] > pf["stalls"]["long_scoreboard"]
     assert abs(ph["sm_active_cycles_avg"] / pf["sm_active_cycles_avg"] - 1) < 0.005
-    labels = P.past_data()["parameters"]["configs"]
+    labels = results.load("hopper_past")["parameters"]["configs"]
     assert labels[P.F32_HANDOFF] == K.RUNG_CONFIGS["wgmma_handoff"].label
 
 
@@ -324,7 +324,7 @@ def test_what_the_tile_table_paragraph_says_holds():
     assert float(v["tab_p18_kcycles"]) < float(v["tab_p15_kcycles"])
     assert float(v["tab_p19_kcycles"]) < float(v["tab_p17_kcycles"])
     assert v["tab_processes"] == "3"
-    labels = T.table_data()["parameters"]["configs"]
+    labels = results.load("hopper_table")["parameters"]["configs"]
     assert labels[T.TABLE] == K.RUNG_CONFIGS["wgmma_table"].label
     assert labels[T.F32_TABLE] == K.RUNG_CONFIGS["wgmma_handoff_table"].label
-    assert T.table_data()["parameters"]["fastcu"]["error"] is None
+    assert results.load("hopper_table")["parameters"]["fastcu"]["error"] is None

@@ -16,7 +16,7 @@ CHAPTERS = Path(__file__).resolve().parents[2] / "lab" / "chapters"
 #: and the functions that read one experiment's file.
 SOURCES = sorted([*CHAPTERS.glob("ch[0-5]/*.py"), *CHAPTERS.glob("ch8/*.py"),
                   *CHAPTERS.glob("ch10/*.py"), *CHAPTERS.glob("ch9/*.py"), CHAPTERS / "common.py"])
-READERS = {"load", "rows", "source_line", "results_file", "path_for"}
+READERS = {"load", "rows", "source_line", "path_for"}
 
 
 def experiments_named(path: Path) -> set[str]:

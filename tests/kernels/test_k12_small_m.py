@@ -61,7 +61,7 @@ def test_the_registered_check_covers_the_other_width_and_a_16_bit_c():
 
 @pytest.mark.parametrize("k, splits", [(4096, 8), (4096, 9), (65, 4), (1, 3), (14336, 32)])
 def test_slices_cover_k_once_and_none_is_empty(k, splits):
-    chunk, slices = k12.plan(k, splits)
+    chunk, slices = k12.k_slices(k, splits)
     assert chunk % k12.BK == 0 and 1 <= slices <= splits
     assert (slices - 1) * chunk < k <= slices * chunk
 

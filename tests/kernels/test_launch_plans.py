@@ -489,6 +489,6 @@ def test_check_shapes_are_ragged_in_each_dimension_alone():
         splits = getattr(spec.launch, "splits", 1)
         if splits > 1:
             def partial(k):
-                chunk, _ = k11.plan(k, tile[2], splits)
+                chunk, _ = k11.k_slices(k, tile[2], splits)
                 return ceil(k, tile[2]) % (chunk // tile[2]) != 0
             assert any(partial(s[2]) for s in shapes), name

@@ -42,14 +42,14 @@ def test_split_factors_that_do_not_divide_k(mode, splits):
 
 
 def test_plan_cuts_whole_k_tiles_and_leaves_none_empty():
-    assert sk.plan(45, 8, 4) == (16, 3)
-    assert sk.plan(45, 8, 7) == (8, 6)
-    assert sk.plan(45, 8, 100) == (8, 6)
-    assert sk.plan(1, 8, 4) == (8, 1)
-    assert sk.plan(16384, 64, 8) == (2048, 8)
+    assert sk.k_slices(45, 8, 4) == (16, 3)
+    assert sk.k_slices(45, 8, 7) == (8, 6)
+    assert sk.k_slices(45, 8, 100) == (8, 6)
+    assert sk.k_slices(1, 8, 4) == (8, 1)
+    assert sk.k_slices(16384, 64, 8) == (2048, 8)
     for k in range(1, 70):
         for s in range(1, 10):
-            chunk, slices = sk.plan(k, 8, s)
+            chunk, slices = sk.k_slices(k, 8, s)
             assert chunk % 8 == 0 and 1 <= slices <= s
             assert (slices - 1) * chunk < k <= slices * chunk
 

@@ -3,6 +3,8 @@ simulator or a float64 stand-in), the model's formulas, the results folder of a 
 the refusals that come before any launch. GPU-only tests skip without two GPUs."""
 from __future__ import annotations
 
+import shutil
+
 import numpy as np
 import pytest
 
@@ -346,13 +348,14 @@ def _fake_run() -> dict:
 def test_the_chapter_reads_a_run(monkeypatch, tmp_path):
     from lab import page
     from lab.chapters import ch10
-    from lab.chapters.ch10 import s0_rows
 
     data = results.validate(_fake_run())
+    shutil.copytree(results.RESULTS_DIR / "h200", tmp_path / "h200")
     results.save("multi_gpu", data["rows"], parameters={}, command="x",
                  provenance=data["provenance"], row_fields=["part"], root=tmp_path)
     assert (tmp_path / "h200-x2" / "multi_gpu.json").exists()
-    monkeypatch.setattr(s0_rows, "load", lambda: data)
+    monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)      # the chapter reads this run
+    monkeypatch.delenv("LAB_GPU", raising=False)
     monkeypatch.setattr(results, "source_line", lambda *a, **k: "Source: fake")
     assert "TFLOP/s per GPU" in repr(ch10.measured_table("float16"))
     assert "comm / whole" in repr(ch10.share_table())

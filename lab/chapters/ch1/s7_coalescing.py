@@ -4,7 +4,7 @@ and against the L2.
 from __future__ import annotations
 
 from lab import page, plots, results, roofline, seeds
-from lab.chapters.common import SIZES, gpu, measured, results_file
+from lab.chapters.common import SIZES, gpu, measured
 from lab.chapters.ch1.s2_warp import sectors, touched, MAPPINGS
 
 
@@ -42,7 +42,7 @@ def swap_table():
 def sweep_rows() -> list[dict]:
     """Both mappings across sizes (the ``l2_sweep`` part), with the operands' footprint
     against the L2 capacity recorded for the GPU."""
-    data = results_file("naive_tiled")
+    data = results.load("naive_tiled")
     sweep = [r for r in data["rows"] if r["part"] == "l2_sweep"]
     naive_at = {r["n"]: r for r in sweep if r["kernel"] == "naive"}
     l2_mb = l2_bytes() / 1e6
@@ -58,7 +58,7 @@ def sweep_rows() -> list[dict]:
 
 def l2_bytes() -> int:
     """The L2 capacity the results file records (the roofline file's where it does not)."""
-    return (results_file("naive_tiled")["provenance"].get("l2_bytes")
+    return (results.load("naive_tiled")["provenance"].get("l2_bytes")
             or roofline.measured()["l2_bytes"])
 
 

@@ -14,7 +14,7 @@ KERNEL_OF = {"float16": "tc_fp16", "float32": "warptile_tuned"}
 
 
 def measured_rows(dtype: str = "float16") -> list[dict]:
-    data = s0_rows.load()
+    data = results.load("multi_gpu")
     out = []
     for r in s0_rows.part_rows("one_gpu", data, dtype=dtype) + s0_rows.part_rows("scheme", data, dtype=dtype):
         out.append({"n": r["n"], "scheme": LABELS[r["scheme"]], "ms": r["median_ms"],
@@ -52,7 +52,7 @@ def rate_figure():
     """TFLOP/s per GPU against n: one line per scheme, the one-GPU line, FP16 and FP32."""
     import matplotlib.pyplot as plt
 
-    data = s0_rows.load()
+    data = results.load("multi_gpu")
     fig, axes = plt.subplots(1, 2, figsize=(9.0, 4.0), dpi=110)
     for ax, dtype in zip(axes, ("float16", "float32")):
         rows = s0_rows.part_rows("one_gpu", data, dtype=dtype) + s0_rows.part_rows("scheme", data, dtype=dtype)
@@ -96,7 +96,7 @@ def _fmt_ms(x: float) -> str:
 
 def values() -> dict:
     """The numbers this section's prose quotes, as strings."""
-    data = s0_rows.load()
+    data = results.load("multi_gpu")
     v = {}
     col = s0_rows.part_rows("scheme", data, scheme="column", dtype="float16", n=N_REF)
     v["col16_speedup"] = f"{col[0]['speedup']:.2f}" if col else "not measured"

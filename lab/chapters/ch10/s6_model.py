@@ -14,7 +14,7 @@ from lab.chapters.ch10.s5_measured import KERNEL_OF, _fmt_ms
 def startup(dtype: str, data=None) -> dict:
     """The per-call start-up and the work rate of ``dtype``'s kernel, from the run's one-GPU
     rows alone (:func:`lab.model.fit_startup`)."""
-    data = data or s0_rows.load()
+    data = data or results.load("multi_gpu")
     return model.fit_startup([(r["n"], r["median_ms"]) for r in s0_rows.part_rows("one_gpu", data,
                                                                         dtype=dtype)])
 
@@ -23,7 +23,7 @@ def predict(row: dict, data=None) -> dict:
     """The model's times for a measured scheme row, from that run's one-GPU time at the same
     size and type (less the start-up, which is added back once), its fitted link and its
     measured add bandwidth."""
-    data = data or s0_rows.load()
+    data = data or results.load("multi_gpu")
     one = s0_rows.part_rows("one_gpu", data, dtype=row["dtype"], n=row["n"])[0]
     add = s0_rows.part_rows("add", data, m=row["m"], n=-(-row["n"] // WORLD))
     add_gbps = add[0]["bytes"] / (add[0]["median_ms"] * 1e-3) / 1e9 if add else 3000.0
@@ -47,7 +47,7 @@ GOAL = 0.15
 def model_rows() -> list[dict]:
     """Per measured scheme row: whole, arithmetic alone and communication alone, measured and
     modelled, and the miss of the whole."""
-    data = s0_rows.load()
+    data = results.load("multi_gpu")
     out = []
     for r in s0_rows.part_rows("scheme", data):
         p = predict(r, data)
@@ -87,7 +87,7 @@ def verdicts():
     """The chapter's three tests, from the run: column-parallel FP16 at 16384 against one GPU
     (goal ≥ 1.8×), overlapped against unoverlapped gather, the model against every two-GPU row
     (goal: within 15%)."""
-    data = s0_rows.load()
+    data = results.load("multi_gpu")
     lines = []
     col = s0_rows.part_rows("scheme", data, scheme="column", dtype="float16", n=N_REF)
     if col:
@@ -111,7 +111,7 @@ def verdicts():
 
 def values() -> dict:
     """The numbers this section's prose quotes, as strings."""
-    data = s0_rows.load()
+    data = results.load("multi_gpu")
     v = {}
     small = min(r["n"] for r in s0_rows.part_rows("scheme", data))
     f16, f32 = startup("float16", data), startup("float32", data)

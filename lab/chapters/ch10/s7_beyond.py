@@ -1,7 +1,7 @@
 """Chapter 10, section 7: beyond two GPUs, the model alone."""
 from __future__ import annotations
 
-from lab import model
+from lab import model, results
 from lab.chapters.ch10 import s0_rows
 from lab.chapters.ch10.s6_model import startup
 
@@ -18,7 +18,7 @@ def scaling_figure(dtype: str = "float16"):
     two-GPU link inside a host; :data:`lab.model.INTER_HOST_GBPS` between hosts)."""
     import matplotlib.pyplot as plt
 
-    data = s0_rows.load()
+    data = results.load("multi_gpu")
     fitted = model.fit_link(s0_rows.part_rows("bandwidth", data))
     h = startup(dtype, data)["startup_s"]
     ones = {r["n"]: model.work_rate(r["n"], r["median_ms"], h)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lab import model, page, results
+from lab import fp8, model, page, results
 from lab.chapters import common
 
 
@@ -71,9 +71,7 @@ def ex05_3(scale: float = 1e4, n: int = 256, seed: int = 5) -> dict:
     out["ex05_3_fp16_out16_inf"] = float(np.isinf(c16).mean())
     # bfloat16: float32 with the low 16 bits of the mantissa rounded away
     def bf16(x):
-        bits = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
-        bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
-        return bits.astype(np.uint32).view(np.float32)
+        return fp8.bf16_bits_to_float32(fp8.bf16_bits(x))
     cb = bf16(A) @ bf16(B)
     out["ex05_3_bf16_err"] = float(np.linalg.norm(cb - ref) / np.linalg.norm(ref))
     out["ex05_3_bf16_finite"] = bool(np.isfinite(cb).all())

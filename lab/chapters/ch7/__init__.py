@@ -11,7 +11,7 @@ notebook calls only the names imported here.
 """
 from __future__ import annotations
 
-from lab import page
+from lab import page, results
 from lab.chapters.ch7 import s1_result, s2_idea, s3_rungs, s4_stability, s5_past, s6_trace, \
     s7_table, solutions
 from lab.chapters.ch7.figures import (descriptors_figure, epilogue_timeline_figure,
@@ -45,7 +45,7 @@ def checks_table():
     from lab import results
     from lab.chapters.ch7 import common
 
-    data = common.ladder_data()
+    data = results.load("hopper")
     rows = [{"kernel": r["kernel"], "rel. Frobenius": r["rel_frobenius"],
              "max|err| / max|C|": r["max_err_over_max_entry"]}
             for r in data["rows"] if r["rung"] != "sweep" and r["m"] == 4096

@@ -2,8 +2,6 @@
 rungs in ladder order."""
 from __future__ import annotations
 
-from functools import lru_cache
-
 from lab import results
 from lab.kernels import wgmma
 
@@ -19,23 +17,11 @@ SIZES = (4096, 8192)
 DTYPES = {"fp16": "float16", "bf16": "bfloat16"}
 
 
-@lru_cache(maxsize=None)
-def profile_data() -> dict:
-    """``hopper_profile``: the ncu profile of every rung and the ladder in three processes."""
-    return results.load("hopper_profile")
-
-
-@lru_cache(maxsize=None)
-def ladder_data() -> dict:
-    """``hopper``: the one-process ladder run with its checks and its sweep."""
-    return results.load("hopper")
-
-
 def summary(kernel: str, size: int) -> dict:
     """The medians over processes of ``kernel`` (``wgmma_ws_fp16``, ``cublas_bf16``…) at
     ``size``³."""
     kind = kernel.rsplit("_", 1)[1]
-    for r in profile_data()["rows"]:
+    for r in results.load("hopper_profile")["rows"]:
         if (r["part"] == "summary" and r["kernel"] == kernel and r["m"] == size
                 and r["dtype"] == DTYPES[kind]):
             return r
@@ -44,7 +30,7 @@ def summary(kernel: str, size: int) -> dict:
 
 def profile(kernel: str) -> dict:
     """The Nsight Compute row of ``kernel`` (FP16, 4096³)."""
-    for r in profile_data()["rows"]:
+    for r in results.load("hopper_profile")["rows"]:
         if r["part"] == "profile" and r["kernel"] == kernel:
             return r
     raise LookupError(f"hopper_profile: no profile row for {kernel}")
@@ -52,14 +38,14 @@ def profile(kernel: str) -> dict:
 
 def timings(kernel: str, size: int) -> list[dict]:
     """Every stability row of ``kernel`` at ``size``³, in process order."""
-    return sorted((r for r in profile_data()["rows"] if r["part"] == "stability"
+    return sorted((r for r in results.load("hopper_profile")["rows"] if r["part"] == "stability"
                    and r["kernel"] == kernel and r["m"] == size),
                   key=lambda r: (r["process"], r["position"]))
 
 
 def ladder_row(kernel: str, size: int, sweep: bool = False) -> dict:
     """A row of the one-process ``hopper`` run (its sweep when ``sweep``)."""
-    for r in ladder_data()["rows"]:
+    for r in results.load("hopper")["rows"]:
         if r["kernel"] == kernel and r["m"] == size and (r["rung"] == "sweep") == sweep:
             return r
     raise LookupError(f"hopper: no row for {kernel} at {size} (sweep={sweep})")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 from matplotlib.patches import FancyArrowPatch, Rectangle
 
+from lab import results
 from lab.chapters.ch7 import common
 from lab.kernels import wgmma
 
@@ -123,7 +124,7 @@ def epilogue_timeline_figure():
     loop runs."""
     tiles = persistent_tiles()
     cfg = wgmma.RUNG_CONFIGS["wgmma_tmastore"]
-    per_sm = tiles / common.profile_data()["provenance"]["sm_count"]
+    per_sm = tiles / results.load("hopper_profile")["provenance"]["sm_count"]
     t5 = common.profile("wgmma_persistent_fp16")["duration_us"] / per_sm
     t7 = common.profile("wgmma_tmastore_fp16")["duration_us"] / per_sm
     epi = t5 - t7

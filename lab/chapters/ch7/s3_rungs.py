@@ -106,7 +106,7 @@ def profile_table():
     """One row per kernel at 4096³ FP16: the median ratio to cuBLAS (three processes) and what
     Nsight Compute counted in one profiled launch."""
     rows = []
-    for kernel in common.profile_data()["parameters"]["profile_kernels"]:
+    for kernel in results.load("hopper_profile")["parameters"]["profile_kernels"]:
         p = common.profile(kernel)
         s = common.summary(kernel, 4096)
         rung = kernel.rsplit("_", 1)[0]

@@ -36,7 +36,7 @@ def host_figure():
     fig, ax = plots.axes("Who sets the pace at 4096³: the host's enqueue time or the GPU",
                          "host time to enqueue one call (µs)", "time per call (µs)",
                          size=(7.5, 4.2))
-    rows = [r for r in common.profile_data()["rows"] if r["part"] == "stability"
+    rows = [r for r in results.load("hopper_profile")["rows"] if r["part"] == "stability"
             and r["m"] == 4096]
     for label, pick, color in (("rung 8 (cluster)", lambda k: "cluster" in k, "C3"),
                                ("rung 7 (TMA store)", lambda k: "tmastore" in k, "C1"),
@@ -69,7 +69,7 @@ def values() -> dict:
     c8_big = common.summary("wgmma_cluster_fp16", 8192)
     c8_big_rows = common.timings("wgmma_cluster_fp16", 8192)
     ladder_cublas = common.ladder_row("cublas_fp16", 4096)
-    power_max = max(r["power_w_max"] for r in common.profile_data()["rows"]
+    power_max = max(r["power_w_max"] for r in results.load("hopper_profile")["rows"]
                     if r["part"] == "stability")
     return {
         "drop_first_tflops": f"{first['tflops']:.0f}",
@@ -101,6 +101,6 @@ def values() -> dict:
         "cublas_sustained_mhz": f"{np.median([r['sm_mhz_median'] for r in cu]):.0f}",
         "cublas_short_tflops": f"{ladder_cublas['tflops']:.0f}",
         "cublas_short_repeats": str(ladder_cublas["repeats"]),
-        "row_seconds": f"{common.profile_data()['parameters']['row_s']:.1f}",
+        "row_seconds": f"{results.load('hopper_profile')['parameters']['row_s']:.1f}",
         "power_max_w": f"{power_max:.0f}",
     }

@@ -3,8 +3,6 @@
 yardstick with its own output type (``hopper_past``)."""
 from __future__ import annotations
 
-from functools import lru_cache
-
 from lab import page, results
 from lab.kernels import wgmma
 
@@ -32,21 +30,8 @@ EVICT, F32_EVICT = UNIFORM + " C evict-first", F32_UNIFORM + " C evict-first"
 F32_HANDOFF = F32_UNIFORM + " store threads"
 
 
-@lru_cache(maxsize=None)
-def past_data() -> dict:
-    """``hopper_past``: the final measurement (children, GPU-only timing) and its profile."""
-    return results.load("hopper_past")
-
-
-@lru_cache(maxsize=None)
-def streamk_data() -> dict:
-    """``hopper_streamk``: rung 12 beside rungs 10 and 11 (children, GPU-only timing), and the
-    profile of rungs 11 and 12."""
-    return results.load("hopper_streamk")
-
-
 def summary(kernel: str, dtype: str, size: int, data: dict | None = None) -> dict:
-    for r in (data or past_data())["rows"]:
+    for r in (data or results.load("hopper_past"))["rows"]:
         if (r["part"] == "summary" and r["kernel"] == kernel and r["dtype"] == dtype
                 and r["m"] == size):
             return r
@@ -54,7 +39,7 @@ def summary(kernel: str, dtype: str, size: int, data: dict | None = None) -> dic
 
 
 def profile(kernel: str, data: dict | None = None) -> dict:
-    for r in (data or past_data())["rows"]:
+    for r in (data or results.load("hopper_past"))["rows"]:
         if r["part"] == "profile" and r["kernel"] == kernel:
             return r
     raise KeyError(f"hopper_past.json has no profile row for {kernel}")
@@ -63,7 +48,7 @@ def profile(kernel: str, data: dict | None = None) -> dict:
 def trace(kernel: str, dtype: str = "float16", data: dict | None = None) -> dict:
     """The traced launch of ``kernel`` (``hopper_past``'s ``trace`` rows): each warpgroup-tile's
     main loop and epilogue on the GPU's nanosecond timer, 10th, 50th and 90th percentiles."""
-    for r in (data or past_data())["rows"]:
+    for r in (data or results.load("hopper_past"))["rows"]:
         if r["part"] == "trace" and r["kernel"] == kernel and r["dtype"] == dtype:
             if not r["passed"]:
                 raise ValueError(f"the traced {kernel} {dtype} failed its check")
@@ -79,7 +64,7 @@ def past_table():
              "ratio min–max": (f"{r['ratio_min']:.3f}–{r['ratio_max']:.3f}"
                                if r["ratio_min"] is not None else ""),
              "processes": r["processes"], "SM MHz": r["sm_mhz"]}
-            for r in past_data()["rows"] if r["part"] == "summary"]
+            for r in results.load("hopper_past")["rows"] if r["part"] == "summary"]
     return page.table(rows, digits=3, source=results.source_line("hopper_past"))
 
 
@@ -96,7 +81,7 @@ def past_profile_table():
              "DRAM read GB": r["dram_read_bytes"] / 1e9 if r.get("dram_read_bytes") else None,
              "DRAM write GB": r["dram_write_bytes"] / 1e9 if r.get("dram_write_bytes")
              else None}
-            for r in past_data()["rows"] if r["part"] == "profile"]
+            for r in results.load("hopper_past")["rows"] if r["part"] == "profile"]
     return page.table(rows, digits=3, source=results.source_line("hopper_past"))
 
 
@@ -151,7 +136,7 @@ def ratio_cells(kernel: str, data: dict | None = None) -> dict:
 def streamk_table():
     """Rung 12 (stream-K) beside rungs 10 and 11 in one run: ratio to ``torch.mm`` with the
     range over the processes, and what Nsight Compute saw at 4096³ FP16."""
-    data = streamk_data()
+    data = results.load("hopper_streamk")
     rows = []
     for title, kernel, prof in (("rung 10", "tmastore 16-bit out whole-tile", None),
                                 ("rung 11", "tmastore 16-bit out whole-tile grid 128",
@@ -193,7 +178,7 @@ def values() -> dict:
     t7, s3 = "tmastore 16-bit out", "tmastore 16-bit out 3 stages"
     r10, r11 = "tmastore 16-bit out whole-tile", "tmastore 16-bit out whole-tile grid 128"
     f11 = "fp8 bf16 out whole-tile grid 128"
-    sk = streamk_data()
+    sk = results.load("hopper_streamk")
     rsk = "tmastore 16-bit out whole-tile stream-K"
     p11s, p12 = profile("wgmma_grid128_fp16", sk), profile("wgmma_streamk_fp16", sk)
 
@@ -283,7 +268,7 @@ def values() -> dict:
         "past_pt_l2_read_mb": f"{pt['l2_read_bytes'] / 1e6:.0f}",
         "past_fp8_grid_4096": ratio(f11, "e4m3", 4096),
         "past_fp8_grid_8192": ratio(f11, "e4m3", 8192),
-        "past_processes": str(min(r["processes"] for r in past_data()["rows"]
+        "past_processes": str(min(r["processes"] for r in results.load("hopper_past")["rows"]
                                   if r["part"] == "summary")),
         "past_cluster_4096_fp16": ratio("cluster", "float16", 4096),
         "past_cluster_4096_bf16": ratio("cluster", "bfloat16", 4096),

@@ -3,8 +3,6 @@ on the GPU's global timer — the figure of the last wave, block by block, and t
 prose quotes."""
 from __future__ import annotations
 
-from functools import lru_cache
-
 import numpy as np
 
 from lab import results
@@ -18,20 +16,15 @@ STEPS = {2: ("#9ecae1", "whole tile multiplied"), 3: ("#08519c", "tile stored"),
          8: ("#2ca02c", "partial sums added"), 9: ("#08519c", "tile stored")}
 
 
-@lru_cache(maxsize=None)
-def trace_data() -> dict:
-    return results.load("streamk_trace")
-
-
 def _row(part: str, kernel: str, shape: tuple) -> dict:
-    for r in trace_data()["rows"]:
+    for r in results.load("streamk_trace")["rows"]:
         if r["part"] == part and r["kernel"] == kernel and (r["m"], r["n"], r["k"]) == shape:
             return r
     raise KeyError(f"streamk_trace has no {part} row of {kernel!r} at {shape}")
 
 
 def _trace(kernel: str, shape: tuple) -> list[dict]:
-    return [r for r in trace_data()["rows"] if r["part"] == "trace" and r["kernel"] == kernel
+    return [r for r in results.load("streamk_trace")["rows"] if r["part"] == "trace" and r["kernel"] == kernel
             and (r["m"], r["n"], r["k"]) == shape and r["warpgroup"] == 0]
 
 
@@ -109,7 +102,7 @@ def values() -> dict:
         return us("torch.mm", shape) / us(kernel, shape)
 
     whole, shared = _k_slice_us(big)
-    grid = {r["kernel"]: r for r in trace_data()["rows"] if r["part"] == "grid"
+    grid = {r["kernel"]: r for r in results.load("streamk_trace")["rows"] if r["part"] == "grid"
             and (r["m"], r["n"], r["k"]) == dec}
     best = min((r for r in grid.values() if r["kernel"].startswith(FINISHER)),
                key=lambda r: r["median_ms"])
@@ -142,7 +135,7 @@ def values() -> dict:
         "tr_dec_best_us": f"{best['median_ms'] * 1e3:.0f}",
         "tr_dec_best_ratio": f"{us('torch.mm', dec) / (best['median_ms'] * 1e3):.2f}",
         "tr_d14_r11_ratio": f"{ratio('rung 11', d14):.2f}",
-        "tr_checks": str(sum(1 for r in trace_data()["rows"] if r["part"] == "check")),
+        "tr_checks": str(sum(1 for r in results.load("streamk_trace")["rows"] if r["part"] == "check")),
         "tr_atomic_dec_us": f"{us(ATOMIC, dec):.0f}",
         "tr_atomic_best_blocks": best_at["kernel"].rsplit(", ", 1)[1].split()[0],
         "tr_atomic_best_us": f"{best_at['median_ms'] * 1e3:.0f}",

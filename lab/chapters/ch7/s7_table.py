@@ -3,8 +3,6 @@ column read from a table instead of found with 64-bit divisions between tiles, b
 and 17, fast.cu's kernel 12 and both yardsticks in one run (``hopper_table``)."""
 from __future__ import annotations
 
-from functools import lru_cache
-
 from lab import page, results
 from lab.chapters.ch7.s5_past import F32_HANDOFF, UNIFORM, profile, ratio_cells, summary
 
@@ -19,21 +17,14 @@ ROWS = (("rung 15 (16-bit C)", UNIFORM, "torch.mm"),
         ("fast.cu kernel 12 (BF16 C)", FASTCU, "torch.mm"))
 
 
-@lru_cache(maxsize=None)
-def table_data() -> dict:
-    """``hopper_table``: rungs 15, 17, 18, 19 and fast.cu's kernel 12 in one run (children,
-    GPU-only timing, medians over the processes) and Nsight Compute on the four rungs."""
-    return results.load("hopper_table")
-
-
 def _summary(kernel: str, dtype: str, size: int) -> dict:
-    return summary(kernel, dtype, size, table_data())
+    return summary(kernel, dtype, size, results.load("hopper_table"))
 
 
 def table_table():
     """The four rungs and kernel 12 against the yardstick with their output type: median ratio
     over the processes and its range, both input types, both sizes."""
-    rows = [{"kernel": title, "against": yardstick, **ratio_cells(kernel, table_data())}
+    rows = [{"kernel": title, "against": yardstick, **ratio_cells(kernel, results.load("hopper_table"))}
             for title, kernel, yardstick in ROWS]
     return page.table(rows, source=results.source_line("hopper_table"))
 
@@ -41,7 +32,7 @@ def table_table():
 def values() -> dict:
     """The run's size and checks; the four rungs' ratios at 4096³; what one profiled launch of
     each executes and how many cycles it takes at the profiler's fixed clock."""
-    data = table_data()
+    data = results.load("hopper_table")
 
     def ratio(kernel, dtype):
         return f"{_summary(kernel, dtype, 4096)['ratio']:.3f}"

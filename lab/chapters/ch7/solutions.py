@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from lab import compiler, hopper, model
+from lab import compiler, hopper, model, results
 from lab.chapters.ch7 import common
 from lab.kernels import wgmma
 
@@ -63,7 +63,7 @@ def ex07_3(kind: str = "fp16") -> dict:
     processes), and the k-slices per tile that set how much work done once per tile weighs."""
     out = {"parents": dict(common.PARENT)}
     cfg = wgmma.RUNG_CONFIGS["wgmma_persistent"]
-    sms = common.profile_data()["provenance"]["sm_count"]
+    sms = results.load("hopper_profile")["provenance"]["sm_count"]
     for size in common.SIZES:
         t = {k: common.summary(f"{k}_{kind}", size)["tflops"] for k in ["tc", *common.RUNGS]}
         gains = {k: t[k] / t[common.PARENT[k]] for k in common.RUNGS}

@@ -1,8 +1,6 @@
-"""What the sections of chapter 7b share: the results file it reads, the sizes, the accuracy
-modes and timed pairs in the order the tables list them, and small formatters."""
+"""What the sections of chapter 7b share: the name of the results file it reads, the sizes, the
+accuracy modes and timed pairs in the order the tables list them, and small formatters."""
 from __future__ import annotations
-
-from lab import results
 
 EXPERIMENT = "fp8"
 #: A value the run has no row for (a provider that refused the recipe, say).
@@ -20,10 +18,6 @@ PREDICT_MN = 32
 PREDICT_KS = (512, 2048, 8192)
 #: How much larger the outlier columns are (as in the experiment's outlier-heavy data).
 OUTLIER_SCALE = 100.0
-
-
-def load() -> dict:
-    return results.load("fp8")
 
 
 def pct(x: float) -> str:

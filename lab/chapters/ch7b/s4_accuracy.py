@@ -6,7 +6,7 @@ import numpy as np
 
 from lab import fp8, page, results
 from lab.chapters.ch7b.common import (EXPERIMENT, MISSING, MODES, OUTLIER_SCALE,
-                                     PREDICT_KS, PREDICT_MN, accuracy, load)
+                                     PREDICT_KS, PREDICT_MN, accuracy)
 
 
 def predicted_rows(seed: int = 3) -> list[dict]:
@@ -35,7 +35,7 @@ def predicted_table():
 
 
 def accuracy_rows(dataset: str = "normal") -> list[dict]:
-    table = accuracy(load(), dataset)
+    table = accuracy(results.load(EXPERIMENT), dataset)
     ks = sorted({k for _, k in table})
     return [{"accumulation": mode, **{f"K={k}": table.get((mode, k)) for k in ks}}
             for mode in MODES if any((mode, k) in table for k in ks)]
@@ -50,7 +50,7 @@ def accuracy_table(dataset: str = "normal"):
 def accuracy_figure():
     import matplotlib.pyplot as plt
 
-    data = load()
+    data = results.load(EXPERIMENT)
     fig, axs = plt.subplots(1, 2, figsize=(10, 3.8), dpi=110, sharey=True)
     for ax, dataset in zip(axs, ("normal", "outliers")):
         table = accuracy(data, dataset)
@@ -71,7 +71,7 @@ def accuracy_figure():
 def values() -> dict:
     """The numbers the accuracy section quotes: the model's prediction, the measured error at
     the smallest and largest K for each mode, on normal and outlier-heavy data."""
-    data = load()
+    data = results.load(EXPERIMENT)
     v = {"accuracy_mn": f"{data.get('parameters', {}).get('accuracy_mn', MISSING)}",
          "outlier_binades": f"{np.log2(OUTLIER_SCALE):.1f}"}
     pred = predicted_rows()

@@ -4,12 +4,12 @@ from __future__ import annotations
 import numpy as np
 
 from lab import model, page, plots, results
-from lab.chapters.ch7b.common import (EXPERIMENT, MISSING, PAIRS, SIZES, fmt, load, pct,
+from lab.chapters.ch7b.common import (EXPERIMENT, MISSING, PAIRS, SIZES, fmt, pct,
                                      speed)
 
 
 def speed_rows() -> list[dict]:
-    timed = speed(load())
+    timed = speed(results.load(EXPERIMENT))
     rows = []
     for n in SIZES:
         for ours, theirs in PAIRS:
@@ -31,7 +31,7 @@ def speed_table():
 
 def sweep_rows() -> list[dict]:
     rows = []
-    for r in load()["rows"]:
+    for r in results.load(EXPERIMENT)["rows"]:
         if r["part"] == "speed" and r["kernel"].startswith("sweep: ") and "tflops" in r:
             rows.append({"size": f"{r['m']}³", "variant": r["kernel"].removeprefix("sweep: "),
                          "TFLOP/s": r["tflops"], "vs": r.get("versus"),
@@ -44,7 +44,7 @@ def sweep_table():
 
 
 def speed_figure():
-    timed = speed(load())
+    timed = speed(results.load(EXPERIMENT))
     fig, ax = plots.axes("FP8 and BF16 at 8192³: ours beside cuBLAS(Lt)", "", "TFLOP/s",
                          size=(8.0, 3.8))
     labels, ours, theirs = [], [], []
@@ -168,7 +168,7 @@ def spread(r: dict) -> str:
 def values() -> dict:
     """The numbers the speed section quotes: the timed pairs at 8192³ (and two ratios at
     4096³), the sweep's variants, the tile count behind the tile choice, and clusters."""
-    data = load()
+    data = results.load(EXPERIMENT)
     timed = speed(data)
     small, big = _size_values(timed, 4096), _size_values(timed, 8192)
     v = {"ratio_f32_4096": small["ratio", "f32"], "ratio_bf16_4096": small["ratio", "bf16"],

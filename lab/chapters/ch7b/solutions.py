@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from lab import fp8, results
-from lab.chapters.ch7b.common import load, speed
+from lab.chapters.ch7b.common import EXPERIMENT, speed
 
 
 def ex7b_1(code: int = 0x5B, fmt: str = "e4m3") -> dict:
@@ -41,7 +41,7 @@ def ex7b_3(n: int = 8192) -> dict:
     reading A and B once and writing C once (FP32 or BF16) take at the copy bandwidth
     chapter 0 measured (``roofline``: the ``copy`` row, read + write)? FP8 halves the input
     bytes and doubles the rate: is 8192³ still bound by arithmetic?"""
-    tflops = speed(load())[("fp8_e4m3", n)]["tflops"]
+    tflops = speed(results.load(EXPERIMENT))[("fp8_e4m3", n)]["tflops"]
     copy = [r for r in results.load("roofline")["rows"] if r["kernel"] == "copy"][0]
     hbm_tbps = copy["gbps"] / 1e3
     flops = 2.0 * n ** 3

@@ -1,10 +1,10 @@
-"""Section 4, how a call is served: the dispatcher's choice (``lab.gemm.plan``, for any GPU
-capability, no GPU needed), a check under the simulator, and the launch path (``lab.launch``)."""
+"""Section 4, how a call is served: the dispatcher's choice (``lab.gemm.explain``, for any GPU
+capability, no GPU needed), a check under the simulator, and the launch path (``lab.enqueue``)."""
 from __future__ import annotations
 
 import numpy as np
 
-from lab import launch, page
+from lab import enqueue, page
 from lab.gemm import SM_DEFAULT, SMALL_M, choose
 
 SHAPES = ((4096, 4096, 4096), (1024, 1024, 1024), (1, 4096, 4096), (8192, 64, 8192),
@@ -31,7 +31,7 @@ def choice_table():
 
 
 def explain(m: int = 1, n: int = 4096, k: int = 4096, cc=(9, 0)) -> str:
-    """``lab.gemm.plan``'s explanation for one shape."""
+    """``lab.gemm.explain``'s explanation for one shape."""
     return str(choose(m, n, k, "float16", "float16", cc, SM_DEFAULT))
 
 
@@ -58,12 +58,12 @@ def simulator_check(seed: int = 9) -> str:
 
 def plan_source():
     """A plan's launch: one driver call."""
-    return page.source(launch, "plan_launch")
+    return page.source(enqueue, "plan_launch")
 
 
 def call_plan_source():
     """A recorded call: the plans it launched, replayed in order."""
-    return page.source(launch, "call_plan")
+    return page.source(enqueue, "call_plan")
 
 
 def values() -> dict:

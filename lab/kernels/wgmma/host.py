@@ -7,27 +7,25 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda
 
-from lab import convert, hopper
-from lab import launch as routed
+from lab import convert, enqueue, hopper
 from lab.kernels.k07_tensor_core import pad_inputs, pad_into, pad_operand
 from lab.kernels.wgmma.config import BK, OUT_BYTES, SIGNATURES, HopperConfig
 from lab.kernels.wgmma.first import build_cpasync, build_tma
 from lab.kernels.wgmma.order import tile_table
 from lab.kernels.wgmma.specialized import build
+from lab.lru import LRU
 
-_BUILT: dict = {}
+#: Kernels built, by configuration: every registered one and the experiments' many more.
+_BUILT = LRU(512)
 
 
 def kernel_for(cfg: HopperConfig):
-    """The (cached) kernel for ``cfg``."""
-    if cfg not in _BUILT:
+    """The (cached) kernel for ``cfg``: rungs 1–3's own, or the specialized skeleton's."""
+    def make():
         if cfg.loader == "cpasync":
-            _BUILT[cfg] = build_cpasync(cfg)
-        elif cfg.producer:
-            _BUILT[cfg] = build(cfg)
-        else:
-            _BUILT[cfg] = build_tma(cfg)
-    return _BUILT[cfg]
+            return build_cpasync(cfg)
+        return build(cfg) if cfg.producer else build_tma(cfg)
+    return _BUILT.get_or_make(cfg, make)
 
 
 def signature(cfg: HopperConfig) -> str:
@@ -57,14 +55,12 @@ def require_hopper() -> None:
                            f"is {cc[0]}.{cc[1]}")
 
 
-_SM_COUNT: dict = {}
+_SM_COUNT = LRU(16)                   # per device
 
 
 def _sm_count() -> int:
     dev = cuda.get_current_device()
-    if dev.id not in _SM_COUNT:
-        _SM_COUNT[dev.id] = int(dev.MULTIPROCESSOR_COUNT)
-    return _SM_COUNT[dev.id]
+    return _SM_COUNT.get_or_make(dev.id, lambda: int(dev.MULTIPROCESSOR_COUNT))
 
 
 def tma_operands(A, B, cfg: HopperConfig):
@@ -140,13 +136,13 @@ def launcher(cfg: HopperConfig):
         if cfg.loader == "cpasync":
             a, b = pad_inputs(A, B, cfg.bm, cfg.bn, BK)
             blocks = (a.shape[0] // cfg.bm) * (b.shape[1] // cfg.bn)
-            routed.launch(kernel, signature(cfg), blocks, cfg.threads, dynamic, (a, b, C))
+            enqueue.launch(kernel, signature(cfg), blocks, cfg.threads, dynamic, (a, b, C))
             return
         map_a, map_b, k, keep = tma_operands(A, B, cfg)
         tiles = -(-m // cfg.bm) * -(-n // cfg.bn)
         if not cfg.producer:
             blocks = min(tiles, _sm_count()) if cfg.persistent else tiles
-            routed.launch(kernel, signature(cfg), blocks, cfg.threads, dynamic,
+            enqueue.launch(kernel, signature(cfg), blocks, cfg.threads, dynamic,
                           (map_a, map_b, C, np.int32(k)))
             launch.keep = (map_a, map_b, keep)    # alive until the next call (async launch)
             return
@@ -178,7 +174,7 @@ def launcher(cfg: HopperConfig):
                 args += streamk_scratch(blocks)
             if cfg.table:
                 args += (table_of(m, n),)
-            routed.launch(kernel, signature(cfg), blocks, cfg.threads, dynamic, args)
+            enqueue.launch(kernel, signature(cfg), blocks, cfg.threads, dynamic, args)
         else:
             clusters = units
             if cfg.persistent:
@@ -192,7 +188,7 @@ def launcher(cfg: HopperConfig):
             pad_into(out, C)              # cropped back to C's columns
         launch.keep = (map_a, map_b, map_c, out, keep)   # alive until the next call
 
-    run = routed.memo(launch)      # a repeated call replays its launch plans (lab.launch)
+    run = enqueue.memo(launch)     # a repeated call replays its launch plans (lab.enqueue)
     run.scratch = scratch           # stream-K: blocks -> (workspace, flags), for a trace
     return run
 

@@ -1,4 +1,5 @@
-"""Launch plans: a kernel launch whose arguments are marshalled once, launched by the driver.
+"""Enqueueing kernels: launch plans (a kernel launch whose arguments are marshalled once,
+launched by one driver call on the caller's stream), memoised launchers and CUDA graphs.
 
 A Numba launch, ``kernel[grid, block, stream, shared](*args)``, does on every call what only
 the first call needs: it types every argument to find the compiled overload, wraps and checks
@@ -30,11 +31,11 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-from collections import OrderedDict
 
 import numpy as np
 
 from lab import device
+from lab.lru import LRU
 
 #: Plans kept (least recently used dropped first).
 PLANS_KEPT = 512
@@ -42,8 +43,10 @@ PLANS_KEPT = 512
 CALLS_KEPT = 256
 #: A recorded call of several launches becomes one CUDA graph at this many replays.
 GRAPH_AFTER = 2
+#: Driver stream objects kept, by handle.
+STREAMS_KEPT = 64
 
-_PLANS: OrderedDict = OrderedDict()
+_PLANS = LRU(PLANS_KEPT)
 _STREAMS: list = []            # the stack of :func:`stream` blocks (driver handles, ints)
 _RECORDING: list = []          # the stack of :class:`_Recording` of :func:`memo`
 #: True: route nothing — launch through Numba (``kernel[...]``) and marshal a cluster launch
@@ -172,7 +175,7 @@ def args_key(args) -> tuple:
 
 # ----------------------------------------------------------------------------- streams
 
-_CU_STREAMS: dict = {}
+_CU_STREAMS = LRU(STREAMS_KEPT)
 
 
 def stream_handle(s=None) -> int:
@@ -259,7 +262,7 @@ class LaunchPlan:
         self.name = getattr(getattr(kernel, "py_func", None), "__name__", str(kernel))
         if device.SIMULATOR or not device.GPU:
             raise RuntimeError("a launch plan calls the driver: it needs a GPU (under the "
-                               "simulator, lab.launch.launch uses Numba's launch)")
+                               "simulator, lab.enqueue.launch uses Numba's launch)")
         from cuda.bindings import driver as cu
 
         self.signature = signature if signature is not None else _signature_of(args)
@@ -354,8 +357,8 @@ def _context_id() -> int:
     return id(cuda.current_context())
 
 
-def plan(kernel, signature, grid, block, shared: int = 0, args=(), cluster: int = 1
-         ) -> LaunchPlan:
+def launch_plan(kernel, signature, grid, block, shared: int = 0, args=(), cluster: int = 1
+                ) -> LaunchPlan:
     """The cached :class:`LaunchPlan` for these exactly (built on first use)."""
     key = (id(kernel), signature, _dim3(grid), _dim3(block), int(shared), int(cluster),
            args_key(args))
@@ -365,10 +368,7 @@ def plan(kernel, signature, grid, block, shared: int = 0, args=(), cluster: int 
         p.kernel = kernel                     # keeps id(kernel) from being reused
         _PLANS[key] = p
         STATS["plans_built"] += 1
-        while len(_PLANS) > PLANS_KEPT:
-            _PLANS.popitem(last=False)
     else:
-        _PLANS.move_to_end(key)
         STATS["plan_hits"] += 1
     return p
 
@@ -393,7 +393,7 @@ def launch(kernel, signature, grid, block, shared: int = 0, args=(), *, cluster:
                                "no clusters")
         kernel[grid, block, 0, shared](*args)
         return
-    p = plan(kernel, signature, grid, block, shared, args, cluster)
+    p = launch_plan(kernel, signature, grid, block, shared, args, cluster)
     if _RECORDING:
         _RECORDING[-1].add(p, args)
     p.launch(stream)
@@ -481,7 +481,7 @@ def memo(launcher):
     buffers launches those plans and runs none of the launcher's Python. Under the
     simulator the launcher runs every time. ``.calls`` holds the recorded call plans,
     ``.plan_for(*args)`` returns (and builds) one."""
-    calls: OrderedDict = OrderedDict()
+    calls = LRU(CALLS_KEPT)
 
     def plan_for(*args) -> CallPlan:
         key = args_key(args)
@@ -489,8 +489,6 @@ def memo(launcher):
         if cp is None:
             cp = record(lambda: launcher(*args), args)
             calls[key] = cp
-            while len(calls) > CALLS_KEPT:
-                calls.popitem(last=False)
             return cp
         STATS["call_hits"] += 1
         cp.launch()

@@ -1,4 +1,4 @@
-"""lab.launch offline: what a plan marshals, its cache key, and bad input refused."""
+"""lab.enqueue offline: what a plan marshals, its cache key, and bad input refused."""
 from __future__ import annotations
 
 import ctypes
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import lab  # noqa: F401  (simulator decided first)
-from lab import launch as routed
+from lab import enqueue
 from numba import types
 
 
@@ -32,18 +32,18 @@ def numba_fields(ptr, shape, itemsize):
 
 def test_an_array_marshals_as_numba_does():
     ty = types.Array(types.float32, 2, "C")
-    cells = routed.marshal([ty], [DeviceLike(0x7000, (3, 5))])
-    assert routed.cell_values(cells) == numba_fields(0x7000, (3, 5), 4)
+    cells = enqueue.marshal([ty], [DeviceLike(0x7000, (3, 5))])
+    assert enqueue.cell_values(cells) == numba_fields(0x7000, (3, 5), 4)
     assert all(isinstance(c, ctypes.c_int64) for c in cells)
 
 
 def test_scalars_tuples_and_order():
     arr = types.Array(types.float16, 2, "C")
     tup = types.Tuple((types.int32, types.Array(types.float32, 3, "C")))
-    cells = routed.marshal([arr, types.int32, tup, types.float32],
+    cells = enqueue.marshal([arr, types.int32, tup, types.float32],
                            [DeviceLike(16, (2, 2), "<f2"), np.int32(7),
                             (np.int32(64), DeviceLike(4096, (2, 1, 3))), 1.5])
-    values = routed.cell_values(cells)
+    values = enqueue.cell_values(cells)
     assert values[:9] == numba_fields(16, (2, 2), 2)
     assert values[9] == 7 and isinstance(cells[9], ctypes.c_int32)
     assert values[10] == 64
@@ -59,47 +59,47 @@ def test_scalars_tuples_and_order():
     ("nope", "device array"),
 ])
 def test_bad_arrays_are_refused_with_the_reason(value, problem):
-    with pytest.raises(routed.LaunchError, match=problem):
-        routed.marshal([types.Array(types.float32, 2, "C")], [value])
+    with pytest.raises(enqueue.LaunchError, match=problem):
+        enqueue.marshal([types.Array(types.float32, 2, "C")], [value])
 
 
 def test_wrong_argument_count_and_types():
-    with pytest.raises(routed.LaunchError, match="takes 2 arguments"):
-        routed.marshal([types.int32, types.int32], [1])
-    with pytest.raises(routed.LaunchError, match="an integer"):
-        routed.marshal([types.int32], [1.5])
+    with pytest.raises(enqueue.LaunchError, match="takes 2 arguments"):
+        enqueue.marshal([types.int32, types.int32], [1])
+    with pytest.raises(enqueue.LaunchError, match="an integer"):
+        enqueue.marshal([types.int32], [1.5])
 
 
 def test_the_key_changes_when_a_buffer_changes():
     a, b = DeviceLike(256, (4, 4)), DeviceLike(512, (4, 4))
-    key = routed.args_key((a, np.int32(3)))
-    assert key == routed.args_key((DeviceLike(256, (4, 4)), np.int32(3)))   # same buffer
-    assert key != routed.args_key((b, np.int32(3)))                        # another address
-    assert key != routed.args_key((DeviceLike(256, (2, 8)), np.int32(3)))  # another shape
-    assert key != routed.args_key((DeviceLike(256, (4, 4), "<f2"), 3))     # another dtype
-    assert key != routed.args_key((a, np.int32(4)))                        # another scalar
+    key = enqueue.args_key((a, np.int32(3)))
+    assert key == enqueue.args_key((DeviceLike(256, (4, 4)), np.int32(3)))   # same buffer
+    assert key != enqueue.args_key((b, np.int32(3)))                        # another address
+    assert key != enqueue.args_key((DeviceLike(256, (2, 8)), np.int32(3)))  # another shape
+    assert key != enqueue.args_key((DeviceLike(256, (4, 4), "<f2"), 3))     # another dtype
+    assert key != enqueue.args_key((a, np.int32(4)))                        # another scalar
 
 
 def test_streams_resolve_to_handles():
     class TorchLike:
         cuda_stream = 1234
 
-    assert routed.stream_handle(None) == 0
-    assert routed.stream_handle(TorchLike()) == 1234
-    with routed.stream(99):
-        assert routed.stream_handle(None) == 99
-    assert routed.stream_handle(None) == 0
+    assert enqueue.stream_handle(None) == 0
+    assert enqueue.stream_handle(TorchLike()) == 1234
+    with enqueue.stream(99):
+        assert enqueue.stream_handle(None) == 99
+    assert enqueue.stream_handle(None) == 0
     with pytest.raises(TypeError):
-        routed.stream_handle(object())
+        enqueue.stream_handle(object())
 
 
 def test_a_plan_needs_a_gpu_and_bad_geometry_is_refused():
-    with pytest.raises(routed.LaunchError, match="whole clusters"):
-        routed.LaunchPlan(None, None, 3, 128, 0, (), cluster=2)
-    with pytest.raises(routed.LaunchError, match="positive"):
-        routed.LaunchPlan(None, None, 0, 128)
+    with pytest.raises(enqueue.LaunchError, match="whole clusters"):
+        enqueue.LaunchPlan(None, None, 3, 128, 0, (), cluster=2)
+    with pytest.raises(enqueue.LaunchError, match="positive"):
+        enqueue.LaunchPlan(None, None, 0, 128)
     with pytest.raises(RuntimeError, match="GPU"):
-        routed.LaunchPlan(None, None, 2, 128)
+        enqueue.LaunchPlan(None, None, 2, 128)
 
 
 def test_memo_runs_the_launcher_every_time_in_the_simulator():
@@ -108,7 +108,7 @@ def test_memo_runs_the_launcher_every_time_in_the_simulator():
     def launcher(x):
         calls.append(x)
     launcher.splits = 4
-    run = routed.memo(launcher)
+    run = enqueue.memo(launcher)
     run(1)
     run(1)
     assert calls == [1, 1] and run.splits == 4
@@ -126,24 +126,24 @@ def test_a_repeated_call_of_several_launches_becomes_one_graph(monkeypatch):
 
     def fake_record(call, inputs=()):
         n = call()
-        return routed.CallPlan([Fake(f"k{i}") for i in range(n)], ())
+        return enqueue.CallPlan([Fake(f"k{i}") for i in range(n)], ())
 
     def fake_graph(self):
         graphs.append(self.kernels)
         self.graph = Fake("graph")
 
-    monkeypatch.setattr(routed, "record", fake_record)
-    monkeypatch.setattr(routed.CallPlan, "as_graph", fake_graph)
-    run = routed.memo(lambda n: n)
-    for _ in range(routed.GRAPH_AFTER + 2):
+    monkeypatch.setattr(enqueue, "record", fake_record)
+    monkeypatch.setattr(enqueue.CallPlan, "as_graph", fake_graph)
+    run = enqueue.memo(lambda n: n)
+    for _ in range(enqueue.GRAPH_AFTER + 2):
         run.plan_for(3)                   # pads, the kernel, a copy back: three launches
     assert graphs == [["k0", "k1", "k2"]]        # converted once, at the GRAPH_AFTER-th replay
-    replays = ["k0", "k1", "k2"] * (routed.GRAPH_AFTER - 1)
+    replays = ["k0", "k1", "k2"] * (enqueue.GRAPH_AFTER - 1)
     assert launched == replays + ["graph"] * 2
     launched.clear()
-    for _ in range(routed.GRAPH_AFTER + 2):
+    for _ in range(enqueue.GRAPH_AFTER + 2):
         run.plan_for(1)                   # one launch: never a graph
-    assert graphs == [["k0", "k1", "k2"]] and launched == ["k0"] * (routed.GRAPH_AFTER + 1)
+    assert graphs == [["k0", "k1", "k2"]] and launched == ["k0"] * (enqueue.GRAPH_AFTER + 1)
 
 
 def test_no_graph_is_made_while_the_stream_is_being_captured(monkeypatch):
@@ -159,13 +159,13 @@ def test_no_graph_is_made_while_the_stream_is_being_captured(monkeypatch):
         graphs.append(self.replays)
         self.graph = Fake()
 
-    monkeypatch.setattr(routed.CallPlan, "as_graph", fake_graph)
-    monkeypatch.setattr(routed, "capturing", lambda stream=None: state["capturing"])
-    cp = routed.CallPlan([Fake(), Fake()], ())
-    for _ in range(routed.GRAPH_AFTER + 3):
+    monkeypatch.setattr(enqueue.CallPlan, "as_graph", fake_graph)
+    monkeypatch.setattr(enqueue, "capturing", lambda stream=None: state["capturing"])
+    cp = enqueue.CallPlan([Fake(), Fake()], ())
+    for _ in range(enqueue.GRAPH_AFTER + 3):
         cp.launch()
     assert graphs == [] and cp.graph is None
     state["capturing"] = False
     cp.launch()
     cp.launch()
-    assert graphs == [routed.GRAPH_AFTER + 4]
+    assert graphs == [enqueue.GRAPH_AFTER + 4]
