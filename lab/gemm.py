@@ -14,7 +14,7 @@ The choice (:func:`explain` says which kernel and why, for this GPU or a given c
   the TMA-store epilogue (:mod:`lab.kernels.wgmma`; :data:`HOPPER_RUNG`: Hopper rung 11
   for a 16-bit C, Hopper rung 7 for an FP32 C), C straight from the epilogue; when its 128×256
   tiles would fill less than :data:`FEW_TILES` of the SMs and K is long, FP16 goes to split-K
-  on ``mma.sync`` (:mod:`lab.kernels.k11_splitk`) instead;
+  on ``mma.sync`` (:mod:`lab.kernels.splitk`) instead;
 * 8.x, 16-bit: chapter 5's tuned ``mma.sync`` kernel (``tc_fp16`` / ``tc_bf16``), split-K for
   the same few-tile shapes (FP16);
 * FP32 inputs anywhere, and 16-bit inputs on a GPU without ``mma.sync`` (7.5) or in the
@@ -73,7 +73,7 @@ TUNED_KEPT = 256
 LAUNCHERS_KEPT = 64
 WORKSPACES_KEPT = 16
 #: M at or below which 16-bit inputs on compute capability 8.0+ go to the small-M kernel
-#: (:mod:`lab.kernels.k12_small_m`); ``LAB_GEMM_SMALL_M=0`` in the environment turns it off
+#: (:mod:`lab.kernels.small_m`); ``LAB_GEMM_SMALL_M=0`` in the environment turns it off
 #: (the choice falls back to split-K on 128-row tiles), to compare the two. Its partial tiles
 #: are added by 16-byte loads from L2 with several slices in flight, on 128- or 64-column
 #: tiles (both timed), so the whole decode range M <= 128 goes there; on 9.0 the stream-K
@@ -446,22 +446,22 @@ def _small_m(m, n, k, dtype, out_dtype, cc, sms, why) -> Choice:
     factor that fills one wave of the SMs and half of it, timed on the first call; above 64
     rows also 64-row tiles (two tile rows: more, lighter blocks); on 9.0 the stream-K wgmma
     kernel for a 16-bit C and, above 64 rows, the unsplit wgmma kernel."""
-    from lab.kernels import k12_small_m as k12
+    from lab.kernels import small_m
 
     kind = "f16" if dtype == "float16" else "bf16"
     name = "tc_small_m_" + ("fp16" if kind == "f16" else "bf16")
     found = []                           # (tile width, slices, tile rows: 0 = by M)
     rows = (0, 64) if m > 64 else (0,)   # above 64 rows, two 64-row tile rows too
     for bm in rows:
-        for bn in k12.WIDTHS:
-            s = k12.k_slices(k, k12.splits_for(m, n, k, sms, kind, bn, bm))[1]
+        for bn in small_m.WIDTHS:
+            s = small_m.k_slices(k, small_m.splits_for(m, n, k, sms, kind, bn, bm))[1]
             for f in (s, max(1, s // 2)):
-                f = k12.k_slices(k, f)[1]
+                f = small_m.k_slices(k, f)[1]
                 if (bn, f, bm) not in found:
                     found.append((bn, f, bm))
     bn, s, _ = found[0]
-    cfg = k12.config_for(m, kind, bn)
-    tiles = k12.tiles(m, n, cfg)
+    cfg = small_m.config_for(m, kind, bn)
+    tiles = small_m.tiles(m, n, cfg)
     why.append(f"M = {m} <= {SMALL_M}: reading B ({2 * k * n / 1e6:.1f} MB) bounds the time "
                f"(M FLOP per byte of B, far below the ridge): {cfg.bm}-row tiles (A not "
                f"padded), {tiles} tiles of {cfg.bm}x{cfg.bn} on {sms} SMs, K split into {s} "
@@ -570,19 +570,19 @@ _HOPPER = LRU(LAUNCHERS_KEPT)
 
 
 def _launcher(choice: Choice):
-    from lab.kernels import get_spec, k11_splitk, wgmma
+    from lab.kernels import get_spec, splitk, wgmma
 
     if choice.kernel.startswith("tc_small_m"):
-        from lab.kernels import k12_small_m
+        from lab.kernels import small_m
 
         key = (choice.splits, choice.bn or 128, choice.bm)
-        return _SMALL.get_or_make(key, lambda: k12_small_m.launcher(*key))
+        return _SMALL.get_or_make(key, lambda: small_m.launcher(*key))
     if choice.kernel.startswith("wgmma_"):
         # the kernel itself, not the registry's launcher (which widens a 16-bit C)
         cfg = hopper_config(choice.kernel, choice.blocks, choice.fixup, choice.bn)
         return _HOPPER.get_or_make(cfg, lambda: wgmma.launcher(cfg))
     if choice.splits > 1:
-        return k11_splitk.launcher(choice.kernel, choice.splits)
+        return splitk.launcher(choice.kernel, choice.splits)
     return get_spec(choice.kernel).launch
 
 

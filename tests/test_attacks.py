@@ -82,7 +82,7 @@ def test_a_fast_path_that_forgets_a_dimension_fails_the_check(monkeypatch, claus
 def test_a_split_k_slice_rounded_down_fails_the_check(monkeypatch):
     """``plan`` rounding the slice count down drops the last, partial slice; the check shape
     whose k-steps the slices do not divide catches it at kernel level."""
-    from lab.kernels import k11_splitk as sk
+    from lab.kernels import splitk as sk
 
     name = "warptile_tuned_splitk"
     spec = lab.get_spec(name)

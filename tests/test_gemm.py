@@ -73,20 +73,20 @@ def test_small_m_times_both_tile_widths(m):
 
 
 def test_small_m_split_fills_one_wave():
-    from lab.kernels import k12_small_m as k12
+    from lab.kernels import small_m
     for m, n, k in ((1, 4096, 4096), (64, 4096, 4096), (128, 4096, 4096), (1, 14336, 4096),
                     (1, 4096, 14336), (127, 4099, 4096)):
         choice = lab.gemm.explain(*host(m, n, k), cc=(9, 0), sms=132)
         for c in (choice, *choice.candidates):
             if c.kernel != choice.kernel:
                 continue
-            cfg = k12.config_for(m, bn=c.bn, bm=c.bm)
-            blocks = k12.tiles(m, n, cfg) * c.splits
-            assert blocks <= k12.blocks_per_sm(cfg) * 132, (m, n, k, c.bn, c.splits)
-            chunk, slices = k12.k_slices(k, c.splits)
+            cfg = small_m.config_for(m, bn=c.bn, bm=c.bm)
+            blocks = small_m.tiles(m, n, cfg) * c.splits
+            assert blocks <= small_m.blocks_per_sm(cfg) * 132, (m, n, k, c.bn, c.splits)
+            chunk, slices = small_m.k_slices(k, c.splits)
             assert slices == c.splits and (slices - 1) * chunk < k <= slices * chunk
-        cfg = k12.config_for(m, bn=choice.bn)
-        assert k12.tiles(m, n, cfg) * choice.splits >= 132, "the first choice leaves SMs idle"
+        cfg = small_m.config_for(m, bn=choice.bn)
+        assert small_m.tiles(m, n, cfg) * choice.splits >= 132, "the first choice leaves SMs idle"
 
 
 GM = sys.modules["lab.gemm"]          # the module (lab.gemm is the function)

@@ -7,7 +7,7 @@ For each design — FP32 (``warptile_tuned`` / ``warptile_tuned_epilogue``) and 
 
 * ``gemm`` — the plain kernel (A·B, no epilogue); ``cublas`` the same through cuBLAS;
 * ``elementwise`` — the element-wise epilogue kernel alone (reads the product, C and the bias,
-  writes D: :func:`lab.kernels.k10_epilogue.make_elementwise`);
+  writes D: :func:`lab.kernels.fused_epilogue.make_elementwise`);
 * ``unfused`` — plain kernel, then the element-wise kernel (one timed call: both launches);
 * ``fused`` — the fused kernel;
 * ``cublas_unfused`` — cuBLAS, then our element-wise kernel;
@@ -19,7 +19,7 @@ For each design — FP32 (``warptile_tuned`` / ``warptile_tuned_epilogue``) and 
   (torch's output dtype follows its inputs), so its D is half the bytes of ours.
 
 ``model_bytes`` is the DRAM traffic the model counts for the epilogue part (C, bias, D; plus the
-product's write and re-read when unfused: :func:`lab.kernels.k10_epilogue.saved_bytes`).
+product's write and re-read when unfused: :func:`lab.kernels.fused_epilogue.saved_bytes`).
 Rows with ``part="check"`` check every kernel (fused ones against the float64 reference of the
 whole epilogue, torch against it with a tolerance for its output dtype) before timing;
 ``part="launched"`` lists the kernels torch's profiler saw for each torch call (one kernel means
@@ -100,7 +100,7 @@ def _row(base: dict, variant: str, kernel: str, impl: str, t, flops: float, nbyt
 
 
 def _check_rows(progress) -> list[dict]:
-    from lab.kernels import k10_epilogue as epi
+    from lab.kernels import fused_epilogue as epi
 
     rows = []
     jobs = [(d, e, s) for d in DESIGNS for e in EPILOGUES for s in (CHECK_SHAPE,)]
@@ -119,7 +119,7 @@ def _check_rows(progress) -> list[dict]:
 
 
 def _torch_check(torch, design, name, out, a, b, c, bias) -> dict:
-    from lab.kernels import k10_epilogue as epi
+    from lab.kernels import fused_epilogue as epi
 
     act, has_c, _ = EPILOGUES[name]
     ref = epi.reference(a, b, C=c if has_c else None, bias=bias,
@@ -133,7 +133,7 @@ def _torch_check(torch, design, name, out, a, b, c, bias) -> dict:
 
 def run(progress) -> dict:
     from lab.kernels import get_spec
-    from lab.kernels import k10_epilogue as epi
+    from lab.kernels import fused_epilogue as epi
 
     bench.require_gpu("the epilogue experiment")
     torch, torch_note = _torch()

@@ -8,7 +8,7 @@ Rows told apart by ``part``:
   the unsplit kernel (``warptile_tuned`` / ``tc_fp16``), both split-K versions at each factor of
   :data:`SPLITS`, and cuBLAS (FP32 with TF32 off / FP16 in, FP32 out) — one process run.
   ``splits`` is the factor asked for, ``slices`` the slices used; ``extra_bytes`` what the
-  model says split-K adds (:func:`lab.kernels.k11_splitk.extra_bytes`).
+  model says split-K adds (:func:`lab.kernels.splitk.extra_bytes`).
 * ``determinism`` — the atomic version run :data:`RUNS` times on the same inputs at each
   factor; per run against the first run and against the two-pass result: elements whose bits
   differ, total differing bits (popcount of the XOR) and the largest difference in units in the
@@ -81,7 +81,7 @@ def _inputs(design: str, m: int, n: int, k: int, seed: int = 11):
 
 def _launcher(name: str, splits: int | None = None):
     from lab.kernels import get_spec
-    from lab.kernels.k11_splitk import launcher
+    from lab.kernels.splitk import launcher
 
     return launcher(name, splits) if splits is not None else get_spec(name).launch
 
@@ -151,7 +151,7 @@ def _splitk_rows(progress) -> list[dict]:
         rows.append({**base, "kernel": f"cublas_{kind}", "impl": "cublas", "mode": "library",
                      **t, "tflops": flops / (t["median_ms"] * 1e-3) / 1e12})
         from lab.kernels import get_spec
-        from lab.kernels.k11_splitk import extra_bytes, k_slices
+        from lab.kernels.splitk import extra_bytes, k_slices
 
         bk = get_spec(d["plain"]).tile[2]
         for splits in SPLITS:
@@ -203,7 +203,7 @@ def _determinism_rows(progress) -> list[dict]:
 
 def _small_k_rows(progress) -> list[dict]:
     from lab.kernels import get_spec
-    from lab.kernels import k10_epilogue as epi
+    from lab.kernels import fused_epilogue as epi
 
     rows = []
     m = n = SMALL_MN

@@ -112,7 +112,7 @@ class KernelSpec:
 RUNGS = ("k01_naive", "k02_tiled", "k03_registers", "k04_vectorized", "k05_pipelined",
          "k06_warptile", "k07_wmma", "k07_tensor_core", "k08_tc_pipeline",
          "wgmma.rungs", "wgmma.fp8",
-         "k10_epilogue", "k11_splitk", "k12_small_m")
+         "fused_epilogue", "splitk", "small_m")
 
 
 #: Teaching kernels outside the ladder whose compiler facts the book prints, as
@@ -130,7 +130,7 @@ TEACHING = ("lab.roofline:fma_kernel",
 # this comes after them; what lies below (get_spec, runnable, …) a rung imports inside functions.
 from lab.kernels import (  # noqa: E402
     k01_naive, k02_tiled, k03_registers, k04_vectorized, k05_pipelined, k06_warptile, k07_wmma,
-    k07_tensor_core, k08_tc_pipeline, k10_epilogue, k11_splitk, k12_small_m)
+    k07_tensor_core, k08_tc_pipeline, fused_epilogue, splitk, small_m)
 from lab.kernels.wgmma import fp8 as _wgmma_fp8, rungs as _wgmma_rungs  # noqa: E402
 
 

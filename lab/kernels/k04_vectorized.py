@@ -120,8 +120,8 @@ def make_gemm(cfg: Config, EDGES: bool = False, tail=None):
     ``tail`` (default None: the plain kernel ``gemm(A, B, C)``) changes what happens around the
     main loop without touching it: an object with device functions ``store(C, row, col, v,
     split, X)`` and ``store4(C, row, col, v0, v1, v2, v3, split, X)`` that write finished
-    elements (a fused epilogue, :mod:`lab.kernels.k10_epilogue`; a partial sum,
-    :mod:`lab.kernels.k11_splitk`), or None to store plainly, and ``k_range(k_total, split, X)
+    elements (a fused epilogue, :mod:`lab.kernels.fused_epilogue`; a partial sum,
+    :mod:`lab.kernels.splitk`), or None to store plainly, and ``k_range(k_total, split, X)
     -> (k_lo, k_hi)``, the slice of K this block walks (None: all of it). The kernel then takes
     a fourth argument ``X``, a tuple passed through to those functions, and ``split`` is
     ``blockIdx.z``.

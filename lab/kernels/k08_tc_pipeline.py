@@ -140,7 +140,7 @@ def stage_mma(cfg: TileConfig):
     """``mma_stage(stage, a_frag, b_frag, frag_half, a_swz, b_swz, b_chunk0, a_regs, b_regs,
     acc)``: one shared-memory stage's fragments (``ldmatrix``) and ``mma.sync`` into ``acc``, for
     a warp whose A and B fragments start at ``a_frag`` and ``b_frag`` bytes into the stage —
-    the fed rungs' inner loop, which the small-M kernel (:mod:`lab.kernels.k12_small_m`) shares."""
+    the fed rungs' inner loop, which the small-M kernel (:mod:`lab.kernels.small_m`) shares."""
     MT, NT = cfg.wm // 16, cfg.wn // 8
     NP = NT // 2
     KS = cfg.bk // 16

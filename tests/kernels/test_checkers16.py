@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from lab import accuracy
-from lab.kernels import k12_small_m, wgmma
+from lab.kernels import small_m, wgmma
 
 
 def _write(out_host_dtype, a, b, dc, spoil):
@@ -41,9 +41,9 @@ def gpu_only_runs(monkeypatch):
 def test_small_m_check_can_fail(gpu_only_runs, monkeypatch, kind, spoil, passes):
     def fake(da, db, dc, *, splits, bn, bm=0):
         _write(dc.dtype, da.copy_to_host(), db.copy_to_host(), dc, spoil)
-    monkeypatch.setattr(k12_small_m, "launch_small", fake)
+    monkeypatch.setattr(small_m, "launch_small", fake)
     name = f"tc_small_m_{'fp16' if kind == 'f16' else 'bf16'}"
-    verdict = k12_small_m.checker(name, kind)(17, 33, 40, seed=5)
+    verdict = small_m.checker(name, kind)(17, 33, 40, seed=5)
     assert verdict.passed is passes, verdict
 
 

@@ -1,4 +1,4 @@
-"""Fused epilogues (lab.kernels.k10_epilogue) under the simulator: float64 references of the
+"""Fused epilogues (lab.kernels.fused_epilogue) under the simulator: float64 references of the
 whole epilogue, poisoned outputs, odd and tile-crossing shapes, wrong epilogues caught, bad
 operands refused before any launch."""
 import numpy as np
@@ -7,7 +7,7 @@ import pytest
 import lab
 from lab import bench, device
 from lab.kernels import KernelUnavailable, get_spec
-from lab.kernels import k10_epilogue as epi
+from lab.kernels import fused_epilogue as epi
 
 NAME = "warptile_tuned_epilogue"
 #: Beside the shapes past the tile edges, which tests/kernels/test_kernels.py checks through the same

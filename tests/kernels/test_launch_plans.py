@@ -33,9 +33,9 @@ from lab.kernels import k07_tensor_core as k07
 from lab.kernels import k08_tc_pipeline as k08
 from lab.kernels import wgmma
 from lab.kernels.wgmma import fp8
-from lab.kernels import k10_epilogue as k10
-from lab.kernels import k11_splitk as k11
-from lab.kernels import k12_small_m as k12
+from lab.kernels import fused_epilogue
+from lab.kernels import splitk
+from lab.kernels import small_m
 from lab.kernels import shapes_for
 
 pytestmark = pytest.mark.skipif(not device.SIMULATOR, reason="plans are recorded in the "
@@ -200,7 +200,7 @@ def _check_naive(p: Plan, m: int, n: int, k: int) -> None:
 def _tc_config(name: str):
     if name in k08.RUNG_CONFIGS:
         return k08.RUNG_CONFIGS[name]
-    return k11.TC_CONFIG if name in k11.SPLIT else k10.TC_CONFIG
+    return splitk.TC_CONFIG if name in splitk.SPLIT else fused_epilogue.TC_CONFIG
 
 
 def _check_tc(name: str, p: Plan, m: int, n: int, k: int) -> None:
@@ -217,7 +217,7 @@ def _check_tc(name: str, p: Plan, m: int, n: int, k: int) -> None:
     order = wgmma.order.tile_order(cfg.group_m)      # tc_body's block order is the same formula
     _owners([order(pid, tiles_m, tiles_n) for pid in range(ln.grid[0])], ceil(m, cfg.bm),
             ceil(n, cfg.bn))
-    if name in k11.SPLIT:
+    if name in splitk.SPLIT:
         chunk, slices = int(ln.args[3][0]), ln.grid[1]
         kp = a.shape[1]
         assert chunk % cfg.bk == 0 and (slices - 1) * chunk < kp <= slices * chunk, \
@@ -390,12 +390,12 @@ def _check_small_m(name: str, p: Plan, m: int, n: int, k: int) -> None:
     A's K, else read in place (the caller's own B, with the shared memory of that kernel);
     one block per C tile of the M-sized tile, column panels' blocks neighbours; K split into
     slices that cover it once, no more than the launcher's factor."""
-    cfg = k12.config_for(m, "bf16" if name.endswith("bf16") else "f16")
+    cfg = small_m.config_for(m, "bf16" if name.endswith("bf16") else "f16")
     ln = p.main()
     a, b, C, W, T, chunk = ln.args
-    kp = round_up(k, k12.BK)
+    kp = round_up(k, small_m.BK)
     _padded(a, (m, kp), "A (rows never padded)")
-    in_place = k12.in_place(n, k)
+    in_place = small_m.in_place(n, k)
     if kp != k:
         _padded(b, (kp, round_up(n, 8)), "padded B")
         assert len(p.helpers("pad_kernel")) == 2, "A and B padded to whole k-tiles"
@@ -403,12 +403,12 @@ def _check_small_m(name: str, p: Plan, m: int, n: int, k: int) -> None:
         assert b is p.operands[1] and not p.helpers("pad_kernel"), \
             "an operand copied although K needs no padding"
     assert C is p.operands[2]
-    assert ln.block == (cfg.threads, 1, 1) and ln.shared == k12.shared_bytes(cfg, in_place)
+    assert ln.block == (cfg.threads, 1, 1) and ln.shared == small_m.shared_bytes(cfg, in_place)
     blocks_m, blocks_n = ceil(m, cfg.bm), ceil(n, cfg.bn)
     assert ln.grid[0] == blocks_m * blocks_n, "not one block per C tile"
     _owners([(pid % blocks_m, pid // blocks_m) for pid in range(ln.grid[0])], blocks_m, blocks_n)
     chunk, slices = int(chunk), ln.grid[1]
-    assert chunk % k12.BK == 0 and (slices - 1) * chunk < kp <= slices * chunk, \
+    assert chunk % small_m.BK == 0 and (slices - 1) * chunk < kp <= slices * chunk, \
         f"{slices} slices of {chunk} do not cover K = {kp} once"
     assert slices <= lab.get_spec(name).launch.splits
     assert T.shape[0] >= ln.grid[0], "a tile without its ticket counter"
@@ -437,7 +437,7 @@ def test_every_gpu_only_kernel_has_a_plan_check():
     """28 kernels at the time of writing; a new GPU-only kernel must be checked here too."""
     families = ("tc_naive", "wgmma_", "tiled32_shuffle", "tc_small_m")
     for name in GPU_ONLY:
-        assert name.startswith(families) or name in k08.RUNG_CONFIGS or name in k11.SPLIT \
+        assert name.startswith(families) or name in k08.RUNG_CONFIGS or name in splitk.SPLIT \
             or name == "tc_fp16_epilogue" or name in fp8.CONFIGS, \
             f"no plan check for GPU-only kernel {name!r}"
 
@@ -489,6 +489,6 @@ def test_check_shapes_are_ragged_in_each_dimension_alone():
         splits = getattr(spec.launch, "splits", 1)
         if splits > 1:
             def partial(k):
-                chunk, _ = k11.k_slices(k, tile[2], splits)
+                chunk, _ = splitk.k_slices(k, tile[2], splits)
                 return ceil(k, tile[2]) % (chunk // tile[2]) != 0
             assert any(partial(s[2]) for s in shapes), name

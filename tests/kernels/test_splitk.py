@@ -1,11 +1,11 @@
-"""Split-K (lab.kernels.k11_splitk) under the simulator: two-pass and atomic, against float64,
+"""Split-K (lab.kernels.splitk) under the simulator: two-pass and atomic, against float64,
 on odd shapes and split factors that do not divide K; bad factors refused before any launch."""
 import numpy as np
 import pytest
 
 from lab import bench, device
 from lab.kernels import get_spec
-from lab.kernels import k11_splitk as sk
+from lab.kernels import splitk as sk
 
 NAMES = ("warptile_tuned_splitk", "warptile_tuned_splitk_atomic")
 SHAPES = [(37, 29, 45), (1, 1, 1)] + bench.shapes_for(get_spec(NAMES[0]), gpu=False)[1:]

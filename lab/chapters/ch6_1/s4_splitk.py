@@ -8,8 +8,8 @@ import numpy as np
 
 from lab import model, page, plots, results
 from lab.chapters.ch6_1.roofs import roofs
-from lab.kernels import get_spec, k11_splitk
-from lab.kernels.k11_splitk import extra_bytes
+from lab.kernels import get_spec, splitk
+from lab.kernels.splitk import extra_bytes
 
 #: The split-K example: few output tiles, a long K.
 SPLIT_K = {"m": 512, "n": 512, "k": 16384, "tile": 128}
@@ -122,7 +122,7 @@ def launch_floor_us() -> float:
 def split_source(region: str):
     """A named region of the split-K kernels' module (``split_tail``: the tile's k-range and
     store; ``reduce``: the second pass of the two-pass version)."""
-    return page.source(k11_splitk, region)
+    return page.source(splitk, region)
 
 
 def splitk_model_us(design: str, m: int, n: int, k: int, slices: int, mode: str) -> float:

@@ -8,7 +8,7 @@ from lab.chapters.ch6_1.roofs import WEIGHTS, roofs
 from lab.chapters.ch6_1.s2_waves import occupancy
 from lab.chapters.ch6_1.s4_splitk import launch_floor_us, splitk_rows
 
-#: Kernel launches per split-K call (lab/kernels/k11_splitk.py): two-pass runs the split
+#: Kernel launches per split-K call (lab/kernels/splitk.py): two-pass runs the split
 #: kernel, then ``reduce_kernel``; atomic runs ``zero_kernel``, then the split kernel. Shapes
 #: that are multiples of the tile need no padding copy in front.
 SPLITK_LAUNCHES = {"two_pass": 2, "atomic": 2}

@@ -3,9 +3,9 @@ our fused kernels run on the accumulators."""
 from __future__ import annotations
 
 from lab import page
-from lab.kernels import k10_epilogue
+from lab.kernels import fused_epilogue
 
 
 def epilogue_source():
-    """The fused kernels' epilogue device function (region ``epilogue`` of k10_epilogue)."""
-    return page.source(k10_epilogue, "epilogue")
+    """The fused kernels' epilogue device function (region ``epilogue`` of fused_epilogue)."""
+    return page.source(fused_epilogue, "epilogue")

@@ -4,7 +4,7 @@ results and the shapes the ``splitk`` and ``epilogue`` runs timed."""
 from __future__ import annotations
 
 from lab import model, page, results
-from lab.kernels.k10_epilogue import saved_bytes
+from lab.kernels.fused_epilogue import saved_bytes
 
 
 def rates() -> dict:

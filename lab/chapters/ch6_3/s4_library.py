@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from lab import page, plots, results, tables
-from lab.kernels.k10_epilogue import saved_bytes
+from lab.kernels.fused_epilogue import saved_bytes
 
 #: The epilogues of the run, as the page names them.
 EPILOGUE_NAMES = {"bias_relu": "ReLU(AB + bias)", "bias_gelu": "GELU(AB + bias)",

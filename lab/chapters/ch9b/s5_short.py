@@ -3,7 +3,7 @@ are behind cuBLAS, and what the small-M kernel's first-call timing found."""
 from __future__ import annotations
 
 from lab import page, results
-from lab.kernels import k12_small_m
+from lab.kernels import small_m
 from lab.chapters.ch9b.s1_result import DECODE_M
 
 
@@ -56,7 +56,7 @@ def variant(name: str, m: int) -> str:
     if len(parts) < 2:
         return name
     rows, cols = parts[1].split("x")
-    rows = k12_small_m.config_for(m).bm if rows == "M" else int(rows)
+    rows = small_m.config_for(m).bm if rows == "M" else int(rows)
     slices = int(parts[2]) if len(parts) > 2 else 1
     return f"{rows}×{cols} tiles, {slices} slice{'s' if slices > 1 else ''}"
 
@@ -76,7 +76,7 @@ def _words(name: str) -> str:
 
 def in_place_source():
     """How the small-M kernel reads a B whose rows are not whole 16-byte vectors."""
-    return page.source(k12_small_m, "small_m_in_place")
+    return page.source(small_m, "small_m_in_place")
 
 
 def _odd(m: int, n: int, k: int, method: str = "as_called", impl: str = "lab.gemm") -> dict:
@@ -100,7 +100,7 @@ def values() -> dict:
             "decode_one_cublas": f"{one['cublas_us']:.0f}",
             "decode_one_tbps": f"{one['cublas_tbps']:.1f}",
             "decode_gpu_highest": f"{max(r['gpu'] for r in rs):.2f}",
-            "decode_loads_in_flight": str(2 * k12_small_m.UNROLL),
+            "decode_loads_in_flight": str(2 * small_m.UNROLL),
             "decode_64_slowest": variant(slowest, 64),
             "decode_64_slowest_us": f"{small[slowest]:.0f}",
             "decode_64_fastest": variant(fastest, 64),

@@ -39,7 +39,7 @@ from lab import enqueue
 from lab.kernels import KernelSpec
 from lab.kernels import k04_vectorized as k04
 from lab.kernels import k08_tc_pipeline as k08
-from lab.kernels.k10_epilogue import FP32_CONFIG, TC_CONFIG, Tail
+from lab.kernels.fused_epilogue import FP32_CONFIG, TC_CONFIG, Tail
 from lab.lru import LRU
 
 #: Slices of K of the registered kernels' ``launch(A, B, C)``.

@@ -1,6 +1,6 @@
 """The small-M kernel (chapter 9b): a product with a few rows of A, bound by reading B once.
 
-What changed since split-K on ``tc_fp16`` (:mod:`lab.kernels.k11_splitk`): the block tile
+What changed since split-K on ``tc_fp16`` (:mod:`lab.kernels.splitk`): the block tile
 follows M instead of being 128 rows whatever M is, A is never copied to pad it, and the split
 partials are added inside the same launch.
 
