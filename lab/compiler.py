@@ -217,7 +217,7 @@ def _report_in_process(name: str) -> list[CompileReport]:
 #: Parts of ``lab`` that generate no kernel code (left out of the cache key).
 _NOT_CODEGEN = {"chapters", "experiments", "results", "twins", "__main__.py", "page.py",
                 "plots.py", "tables.py", "notebooks.py", "results.py", "seeds.py",
-                "baselines.py"}
+                "baselines.py", "listing.py", "lru.py"}
 _TOOL_DISTS = ("numba", "numba-cuda", "llvmlite", "nvidia-nvvm", "nvidia-cuda-nvcc",
                "nvidia-cuda-nvdisasm")
 

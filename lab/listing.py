@@ -380,4 +380,5 @@ def listing(kernel, *, package: str | None = None, header: bool = True) -> str:
              if head and header else [])
     if any(DEVICE in _source(fn) for fn in order[1:]):
         parts.append(f"# (every function after the first is a device function: {DEVICE})")
-    return "\n".join(parts) + "\n\n" + "\n\n".join(listed[id(fn)] for fn in order) + "\n"
+    body = "\n\n".join(listed[id(fn)] for fn in order) + "\n"
+    return "\n".join(parts) + "\n\n" + body if parts else body
