@@ -3,6 +3,7 @@
 writes a valid results file. Fast: no kernel runs here except where a test says so."""
 import json
 import re
+import subprocess
 import sys
 import textwrap
 import types
@@ -450,3 +451,16 @@ def test_compare_refuses_folders_with_nothing_in_common(tmp_path, capsys):
     assert "missing: not a folder of results files" in capsys.readouterr().err
     assert main(["compare", str(tmp_path / "empty"), str(tmp_path / "empty")]) == 2
     assert "no experiment in common" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------- the module runs
+
+def test_cli_runs_as_a_module():
+    out = subprocess.run([sys.executable, "-m", "lab", "list"], capture_output=True, text=True)
+    assert out.returncode == 0 and "naive" in out.stdout
+
+
+def test_cli_check_passes_a_correct_kernel(capsys):
+    from lab.__main__ import main
+    assert main(["check", "naive"]) == 0
+    assert "all kernels passed" in capsys.readouterr().out
