@@ -71,7 +71,8 @@ def worker_code(path: Path) -> str:
     but a definition (the ``if __name__ == "__main__"`` block, imports, kernels under
     ``@cuda.jit``), and the definitions those reach by name, transitively. The tests themselves
     (definitions under pytest's decorators at most) are left out unless the worker calls them:
-    editing one does not compile the worker's kernels again."""
+    editing one does not compile the worker's kernels again. A worker reaches a definition by
+    its name written in code, not through a string (``globals()["name"]``)."""
     body = ast.parse(path.read_text()).body
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
         body = body[1:]                                     # the module docstring
