@@ -115,10 +115,13 @@ def _offline_worker(test_file: str, flag: str) -> dict:
     cached = compiler._cache_get("test-worker", name)
     if cached is not None:
         return cached
-    env = dict(os.environ, LAB_DEVICE="compile")
+    root = str(Path(__file__).resolve().parents[1])
+    # The worker imports the lab of this tree (whose sources key the cache), not an installed one.
+    env = dict(os.environ, LAB_DEVICE="compile",
+               PYTHONPATH=os.pathsep.join(filter(None, (root, os.environ.get("PYTHONPATH")))))
     env.pop("NUMBA_ENABLE_CUDASIM", None)
     run = subprocess.run([sys.executable, str(path), flag], capture_output=True, text=True,
-                         env=env, cwd=str(Path(__file__).resolve().parents[1]))
+                         env=env, cwd=root)
     if run.returncode:
         pytest.fail(f"offline compile worker {path.name} {flag} failed:\n{run.stderr[-3000:]}")
     value = json.loads(run.stdout.strip().splitlines()[-1])

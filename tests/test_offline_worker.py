@@ -1,10 +1,12 @@
-"""The cache of the offline compile workers (``offline_worker`` in ``tests/conftest.py``): an
-unchanged worker runs once; a changed kernel source, toolchain or worker code misses; an edited
-test, comment or docstring does not."""
+"""The offline compile workers (``offline_worker`` in ``tests/conftest.py``): a worker imports
+the lab of this tree; an unchanged worker runs once; a changed kernel source, toolchain or worker
+code misses the cache; an edited test, comment or docstring does not."""
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
+import lab
 from lab import compiler
 
 WORKER = textwrap.dedent('''
@@ -67,3 +69,20 @@ def test_a_changed_kernel_source_misses_the_cache(tmp_path, monkeypatch, offline
     assert answer() == (2, 4)                             # the worker's own code misses
     monkeypatch.setenv("LAB_CACHE_DIR", "off")
     assert answer() == (2, 5)                             # no cache: runs every time
+
+
+def test_a_worker_imports_the_lab_of_this_tree(tmp_path, monkeypatch, offline_worker):
+    """Run as a script from its own folder, a worker would find ``lab`` wherever it is
+    installed; it must compile this tree's, whose sources key its cache."""
+    monkeypatch.setenv("LAB_CACHE_DIR", "off")
+    script = tmp_path / "where.py"
+    script.write_text(textwrap.dedent('''
+        import importlib.util
+        import json
+        import sys
+
+        if __name__ == "__main__" and sys.argv[1:] == ["--where"]:
+            print(json.dumps({"lab": importlib.util.find_spec("lab").origin}))
+    '''))
+    where = offline_worker(str(script), "--where")["lab"]
+    assert Path(where).resolve() == Path(lab.__file__).resolve()
