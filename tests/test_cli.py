@@ -3,6 +3,7 @@
 writes a valid results file. Fast: no kernel runs here except where a test says so."""
 import json
 import re
+import subprocess
 import sys
 import textwrap
 import types
@@ -507,3 +508,16 @@ def test_the_gpu_page_names_each_experiments_page_and_what_it_measures():
     assert by_name["splitk"]["measures"] == ("split-K measured, its non-determinism counted, "
                                              "and small K")
     assert not [r["experiment"] for r in rows if r["measures"].startswith("Experiment")]
+
+
+# ----------------------------------------------------------------------------- the module runs
+
+def test_cli_runs_as_a_module():
+    out = subprocess.run([sys.executable, "-m", "lab", "list"], capture_output=True, text=True)
+    assert out.returncode == 0 and "naive" in out.stdout
+
+
+def test_cli_check_passes_a_correct_kernel(capsys):
+    from lab.__main__ import main
+    assert main(["check", "naive"]) == 0
+    assert "all kernels passed" in capsys.readouterr().out

@@ -1,8 +1,12 @@
-"""``measure --jobs N``: processes that compile side by side and take turns on the GPU."""
+"""``measure --jobs N``: processes that compile side by side and take turns on the GPU, through
+the one lock of the results folder they measure into (a serial run takes it too)."""
 from __future__ import annotations
 
 import fcntl
-from lab import gpulock
+
+import pytest
+
+from lab import device, gpulock, results
 
 
 def _lock_is_free(path) -> bool:
@@ -64,3 +68,65 @@ def test_off_gpu_lets_go_for_host_work_and_takes_the_turn_back(tmp_path, monkeyp
             assert _lock_is_free(path)
     assert lock.held and not _lock_is_free(path)
     assert "held" in lock.summary() and lock.held_seconds() >= 0
+
+
+# ----------------------------------------------------------------------------- one lock a results folder
+
+def test_every_measure_process_of_a_folder_shares_one_gpu_lock(tmp_path):
+    """Two runs measuring into one results folder (each a ``--jobs`` run, or serial) name the
+    same lock file; another folder (another GPU) another."""
+    a = gpulock.folder_lock(tmp_path / "h200")
+    assert a == gpulock.folder_lock(tmp_path / "sub" / ".." / "h200")
+    assert a != gpulock.folder_lock(tmp_path / "l4")
+    assert a != results.lock_file(tmp_path / "h200", "write")
+    first, second = gpulock.GpuLock(a, synchronize=lambda: None), \
+        gpulock.GpuLock(a, synchronize=lambda: None)
+    first.acquire()
+    import fcntl
+    with pytest.raises(BlockingIOError):
+        fcntl.flock(second.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    first.release()
+    fcntl.flock(second.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def test_a_serial_measure_run_takes_the_folders_gpu_lock(tmp_path, monkeypatch):
+    from lab import __main__ as cli
+    from lab import bench
+
+    taken = []
+    monkeypatch.setattr(bench, "require_gpu", lambda what="timing": None)
+    monkeypatch.setattr(gpulock, "share", lambda path: taken.append(path) or
+                        gpulock.GpuLock(path, synchronize=lambda: None))
+    monkeypatch.setattr(cli, "experiment_names", lambda requested: ["roofline"])
+    monkeypatch.setattr(cli, "_plan", lambda names, quick: [
+        {"experiment": "roofline", "quick": False, "estimate_s": None, "skip": "planted skip"}])
+    cli.main(["measure", "roofline", "--jobs", "1", "--out", str(tmp_path)])
+    slug = device.gpu_slug(device.provenance()["gpu"])
+    assert taken == [gpulock.folder_lock(tmp_path / slug)]
+
+
+def test_the_processes_of_a_jobs_run_take_turns_through_the_folders_gpu_lock(tmp_path,
+                                                                             monkeypatch):
+    """``measure --jobs N`` hands its processes the results folder's lock, not a lock of its
+    own: a second run (or a serial one) measuring into that folder takes turns with them."""
+    import subprocess as sp
+
+    from lab import __main__ as cli
+
+    started = []
+
+    class Child:
+        returncode = 0
+
+        def __init__(self, cmd, **kwargs):
+            started.append(cmd)
+
+        def poll(self):
+            return 0
+
+    monkeypatch.setattr(sp, "Popen", Child)
+    todo = [({"experiment": "roofline", "quick": False, "estimate_s": 1.0},
+             {"head": "[1/1] roofline"})]
+    cli._measure_side_by_side(todo, 2, root=tmp_path, slug="h200", command="t")
+    cmd = started[0]
+    assert cmd[cmd.index("--gpu-lock") + 1] == gpulock.folder_lock(tmp_path / "h200")

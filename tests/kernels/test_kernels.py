@@ -4,13 +4,17 @@
 block row and column, a tail in every dimension, a partial second k-step; a round shape of two
 block rows and two k-steps (the unchecked fast path where a kernel has one). On a GPU it adds
 shapes past two tiles and two large ones. Under the simulator the kernels built on inline PTX
-cannot run; ``tests/test_tensor_cores.py`` runs their logic on emulated intrinsics instead.
+cannot run; ``tests/kernels/test_tensor_cores.py`` runs their logic on emulated intrinsics instead.
 
 Each check draws fresh inputs; a failure prints the seed that replays it
 (``bench.check(name, m, n, k, seed=...)``).
+
+Every kernel declares the registry's contract, and the shapes catch faults planted in a launcher:
+a dropped tail block, a fast path that forgets a dimension, a split-K slice rounded down.
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -19,6 +23,7 @@ import pytest
 
 import lab
 from lab import bench, device, kernels
+from lab.kernels import KernelSpec
 
 CASES = [(name, shape) for name, spec in lab.REGISTRY.items()
          if device.GPU or spec.simulator
@@ -108,3 +113,94 @@ def test_a_spec_whose_chapter_is_not_a_page_is_refused_naming_it(chapter):
     assert "6.1, 6.2, 6.3" in message                                      # the pages it may be
     with pytest.raises(ValueError, match=re.escape(f"chapter {chapter!r} is not a page")):
         kernels.page_order(chapter)
+# ----------------------------------------------------------------------------- the contract, and faults the check shapes catch
+
+def test_every_registered_kernel_declares_the_contract():
+    for name, spec in lab.REGISTRY.items():
+        assert spec.name == name
+        assert np.dtype(spec.dtype) in (np.float32, np.float16, np.uint16, np.uint8)
+        if np.dtype(spec.dtype) == np.uint8:        # FP8 codes travel as bytes
+            assert spec.dtype_name in ("float8_e4m3fn", "float8_e5m2"), name
+        assert isinstance(spec.simulator, bool) and callable(spec.launch)
+
+
+def _dropped_tail(spec: KernelSpec, axis: str):
+    """The k04 launcher with the grid rounded down — ``max(1, m // BM)`` block rows (or
+    ``max(1, n // BN)`` columns): the last, partial block row (column) is never launched."""
+    from lab.kernels import k04_vectorized as k04
+
+    cfg = spec.config
+    fast, edges = k04.vectorized_kernel, k04.vectorized_edges_kernel
+
+    def launch(A, B, C):
+        m, n = C.shape
+        kernel = fast if k04.tiles_fit(cfg, m, n, A.shape[1]) else edges
+        rows = max(1, m // cfg.BM) if axis == "rows" else -(-m // cfg.BM)
+        cols = max(1, n // cfg.BN) if axis == "cols" else -(-n // cfg.BN)
+        kernel[(cols, rows), cfg.threads](A, B, C)
+
+    return launch
+
+
+@pytest.mark.parametrize("axis", ["rows", "cols"])
+def test_a_dropped_tail_block_fails_the_check(monkeypatch, axis):
+    spec = lab.get_spec("vectorized")
+    bm, bn, bk = spec.tile
+    monkeypatch.setitem(lab.REGISTRY, "vectorized",
+                        dataclasses.replace(spec, launch=_dropped_tail(spec, axis)))
+    shape = (bm + 1, bn + 1, bk + 1)
+    assert shape in bench.shapes_for(spec, gpu=False)
+    verdict = bench.check("vectorized", *shape)
+    assert not verdict.passed and "never written" in verdict.reason
+    assert verdict.nonfinite == (bn + 1 if axis == "rows" else bm + 1)
+
+
+def _fails(name: str, shape) -> bool:
+    """Whether the check of ``name`` at ``shape`` fails — wrong values, or (the simulator
+    catches an out-of-bounds access) an IndexError."""
+    try:
+        return not bench.check(name, *shape).passed
+    except IndexError:
+        return True
+
+
+@pytest.mark.parametrize("clause", ["m", "n", "k"])
+def test_a_fast_path_that_forgets_a_dimension_fails_the_check(monkeypatch, clause):
+    """k04's ``tiles_fit`` without one of its three clauses sends a shape ragged in that
+    dimension alone to the unchecked 16-byte kernel; the mixed-edge check shape (round in the
+    other two) catches it, and the real ``tiles_fit`` passes there."""
+    from lab.kernels import k04_vectorized as k04
+
+    spec = lab.get_spec("vectorized")
+    bm, bn, bk = spec.tile
+    axis = "mnk".index(clause)
+    mixed = [s for s in bench.shapes_for(spec, gpu=False)
+             if s[axis] % spec.tile[axis] and all(s[i] % spec.tile[i] == 0 for i in range(3)
+                                                   if i != axis)]
+    assert mixed, "no check shape is ragged in this dimension alone"
+    assert not _fails("vectorized", mixed[0])
+    real = k04.tiles_fit
+    monkeypatch.setattr(k04, "tiles_fit", lambda cfg, m, n, k: real(
+        cfg, *(t if i == axis else x for i, (x, t) in enumerate(zip((m, n, k), spec.tile)))))
+    assert _fails("vectorized", mixed[0])
+
+
+def test_a_split_k_slice_rounded_down_fails_the_check(monkeypatch):
+    """``plan`` rounding the slice count down drops the last, partial slice; the check shape
+    whose k-steps the slices do not divide catches it at kernel level."""
+    from lab.kernels import splitk as sk
+
+    name = "warptile_tuned_splitk"
+    spec = lab.get_spec(name)
+    bk, splits = spec.tile[2], spec.launch.splits
+    partial = [s for s in bench.shapes_for(spec, gpu=False)
+               if (-(-s[2] // bk)) % (sk.k_slices(s[2], bk, splits)[0] // bk)]
+    assert partial, "no check shape leaves a partial split-K slice"
+    real = sk.k_slices
+
+    def rounded_down(k, bk_, splits_):
+        chunk, _ = real(k, bk_, splits_)
+        return chunk, -(-k // bk_) // (chunk // bk_)
+
+    monkeypatch.setattr(sk, "k_slices", rounded_down)
+    assert _fails(name, partial[0])

@@ -8,7 +8,9 @@ from lab.kernels import get_spec
 from lab.kernels import splitk as sk
 
 NAMES = ("warptile_tuned_splitk", "warptile_tuned_splitk_atomic")
-SHAPES = [(37, 29, 45), (1, 1, 1)] + bench.shapes_for(get_spec(NAMES[0]), gpu=False)[1:]
+#: Beyond the registry's check shapes (``bench.shapes_for``: a partial last slice among them),
+#: on which ``tests/kernels/test_kernels.py`` checks every registered kernel, these two too.
+SHAPES = [(37, 29, 45)]
 
 pytestmark = pytest.mark.skipif(not device.SIMULATOR and not device.GPU,
                                 reason="needs the simulator or a GPU")
@@ -19,6 +21,17 @@ pytestmark = pytest.mark.skipif(not device.SIMULATOR and not device.GPU,
 def test_registered_split_kernels_match_float64(name, shape):
     v = bench.check(name, *shape)
     assert v.passed, v.line()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_registry_check_reaches_a_partial_last_slice(name):
+    """The registry's check (``tests/kernels/test_kernels.py``) runs both kernels under the
+    simulator, on a shape whose k-steps the slices do not divide."""
+    spec = get_spec(name)
+    bk, splits = spec.tile[2], spec.launch.splits
+    assert spec.simulator and splits > 1
+    assert any((-(-k // bk)) % (sk.plan(k, bk, splits)[0] // bk)
+               for _, _, k in bench.shapes_for(spec, gpu=False))
 
 
 def _run(mode, a, b, splits):

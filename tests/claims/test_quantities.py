@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-BOOK = Path(__file__).resolve().parents[1] / "book"
+BOOK = Path(__file__).resolve().parents[2] / "book"
 
 #: One quantity stated on several pages -> the glue names that state it (page by page).
 SAME_QUANTITY = {
