@@ -30,7 +30,7 @@ def test_the_registry_check_reaches_a_partial_last_slice(name):
     spec = get_spec(name)
     bk, splits = spec.tile[2], spec.launch.splits
     assert spec.simulator and splits > 1
-    assert any((-(-k // bk)) % (sk.plan(k, bk, splits)[0] // bk)
+    assert any((-(-k // bk)) % (sk.k_slices(k, bk, splits)[0] // bk)
                for _, _, k in bench.shapes_for(spec, gpu=False))
 
 

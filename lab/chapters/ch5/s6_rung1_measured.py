@@ -12,7 +12,7 @@ from lab.chapters.ch5.common import ladder, machine
 def rung1_table():
     """Rung 1 and cuBLAS FP16 at 4096³, measured in the same run."""
     lad = ladder()
-    rows = [lad["tc_naive_fp16"], lad["cublas_fp16"]]
+    rows = [dict(lad["tc_naive_fp16"]), dict(lad["cublas_fp16"])]     # (copies: results are shared)
     for r in rows:
         r["us"] = r["median_ms"] * 1e3
         r["pct"] = 100 * r["ratio_to_cublas_fp16"]

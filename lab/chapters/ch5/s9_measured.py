@@ -92,7 +92,7 @@ def tune_change(row: dict) -> str:
 
 def tune_table():
     """tools/tune_tc.py's sweep: one change at a time around :data:`TUNE_CENTRE`."""
-    rows = sorted(results.rows("tc_tune"), key=lambda r: (r["varies"] != "reference",
+    rows = sorted(map(dict, results.rows("tc_tune")), key=lambda r: (r["varies"] != "reference",
                                                           r["varies"], -r["tflops"]))
     for r in rows:
         r["pct"] = 100 * r["vs_cublas"]
@@ -139,7 +139,7 @@ def size_figure():
 
 def padding_table():
     """tc_fp16 at 4097³: the whole call, the padding copy alone, the kernel alone, cuBLAS."""
-    rows = results.rows("tensor_cores", part="padding")
+    rows = [dict(r) for r in results.rows("tensor_cores", part="padding")]
     for r in rows:
         r["padded"] = "×".join(map(str, r["padded_to"])) if r.get("padded_to") else "-"
         r["us"] = r["median_ms"] * 1e3
