@@ -2,6 +2,8 @@
 call, the plans' marshalling, every checked shape passed, and what falls short."""
 from __future__ import annotations
 
+import pytest
+
 from lab.chapters import ch9b
 
 
@@ -33,3 +35,24 @@ def test_what_falls_short_says_holds():
     assert odd[(127, 4099, 4096)]["kernel"].startswith("tc_small_m")
     listed = ch9b.values()["sweep_below_090"].split("; ")
     assert all(float(x.rsplit("(", 1)[1].rstrip(")")) < 0.9 for x in listed)
+
+
+def test_every_sweep_row_is_its_own_groups_row():
+    """The sweep table's rows: each TFLOP/s pair reproduces its "as called" ratio, and a shape
+    measured in two groups (4096³ is a square and an LLM layer) shows each group's own rows —
+    the square's cuBLAS TFLOP/s and GPU-only ratio, not the LLM row's."""
+    from lab import results
+    from lab.chapters.ch9b import s3_sweep
+
+    rows = s3_sweep.sweep_rows()
+    for r in rows:
+        assert r["tflops"] / r["cublas"] == pytest.approx(r["called"], rel=1e-6), r["shape"]
+    file = [r for r in results.rows("sweep") if r.get("out_dtype") == "float16"
+            and r.get("group") == "square" and (r["m"], r["n"], r["k"]) == (4096,) * 3
+            and "median_ms" in r]
+    want = {(r["impl"], r["method"]): r for r in file}
+    square = next(r for r in rows if r["shape"] == "4096³")
+    assert square["cublas"] == want[("cublas", "as_called")]["tflops"]
+    assert square["gpu"] == want[("lab.gemm", "gpu_only")]["ratio_to_cublas"]
+    llm = next(r for r in rows if r["shape"] == "4096·4k·4k")
+    assert llm["gpu"] != square["gpu"]                 # two measurements, two rows

@@ -14,6 +14,12 @@ def _label(r: dict) -> str:
     return f"{r['m']}×{r['n']}×{r['k']}"
 
 
+def _key(r: dict) -> tuple:
+    """A row's shape within its group: the same M×N×K can be a square and an LLM layer (4096³),
+    measured as separate rows."""
+    return r["group"], r["m"], r["n"], r["k"]
+
+
 def sweep_figure():
     """Ratio to cuBLAS (its time / ours; above 1: ours faster) at every shape of the sweep,
     FP16 in and out, as called (events around each call of a loop) and GPU-only (graphs)."""
@@ -22,8 +28,7 @@ def sweep_figure():
     ours = [r for r in results.rows("sweep") if r.get("impl") == "lab.gemm"
             and r.get("out_dtype") == "float16" and "ratio_to_cublas" in r]
     called = [r for r in ours if r["method"] == "as_called"]
-    gpu = {(r["m"], r["n"], r["k"]): r["ratio_to_cublas"] for r in ours
-           if r["method"] == "gpu_only"}
+    gpu = {_key(r): r["ratio_to_cublas"] for r in ours if r["method"] == "gpu_only"}
     fig = plt.figure(figsize=(8.0, 7.2), dpi=110)
     grid = fig.add_gridspec(2, 2, height_ratios=[1, 1], width_ratios=[1, 1.3])
     panels = {"llm": fig.add_subplot(grid[0, :])}
@@ -35,7 +40,7 @@ def sweep_figure():
         xs = range(len(rs))
         ax.plot(xs, [r["ratio_to_cublas"] for r in rs], color="C0", label="as called",
                 **plots.OURS)
-        ax.plot(xs, [gpu[(r["m"], r["n"], r["k"])] for r in rs], color="C1",
+        ax.plot(xs, [gpu[_key(r)] for r in rs], color="C1",
                 label="GPU only (graphs)", **plots.LIBRARY)
         ax.axhline(1.0, color="0.3", linestyle=":", linewidth=1.2)
         ax.set_title(title, fontsize=10)
@@ -54,12 +59,12 @@ def sweep_rows() -> list[dict]:
     """Every shape: the kernel picked, our TFLOP/s and cuBLAS's, both ratios."""
     rs = [r for r in results.rows("sweep") if r.get("out_dtype") == "float16"
           and "median_ms" in r]
-    by = {(r["impl"], r["method"], r["m"], r["n"], r["k"]): r for r in rs}
+    by = {(r["impl"], r["method"], *_key(r)): r for r in rs}
     out = []
     for r in rs:
         if r["impl"] != "lab.gemm" or r["method"] != "as_called":
             continue
-        key = (r["m"], r["n"], r["k"])
+        key = _key(r)
         out.append({"shape": _label(r), "kernel": r["kernel"] + (f" /{r['splits']}"
                                                                  if r["splits"] > 1 else ""),
                     "tflops": r["tflops"], "cublas": by[("cublas", "as_called", *key)]["tflops"],
