@@ -178,6 +178,9 @@ def cmd_check(args) -> int:
 def cmd_compile(args) -> int:
     from lab import compiler, tables
 
+    for name in args.kernels:               # unknown or uncompiled names, before compiling any
+        if ":" not in name and not kernels.get_spec(name).compile:       # (module:function)
+            raise ValueError(f"{name} declares nothing to compile")
     names = args.kernels or [n for n, s in lab.REGISTRY.items() if s.compile]
     print(tables.render(compiler.table(names)))
     if not args.kernels:

@@ -521,3 +521,13 @@ def test_cli_check_passes_a_correct_kernel(capsys):
     from lab.__main__ import main
     assert main(["check", "naive"]) == 0
     assert "all kernels passed" in capsys.readouterr().out
+
+
+def test_compile_refuses_an_unknown_kernel_before_compiling(capsys, monkeypatch):
+    """`python -m lab compile nope`: one line naming the kernel, no traceback, nothing compiled."""
+    from lab import compiler
+
+    monkeypatch.setattr(compiler, "table", lambda names: pytest.fail("compiled before refusing"))
+    assert main(["compile", "naive", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: unknown kernel 'nope'") and "Traceback" not in err
