@@ -177,7 +177,8 @@ class _Renderer:
         out = [ln for ln in self._text(self._first(node), head_end, shift)
                if ln.strip() != DEVICE]
         if isinstance(node, ast.FunctionDef) and isinstance(body[0], ast.Expr) \
-                and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+                and isinstance(body[0].value, ast.Constant) \
+                and isinstance(body[0].value.value, str):
             first = self._shift(self.lines[body[0].lineno - 1], shift).rstrip()
             quote = first.lstrip()[:3]
             if body[0].end_lineno != body[0].lineno:          # its first line only

@@ -524,6 +524,11 @@ def load(experiment: str, gpu: str | None = None, root: Path | None = None) -> d
 FILES_KEPT = 64
 
 
+def _missing(path: Path) -> "ResultsMissing":
+    return ResultsMissing(f"{path}: no such results file (run `python -m lab measure "
+                          f"{path.stem}` on a GPU)")
+
+
 def load_path(path: Path | str, *, folder: str | None = None) -> dict:
     """Read and validate the results file at ``path``; its ``experiment`` must match its name,
     and with ``folder`` (the GPU folder it is read as) the GPU its provenance names must be that
@@ -533,8 +538,7 @@ def load_path(path: Path | str, *, folder: str | None = None) -> dict:
     try:
         st = path.stat()
     except FileNotFoundError:
-        raise ResultsMissing(f"{path}: no such results file (run `python -m lab measure "
-                             f"{path.stem}` on a GPU)") from None
+        raise _missing(path) from None
     except OSError as exc:
         raise ResultsError(f"{path}: cannot be read ({exc})") from None
     data = _read(str(path.resolve()), st.st_mtime_ns, st.st_size, st.st_ino)
@@ -556,8 +560,7 @@ def _read(name: str, mtime_ns: int, size: int, inode: int) -> Frozen:
     try:
         text = path.read_text()
     except FileNotFoundError:
-        raise ResultsMissing(f"{path}: no such results file (run `python -m lab measure "
-                             f"{path.stem}` on a GPU)") from None
+        raise _missing(path) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ResultsError(f"{path}: cannot be read ({exc})") from None
     data = validate(parse(text, str(path)), str(path))

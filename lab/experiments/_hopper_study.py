@@ -1,8 +1,9 @@
 """Studies of the Hopper kernel: variants that experiments measured and the ladder did not keep.
 
 Each is a :class:`Study` — a :class:`~lab.kernels.wgmma.config.HopperConfig` with settings of its
-own — whose :meth:`~Study.overrides` hand the kernel skeleton (:mod:`lab.kernels.wgmma.specialized`)
-replacement slots, so that the shipped kernels carry none of their branches:
+own — whose :meth:`~Study.overrides` hand the kernel skeleton
+(:mod:`lab.kernels.wgmma.specialized`) replacement slots, so that the shipped kernels carry none
+of their branches:
 
 * ``sleep`` — the mbarrier waits pass a suspend-time hint (``mbar_wait_sleep``): a waiting warp
   sleeps until the phase completes instead of polling (``hopper_past``: slower);
@@ -24,7 +25,7 @@ from numba import cuda, int32, uint32, uint64
 
 from lab import hopper
 from lab.kernels.wgmma.config import ROW, HopperConfig
-from lab.kernels.wgmma.epilogue import epilogue, staging
+from lab.kernels.wgmma.epilogue import epilogue, register_slot, staged_slot, staging
 
 #: A traced kernel's (``Study.trace``) events: thread 0 of every consumer warpgroup
 #: writes ``code << 56 | globaltimer`` (ns, low 56 bits) at each, in order, into its row of
@@ -179,14 +180,7 @@ def epilogue_vector(cfg: HopperConfig, store_tile):
 
 def vector_store_slot(cfg: HopperConfig):
     """The epilogue slot with 8-byte stores of whole tiles from registers."""
-    store_tile_vector = epilogue_vector(cfg, epilogue(cfg.mt, cfg.bn))
-
-    @cuda.jit(device=True, inline="always")
-    def store_vector(C, acc, boxes, c_map, filled, freed, row0, col0, thread, cw, slot, phase,
-                     scale):
-        store_tile_vector(C, acc, row0, col0, thread)
-        return slot, phase
-    return store_vector
+    return register_slot(epilogue_vector(cfg, epilogue(cfg.mt, cfg.bn)))
 
 
 def epilogue_warp(cfg: HopperConfig):
@@ -229,14 +223,7 @@ def epilogue_warp(cfg: HopperConfig):
 
 def warp_store_slot(cfg: HopperConfig):
     """The epilogue slot with per-warp staging."""
-    store_warp = epilogue_warp(cfg)
-
-    @cuda.jit(device=True, inline="always")
-    def store_by_warps(C, acc, boxes, c_map, filled, freed, row0, col0, thread, cw, slot,
-                       phase, scale):
-        store_warp(acc, boxes, c_map, row0, col0, thread, 1 + cw, scale)
-        return slot, phase
-    return store_by_warps
+    return staged_slot(epilogue_warp(cfg))
 
 
 def warp_drain(cfg: HopperConfig):

@@ -249,16 +249,25 @@ def store_slot(cfg: HopperConfig):
             return stage_handoff(acc, boxes, filled, freed, thread, slot, phase, scale)
         return store_handoff
     if cfg.epilogue == "tma":
-        store_tile_tma = epilogue_tma(cfg)
+        return staged_slot(epilogue_tma(cfg))
+    return register_slot(epilogue(MT, BN))
 
-        @cuda.jit(device=True, inline="always")
-        def store_tma(C, acc, boxes, c_map, filled, freed, row0, col0, thread, cw, slot,
-                      phase, scale):
-            store_tile_tma(acc, boxes, c_map, row0, col0, thread, 1 + cw, scale)
-            return slot, phase
-        return store_tma
-    store_tile = epilogue(MT, BN)
 
+def staged_slot(store_tile_tma):
+    """The epilogue slot of a store through shared memory and the copy engine,
+    ``store_tile_tma(acc, boxes, c_map, row0, col0, thread, bar_id, scale)`` (named barrier
+    1 + the warpgroup's index)."""
+    @cuda.jit(device=True, inline="always")
+    def store_tma(C, acc, boxes, c_map, filled, freed, row0, col0, thread, cw, slot,
+                  phase, scale):
+        store_tile_tma(acc, boxes, c_map, row0, col0, thread, 1 + cw, scale)
+        return slot, phase
+    return store_tma
+
+
+def register_slot(store_tile):
+    """The epilogue slot of a store from registers,
+    ``store_tile(C, acc, row0, col0, thread)``."""
     @cuda.jit(device=True, inline="always")
     def store_direct(C, acc, boxes, c_map, filled, freed, row0, col0, thread, cw, slot, phase,
                      scale):

@@ -84,7 +84,8 @@ def _grid(rows: int, cols: int):
 
 
 def unit_scales(cfg: K.HopperConfig, m: int, n: int, k: int):
-    """Device scale arrays of ones in the shapes ``cfg`` takes (:func:`lab.kernels.wgmma.host.scale_shapes`)."""
+    """Device scale arrays of ones in the shapes ``cfg`` takes
+    (:func:`lab.kernels.wgmma.host.scale_shapes`)."""
     sa, sb = K.scale_shapes(cfg, m, n, k)
     return cuda.to_device(np.ones(sa, np.float32)), cuda.to_device(np.ones(sb, np.float32))
 

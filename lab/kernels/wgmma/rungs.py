@@ -15,7 +15,8 @@ import numpy as np
 
 from lab.kernels import KernelSpec
 from lab.kernels.wgmma.config import BK, HopperConfig
-from lab.kernels.wgmma.host import checker16, edges, kernel_for, launcher, launcher16, needs, signature
+from lab.kernels.wgmma.host import (checker16, edges, kernel_for, launcher, launcher16, needs,
+                                    signature)
 
 
 @dataclass(frozen=True)

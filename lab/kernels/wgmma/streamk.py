@@ -1,5 +1,6 @@
-"""Hopper rung 12's stream-K (``wgmma_streamk``), the fix-up slot of :mod:`lab.kernels.wgmma.specialized`: how a block's share
-of the last wave's k-slices is found, and what its consumer warpgroups do with it.
+"""Hopper rung 12's stream-K (``wgmma_streamk``), the fix-up slot of
+:mod:`lab.kernels.wgmma.specialized`: how a block's share of the last wave's k-slices is found,
+and what its consumer warpgroups do with it.
 
 The whole waves take whole tiles; the k-slices of the tiles left are numbered tile by tile and
 cut into one contiguous share per block. A share that ends inside a tile leaves its partial sums
