@@ -110,8 +110,9 @@ def _k():
 
 
 def for_kind(cfg, kind: str):
-    """``cfg`` (written for FP16) for input type ``kind``; a 16-bit output follows the input."""
-    return replace(cfg, kind=kind, out=kind if cfg.out != "f32" else "f32")
+    """``cfg`` (written for FP16) for input type ``kind`` (the rung table's rule: a 16-bit
+    output follows the input)."""
+    return _k().for_kind(cfg, kind)
 
 
 def explore_configs() -> dict:
