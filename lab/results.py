@@ -602,6 +602,7 @@ def save(experiment: str, rows: list[dict], *, parameters: dict, command: str,
     path = path_for(experiment, gpu or own, root)
     path.parent.mkdir(parents=True, exist_ok=True)
     with locked(path.parent):
+        _remove_leftovers(path.parent)
         write_atomic(path, text)
     return path
 
@@ -611,20 +612,18 @@ _LOCKED: dict[str, int] = {}
 
 
 def lock_file(folder: Path, what: str) -> str:
-    """The lock file ``what`` (``"write"``, ``"gpu"``) of the results folder ``folder``: one
-    per folder and purpose in the machine's temporary directory (named by the folder's absolute
-    path), so that every process on the machine finds the same file and the store stays free
-    of lock files."""
-    import tempfile
-
-    key = hashlib.sha256(str(Path(folder).resolve()).encode()).hexdigest()[:16]
-    return os.path.join(tempfile.gettempdir(), f"lab-results-{key}.{what}.lock")
+    """The lock file ``what`` (``"write"``, ``"gpu"``) of the results folder ``folder``:
+    ``.<gpu>.<what>.lock`` beside that folder in the results root (git-ignored), so that every
+    process writing there finds the same file whatever its ``TMPDIR``. Creates the root."""
+    folder = Path(folder).resolve()
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    return str(folder.parent / f".{folder.name}.{what}.lock")
 
 
 @contextlib.contextmanager
 def locked(folder: Path):
-    """Hold the write lock of a results folder (:func:`lock_file`) inside: one writer at a time per folder among every process on the machine, so a
-    read-merge-write (:func:`lab.notebooks.save`) loses no other writer's rows. Re-entrant in
+    """Hold the write lock of a results folder (:func:`lock_file`) inside: one writer at a time
+    per folder among every process on the machine, so a read-merge-write (:func:`lab.notebooks.save`) loses no other writer's rows. Re-entrant in
     one process."""
     import fcntl
 
@@ -647,14 +646,17 @@ def locked(folder: Path):
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Replace ``path`` by ``text`` all at once: written to a temporary file in the same folder,
-    flushed to disk, then renamed over ``path`` (the folder flushed too), so a reader sees the
-    old file or the new one and never a part. A write that fails (a full disk) or is killed
-    leaves ``path`` as it was; a failed one removes its temporary file."""
+    """Replace ``path`` by ``text`` all at once: written to a hidden temporary file in the same
+    folder (``.<name>.<random>.tmp``) with the mode the umask gives a new file, flushed to disk,
+    then renamed over ``path`` (the folder flushed too), so a reader sees the old file or the
+    new one and never a part. A write that fails (a full disk) or is killed leaves ``path`` as
+    it was; a failed one removes its temporary file, a killed one's is removed by the next
+    :func:`save` to the folder (:func:`_remove_leftovers`)."""
     import tempfile
 
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "w") as f:
             f.write(text)
             f.flush()
@@ -670,6 +672,20 @@ def write_atomic(path: Path, text: str) -> None:
             os.fsync(folder)
         finally:
             os.close(folder)
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _remove_leftovers(folder: Path) -> None:
+    """Remove the temporary files of writers killed mid-write in ``folder``: every write there
+    holds the folder's write lock (:func:`locked`), so under it any such file is a leftover."""
+    with contextlib.suppress(OSError):
+        for tmp in folder.glob(".*.json.*.tmp"):
+            tmp.unlink()
 
 
 def _jsonable(x):

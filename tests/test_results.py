@@ -319,6 +319,14 @@ def test_a_writer_killed_mid_write_leaves_the_previous_file(tmp_path, hold):
             writer.kill()
     assert target.read_bytes() == before
     assert len(results.load("exp", "cuda-simulator", root=tmp_path)["rows"]) == 3
+    assert _leftovers(target.parent), "the killed writer left no temporary file to clean up"
+    again = _start_writer(tmp_path, 2, "")
+    assert again.communicate(timeout=120)[0].strip().endswith("DONE")
+    assert not _leftovers(target.parent), ("the next save left the killed writer's temporary "
+                                           "file behind")
+
+def _leftovers(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name.endswith(".tmp"))
 
 def test_a_full_disk_leaves_the_previous_file_and_no_temporary(tmp_path, monkeypatch):
     prov = device.provenance()
@@ -349,8 +357,32 @@ def test_a_full_disk_leaves_the_previous_file_and_no_temporary(tmp_path, monkeyp
     assert path.read_bytes() == before
     assert sorted(p.name for p in path.parent.iterdir()) == ["exp.json"]
 
-def test_two_writers_of_one_folder_take_turns(tmp_path):
-    """The write lock of a folder is one per machine: a second process waits for it."""
+def _tmpdir(monkeypatch, path: Path) -> Path:
+    """This process's temporary directory moved to ``path``."""
+    import tempfile
+
+    path.mkdir(exist_ok=True)
+    monkeypatch.setenv("TMPDIR", str(path))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    return path
+
+def test_a_folders_locks_are_in_its_results_root_whatever_tmpdir(tmp_path, monkeypatch):
+    """Processes with different TMPDIRs find one lock per folder and purpose, in the results
+    root (git-ignored there in the committed store)."""
+    names = set()
+    for where in ("tmp-a", "tmp-b"):
+        _tmpdir(monkeypatch, tmp_path / where)
+        names |= {results.lock_file(tmp_path / "store" / "h200", "write")}
+    assert len(names) == 1, f"the write lock moved with TMPDIR: {sorted(names)}"
+    assert Path(names.pop()).parent == tmp_path / "store", "the lock is not in the results root"
+    committed = results.lock_file(ROOT / "lab" / "results" / "h200", "gpu")
+    assert subprocess.run(["git", "check-ignore", "-q", committed], cwd=ROOT).returncode == 0, \
+        f"git does not ignore the lock file {committed}"
+
+def test_two_writers_of_one_folder_take_turns(tmp_path, monkeypatch):
+    """The write lock of a folder is one per machine: a second process waits for it, even
+    with a TMPDIR of its own."""
+    _tmpdir(monkeypatch, tmp_path / "mine")
     folder = tmp_path / "gpu"
     script = textwrap.dedent(f"""
         import time, lab
@@ -361,13 +393,48 @@ def test_two_writers_of_one_folder_take_turns(tmp_path):
     """)
     folder.mkdir()
     with results.locked(folder):
+        env = dict(os.environ, LAB_DEVICE="simulator",
+                   TMPDIR=str(_tmpdir(monkeypatch, tmp_path / "other")))
         other = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
-                                 text=True, cwd=ROOT, env=dict(os.environ,
-                                                               LAB_DEVICE="simulator"))
+                                 text=True, cwd=ROOT, env=env)
         time.sleep(3.0)
         released = time.time()
     out = other.communicate(timeout=120)[0]
-    assert float(out.split()[1]) >= released
+    assert float(out.split()[1]) >= released, "the second writer did not wait for the first"
+
+def _row(kernel="k"):
+    return {"kernel": kernel, "median_ms": 1.0, "min_ms": 1.0, "max_ms": 1.0}
+
+def test_the_temporary_file_lies_beside_its_target(tmp_path, monkeypatch):
+    """Not in TMPDIR (another filesystem, a tmpfs): the rename over the target must not cross
+    filesystems."""
+    _tmpdir(monkeypatch, tmp_path / "elsewhere")
+    renamed = []
+    real = os.replace
+    monkeypatch.setattr(os, "replace", lambda src, dst: renamed.append(Path(src)) or
+                        real(src, dst))
+    path = results.save("exp", [_row()], parameters={}, command="t", root=tmp_path / "store")
+    assert [p.parent for p in renamed] == [path.parent], \
+        f"the temporary file {renamed} does not lie beside its target {path}"
+
+@pytest.mark.parametrize("umask", [0o022, 0o027], ids=["umask-022", "umask-027"])
+def test_a_saved_file_has_the_mode_the_umask_gives(tmp_path, umask):
+    old = os.umask(umask)
+    try:
+        path = results.save("exp", [_row()], parameters={}, command="t", root=tmp_path)
+    finally:
+        os.umask(old)
+    mode = path.stat().st_mode & 0o777
+    assert mode == 0o666 & ~umask, f"saved with mode {mode:o}, the umask {umask:03o} gives " \
+        f"{0o666 & ~umask:o}"
+
+def test_a_save_removes_a_killed_writers_temporary_files(tmp_path):
+    path = results.save("exp", [_row()], parameters={}, command="t", root=tmp_path)
+    (path.parent / ".exp.json.k1ll3d.tmp").write_text("x" * 1000)
+    (path.parent / ".other.json.4b0rt.tmp").write_text("x")
+    (path.parent / "notes.tmp").write_text("not a temporary of ours")
+    results.save("exp", [_row(), _row("k2")], parameters={}, command="t", root=tmp_path)
+    assert _leftovers(path.parent) == ["notes.tmp"]
 
 
 # ----------------------------------------------------------------------------- the selected GPU
