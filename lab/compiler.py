@@ -284,6 +284,18 @@ def _cache_put(kind: str, name: str, value) -> None:
         pass                            # a read-only home: no cache, same results
 
 
+def recall(kind: str, name: str):
+    """A value kept on disk by :func:`remember` under ``kind`` and ``name`` for these sources
+    and this toolchain (None when there is none, or no cache)."""
+    return _cache_get(kind, name)
+
+
+def remember(kind: str, name: str, value) -> None:
+    """Keep a JSON value on disk under ``kind`` and ``name``, for these sources and this
+    toolchain (``lab.gemm``'s tuning: the fastest candidate at a shape on a GPU)."""
+    _cache_put(kind, name, value)
+
+
 # ----------------------------------------------------------------------------- committed facts
 #
 # The facts the book shows are produced once with the pinned toolchain and committed in

@@ -11,10 +11,12 @@ library. Numba's BF16 is uint16 bits (as everywhere in ``lab``).
 The choice (:func:`explain` says which kernel and why, for this GPU or a given capability):
 
 * compute capability 9.0, 16-bit inputs: the persistent, warp-specialised ``wgmma`` kernel with
-  the TMA-store epilogue (:mod:`lab.kernels.wgmma`; :data:`HOPPER_RUNG`: Hopper rung 11
-  for a 16-bit C, Hopper rung 7 for an FP32 C), C straight from the epilogue; when its 128×256
-  tiles would fill less than :data:`FEW_TILES` of the SMs and K is long, FP16 goes to split-K
-  on ``mma.sync`` (:mod:`lab.kernels.splitk`) instead;
+  its tile order read from a table (:mod:`lab.kernels.wgmma`; :data:`HOPPER_RUNG`: Hopper
+  rung 18 for a 16-bit C, written by its epilogue, Hopper rung 19 for an FP32 C) on a tile of
+  the menu :data:`TILES` ranked by whole waves (:func:`menu`), on as few blocks as finish in
+  the same waves (:func:`balanced_blocks`); the next tiles, and stream-K when the tiles fill
+  less than one wave, are timed beside it on the first call at a shape, and the winner is kept
+  on disk for this GPU (:func:`tune`); M <= :data:`SMALL_M` goes to the small-M kernel first;
 * 8.x, 16-bit: chapter 5's tuned ``mma.sync`` kernel (``tc_fp16`` / ``tc_bf16``), split-K for
   the same few-tile shapes (FP16);
 * FP32 inputs anywhere, and 16-bit inputs on a GPU without ``mma.sync`` (7.5) or in the
@@ -267,88 +269,135 @@ def _sm_count() -> int:
 #: 4096³ in ``hopper_past``); for an FP32 C rung 7 (a whole FP32 tile does not fit beside the
 #: stages); for M <= 128, and below one wave of tiles, the first call also times chapter 7's
 #: rung 12, stream-K, which spreads the k-slices of a few tiles over every SM (a wgmma split-K).
-HOPPER_RUNG = {"f16": "wgmma_grid128", "f32": "wgmma_tmastore"}
+#: Hopper, 16-bit inputs: rung 18's kernel (tile table; a 16-bit C written by its epilogue) and
+#: rung 19's (the FP32 C's), on a tile of :data:`TILES`.
+HOPPER_RUNG = {"f16": "wgmma_table", "f32": "wgmma_handoff_table"}
 HOPPER_STREAMK = "wgmma_streamk"
-#: Block counts below one per SM at which the first call also times the stream-K kernel.
-STREAMK_BLOCKS = (96, 64)
-#: Stream-K's fix-ups the first call times ("": the kernel's own, the finisher's).
-STREAMK_FIXUPS = ("", "atomic")
+#: The tile menu (rows × columns of C per block; two consumer warpgroups of 64 rows), each with
+#: as many stages as fit beside its staging, and a prior: the share of the 128×256 tile's
+#: rate a tile keeps when every SM is busy (a narrower tile reads more A per multiply-add and
+#: issues smaller wgmma). The heuristic ranks the tiles by waves × tile area / prior; the
+#: first call at a shape times the best few (:data:`MENU_TIMED`) and keeps the fastest.
+RUNG_BN = 256                  # the rungs' own tile width (a choice's bn 0)
+TILES = {(128, 256): 1.0, (128, 192): 0.95, (128, 128): 0.85, (128, 64): 0.65}
+#: Tiles timed on a first call: the heuristic's two best and the next ones within this factor
+#: of its estimate, at most :data:`MENU_TIMED` in all.
+MENU_SLACK, MENU_TIMED = 1.3, 3
 
 
-def _hopper_choice(rung: str, m, n, k, dtype, out_dtype, cc, why) -> Choice:
+def _waves(tiles: int, sms: int) -> int:
+    return -(-tiles // sms)
+
+
+def balanced_blocks(tiles: int, sms: int) -> int:
+    """Persistent blocks for ``tiles`` tiles on ``sms`` SMs: as few as finish in the same
+    number of waves (512 tiles on 132 SMs: 4 waves either way, so 128 blocks of 4 tiles; Hopper
+    rung 11's grid of 128 at 4096³ is this rule's answer there)."""
+    return -(-tiles // _waves(tiles, sms))
+
+
+def menu(m: int, n: int, sms: int) -> list[tuple[float, int, int]]:
+    """The tiles of :data:`TILES` as ``(estimate, bm, bn)``, best first: waves × tile area /
+    prior (arbitrary units: only their order and ratios matter)."""
+    out = []
+    for (bm, bn), prior in TILES.items():
+        tiles = -(-m // bm) * -(-n // bn)
+        out.append((_waves(tiles, sms) * bm * bn / prior, bm, bn))
+    return sorted(out)
+
+
+def _hopper_choice(rung: str, m, n, k, dtype, out_dtype, cc, why, sms=0, bn=0) -> Choice:
     """Hopper ``rung`` for this product: its registered name and how C is written (a 16-bit
     rung writes a 16-bit C itself; an FP32 rung asked for a 16-bit C goes through a workspace
-    and the narrowing pass)."""
+    and the narrowing pass); a tile-table rung on ``bn``-column tiles (0: its own) with the
+    balanced block count (:func:`balanced_blocks`) for ``sms`` SMs."""
     name = rung + ("_bf16" if dtype == "bfloat16" else "_fp16")
     wide = out_dtype == "float32"
     native = rung != HOPPER_RUNG["f32"]
     if wide and native:
         raise ValueError(f"{rung} writes a 16-bit C only")
-    return Choice(name, m, n, k, dtype, out_dtype, tuple(cc), tuple(why),
-                  native_out=native, narrow=not native and not wide)
+    bn = 0 if bn == RUNG_BN else bn
+    blocks = 0
+    if rung in HOPPER_RUNG.values() and sms:
+        bm, width = 128, bn or 256
+        blocks = balanced_blocks(-(-m // bm) * -(-n // width), sms)
+    return Choice(name, m, n, k, dtype, out_dtype, tuple(cc), tuple(why), bn=bn,
+                  blocks=blocks, native_out=native, narrow=not native and not wide)
 
 
 def _streamk(m, n, k, dtype, out_dtype, cc, sms, why) -> list[Choice]:
-    """The stream-K wgmma kernel with each of :data:`STREAMK_FIXUPS` on every SM and on
-    :data:`STREAMK_BLOCKS` of them (fewer parts per shared tile, more k-slices each), where
-    there are that many k-slices to share."""
-    first = _hopper_choice(HOPPER_STREAMK, m, n, k, dtype, out_dtype, cc, why)
-    slices = -(-m // 128) * -(-n // 256) * -(-k // 64)
-    grids = [0] + [b for b in STREAMK_BLOCKS if b < min(sms, slices)]
-    return [replace(first, blocks=b, fixup=f) for f in STREAMK_FIXUPS for b in grids]
-
-
-#: Narrower wgmma tiles (128 rows × this many columns) and the stages they run with, timed
-#: where 128×256 tiles are few: a decode shape's N = 14336 is 56 tiles of 256 columns (56
-#: SMs busy, or a stream-K fix-up) but 112 of 128; N = 64 fills a quarter of a 256-wide tile.
-NARROW_STAGES = {128: 6, 64: 8}
-
-
-def _narrow(m, n, k, dtype, out_dtype, cc, sms, why) -> list[Choice]:
-    """For a 16-bit C: rung 11 and the stream-K kernel (atomic fix-up) on 128-column tiles,
-    and on 64-column tiles too when N <= 128, where 128×256 tiles fill less than a wave."""
+    """The stream-K wgmma kernel (atomic fix-up, k-slices shared over every SM) on 128×256
+    and 128×128 tiles, for a 16-bit C."""
     if out_dtype == "float32":
         return []
-    out = []
-    for bn in NARROW_STAGES:
-        if bn == 64 and n > 128:
-            continue
-        out.append(replace(_hopper_choice(_hopper_rung(out_dtype), m, n, k, dtype, out_dtype,
-                                          cc, why), bn=bn))
-        out.append(replace(_hopper_choice(HOPPER_STREAMK, m, n, k, dtype, out_dtype, cc, why),
-                           bn=bn, fixup="atomic"))
-    return out
+    first = _hopper_choice(HOPPER_STREAMK, m, n, k, dtype, out_dtype, cc, why)
+    return [replace(first, fixup="atomic"), replace(first, fixup="atomic", bn=128)]
 
 
 def hopper_config(kernel: str, blocks: int = 0, fixup: str = "", bn: int = 0):
-    """The configuration ``lab.gemm`` runs for a Hopper choice: the registered ``kernel``'s,
-    capped at ``blocks`` (stream-K), with stream-K's ``fixup`` and on ``bn``-column tiles
-    (with the stages of :data:`NARROW_STAGES`) when they are given."""
+    """The configuration ``lab.gemm`` runs for a Hopper choice: the registered ``kernel``'s on
+    ``bn``-column tiles (with as many stages as fit) when given, capped at ``blocks``
+    persistent blocks, with stream-K's ``fixup`` when given."""
     from lab.kernels import get_spec
 
     cfg = get_spec(kernel).config
+    if bn:
+        cfg = cfg.tile(cfg.bm, bn)
     if blocks or fixup:
         cfg = replace(cfg, grid=blocks, fixup=fixup or cfg.fixup)
-    if bn:
-        cfg = replace(cfg, bn=bn, stages=NARROW_STAGES[bn])
-    return cfg
+    return cfg.validate()
 
 
 def variants() -> list:
     """The Hopper configurations ``lab.gemm`` may run that are not registered kernels (each
-    FP16 and BF16): stream-K with the atomic fix-up, and rung 11 and stream-K (atomic) on
-    each narrower tile of :data:`NARROW_STAGES` — for the sweep to check."""
+    FP16 and BF16, one grid each: the grid is the launch's): each output's tile-table kernel
+    on every other tile of :data:`TILES`, and stream-K with the atomic fix-up on 128×256 and
+    128×128 tiles — for the suite to check."""
     out = []
     for kind in ("fp16", "bf16"):
-        streamk, rung = f"{HOPPER_STREAMK}_{kind}", f"{HOPPER_RUNG['f16']}_{kind}"
-        out.append(hopper_config(streamk, fixup="atomic"))
-        for bn in NARROW_STAGES:
-            out += [hopper_config(rung, bn=bn), hopper_config(streamk, fixup="atomic", bn=bn)]
-    return [c.validate() for c in out]
+        for rung in HOPPER_RUNG.values():
+            out += [hopper_config(f"{rung}_{kind}", bn=bn) for (_, bn) in TILES if bn != 256]
+        streamk = f"{HOPPER_STREAMK}_{kind}"
+        out += [hopper_config(streamk, fixup="atomic"),
+                hopper_config(streamk, fixup="atomic", bn=128)]
+    return out
+
+
+#: Hopper rung numbers of :data:`HOPPER_RUNG`'s kernels (for :func:`explain`'s reasons).
+_RUNG_NUMBER = {"wgmma_table": 18, "wgmma_handoff_table": 19}
 
 
 def _hopper_rung(out_dtype: str) -> str:
     return HOPPER_RUNG["f32" if out_dtype == "float32" else "f16"]
+
+
+def _hopper(m, n, k, dtype, out_dtype, cc, sms, why) -> Choice:
+    """Compute capability 9.0, 16-bit inputs: the tile-table kernel on the menu's best tile,
+    the next best timed beside it on the first call, and stream-K when the tiles fill less
+    than one wave."""
+    rung = _hopper_rung(out_dtype)
+    ranked = menu(m, n, sms)
+    best = ranked[0][0]
+    timed = [(bm, bn) for i, (est, bm, bn) in enumerate(ranked)
+             if i < 2 or est <= MENU_SLACK * best][:MENU_TIMED]
+    bm, bn = timed[0]
+    tiles = -(-m // bm) * -(-n // bn)
+    blocks = balanced_blocks(tiles, sms)
+    c16 = ", a 16-bit C from its epilogue" if rung == HOPPER_RUNG["f16"] else ""
+    why.append(f"compute capability 9.0 has wgmma and TMA: Hopper rung {_RUNG_NUMBER[rung]}'s "
+               f"kernel (persistent, warp-specialised, tile order from a table{c16}); "
+               f"{bm}x{bn} tiles: {tiles} tiles in {_waves(tiles, sms)} wave(s) of {blocks} "
+               f"blocks on {sms} SMs (the tile menu ranked by waves x tile area / prior)")
+    first = _hopper_choice(rung, m, n, k, dtype, out_dtype, cc, why, sms, bn)
+    others = [_hopper_choice(rung, m, n, k, dtype, out_dtype, cc, why, sms, w)
+              for _, w in timed[1:]]
+    if tiles < sms:
+        others += _streamk(m, n, k, dtype, out_dtype, cc, sms, ("stream-K",))
+    if others:
+        why.append(", ".join(f"{c.bn or 256}-column tiles" if not c.fixup else
+                             f"stream-K on {c.bn or 256}-column tiles" for c in others)
+                   + " timed beside it on the first call at this shape (kept on disk)")
+    return replace(first, why=tuple(why), candidates=tuple(others))
 
 
 def choose(m: int, n: int, k: int, dtype: str, out_dtype: str, cc, sms: int) -> Choice:
@@ -378,47 +427,20 @@ def choose(m: int, n: int, k: int, dtype: str, out_dtype: str, cc, sms: int) -> 
         hopper = tuple(cc) == (9, 0)
         if m <= SMALL_M and SMALL_M_ON:
             return _small_m(m, n, k, dtype, out_dtype, tuple(cc), sms, why)
-        bm, bn = (128, 256) if hopper else (128, 128)
-        small, tiles = few(bm, bn, 64)
+        if hopper:
+            return _hopper(m, n, k, dtype, out_dtype, tuple(cc), sms, why)
+        small, tiles = few(128, 128, 64)
         if small and fp16:
             s = splits_for(tc_tiles(), 64)
-            why.append(f"{tiles} tiles of {bm}x{bn} would fill {tiles}/{sms} SMs and K = {k} "
-                       f"is long: split K into {s} slices of 128x128 tiles (mma.sync, FP32 "
-                       "partials reduced)")
+            why.append(f"{tiles} tiles of 128x128 would fill {tiles}/{sms} SMs and K = {k} "
+                       f"is long: split K into {s} slices (mma.sync, FP32 partials reduced)")
             first = Choice("tc_fp16_splitk", m, n, k, dtype, out_dtype, tuple(cc),
                            tuple(why), splits=s, narrow=out_dtype != "float32")
             others = [replace(first, splits=f) for f in SPLIT_CANDIDATES
                       if f != s and f * 2 * 64 <= k]
-            if hopper:
-                others.append(_hopper_choice(_hopper_rung(out_dtype), m, n, k, dtype,
-                                             out_dtype, cc, ("the wgmma kernel, unsplit",)))
-                if out_dtype != "float32":
-                    others += _streamk(m, n, k, dtype, out_dtype, cc, sms,
-                                       ("the wgmma kernel, stream-K",))
-                    others += _narrow(m, n, k, dtype, out_dtype, cc, sms,
-                                      ("the wgmma kernels on narrower tiles",))
-            why.append("the split factor (and, on 9.0, the unsplit and the stream-K wgmma "
-                       "kernels, also on narrower tiles) is picked by timing the candidates "
-                       "once, on the first call at this shape")
-            return replace(first, why=tuple(why), candidates=tuple(others))
-        if hopper:
-            rung = _hopper_rung(out_dtype)
-            why.append(f"{where} has wgmma and TMA: the persistent warp-specialised kernel "
-                       "(128x256 tiles, TMA-store epilogue" + (
-                           ", a 16-bit C staged a whole tile at a time, 128 blocks)"
-                           if rung != HOPPER_RUNG["f32"] else ")"))
-            if small:
-                why.append("few tiles, but split-K here is built for FP16 only")
-            first = _hopper_choice(rung, m, n, k, dtype, out_dtype, cc, why)
-            if tiles >= sms or out_dtype == "float32":
-                return first
-            why.append(f"{tiles} tiles fill less than one wave of {sms} SMs: the stream-K "
-                       "kernel (k-slices shared over every SM) is timed beside it on the "
+            why.append("the split factor is picked by timing the candidates once, on the "
                        "first call at this shape")
-            return replace(first, why=tuple(why), candidates=tuple(
-                _streamk(m, n, k, dtype, out_dtype, cc, sms, ("the wgmma kernel, stream-K",))
-                + _narrow(m, n, k, dtype, out_dtype, cc, sms,
-                          ("the wgmma kernels on narrower tiles",))))
+            return replace(first, why=tuple(why), candidates=tuple(others))
         name = "tc_fp16" if fp16 else "tc_bf16"
         why.append(f"{where} has mma.sync (no wgmma): chapter 5's tuned kernel")
         if small:
@@ -475,17 +497,14 @@ def _small_m(m, n, k, dtype, out_dtype, cc, sms, why) -> Choice:
     wgmma = []
     if tuple(cc) == (9, 0):
         if m > 64:
-            wgmma.append("the unsplit wgmma kernel")
-            others.append(_hopper_choice(_hopper_rung(out_dtype), m, n, k, dtype, out_dtype,
-                                         cc, ("the wgmma kernel, unsplit",)))
+            wgmma.append("the tile-table wgmma kernel")
+            others += [_hopper_choice(_hopper_rung(out_dtype), m, n, k, dtype, out_dtype, cc,
+                                      ("the wgmma kernel, unsplit",), sms, bn)
+                       for bn in (128, 64)]
         if out_dtype != "float32":
             wgmma.append("the stream-K wgmma kernel")
             others += _streamk(m, n, k, dtype, out_dtype, cc, sms,
                                ("the wgmma kernel, k-slices shared over the SMs",))
-            wgmma.append("both on 128-column tiles")
-            others += [c for c in _narrow(m, n, k, dtype, out_dtype, cc, sms,
-                                          ("the wgmma kernels on narrower tiles",))
-                       if c.bn == 128 and (m > 64 or c.kernel.startswith(HOPPER_STREAMK))]
     if others:
         why.append("tiles and split factors " + ", ".join(
             f"{r or cfg.bm}x{w}/{f}" for w, f, r in found)
@@ -501,19 +520,55 @@ def _shape_key(choice: Choice) -> tuple:
     return (choice.m, choice.n, choice.k, choice.dtype, choice.out_dtype, choice.cc)
 
 
+#: The fields of a choice that the tuning cache on disk keeps (the rest follow from the shape).
+_TUNED_FIELDS = ("kernel", "splits", "bn", "bm", "blocks", "fixup")
+
+
+def _disk_key(choice: Choice) -> str:
+    """The tuning cache's name for ``choice``'s shape on this GPU (its name, SM count and
+    capability); lab.compiler's cache adds the code-generating sources and the toolchain."""
+    from numba import cuda
+
+    dev = cuda.get_current_device()
+    name = dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)
+    return "|".join(map(str, (name, _sm_count(), choice.cc, *_shape_key(choice)[:5])))
+
+
+def _from_disk(choice: Choice) -> Choice | None:
+    """The candidate a previous process's first call picked at this shape, if the cache on
+    disk names one of today's candidates (else None: time them again)."""
+    from lab import compiler
+
+    kept = compiler.recall("tune", _disk_key(choice))
+    if not isinstance(kept, dict):
+        return None
+    for cand in (replace(choice, candidates=()), *choice.candidates):
+        if all(getattr(cand, f) == kept.get(f) for f in _TUNED_FIELDS):
+            return replace(cand, why=choice.why, candidates=(),
+                           tuned=f"{kept.get('tuned', '')} (kept on disk)")
+    return None
+
+
 def tune(choice: Choice, a, b, c, handle: int = 0) -> Choice:
     """The fastest of ``choice`` and its candidates at this shape (one pair of CUDA events
     around :data:`TUNE_CALLS` replays of each one's recorded launch plans, by
     :func:`lab.timing.event_samples`, after the recording call and as many replays as make a
     call of several launches one CUDA graph: the driver calls alone, so that the GPU's time
-    decides, not the launcher's Python or a graph's capture), remembered per shape; ``c`` is
-    overwritten (the caller runs the winner after)."""
+    decides, not the launcher's Python or a graph's capture), remembered per shape in this
+    process and on disk for this GPU, sources and toolchain (as cuBLASLt's heuristics and
+    Triton's autotuning cache do); ``c`` is overwritten (the caller runs the winner after)."""
+    from lab import compiler
+
     key = _shape_key(choice)
     known = _TUNED.get(key)
     if known is not None:
         return known
     if not choice.candidates or not device.GPU:
         return choice
+    best = _from_disk(choice)
+    if best is not None:
+        _TUNED[key] = best
+        return best
     times = []
     for cand in (replace(choice, candidates=()), *choice.candidates):
         with enqueue.stream(handle):       # the first call records its plans, the timed
@@ -522,14 +577,20 @@ def tune(choice: Choice, a, b, c, handle: int = 0) -> Choice:
                                   repeats=1, batch=TUNE_CALLS, stream=handle)[0]
         times.append((ms, cand))
     ms, best = min(times, key=lambda t: t[0])
-    label = ", ".join(f"{c.kernel}{f'/{c.bm or chr(77)}x{c.bn}' if c.bn else ''}"
-                      f"{'/' + str(c.splits) if c.splits > 1 else ''}"
-                      f"{f'/{c.blocks} blocks' if c.blocks else ''}"
-                      f"{'/' + c.fixup if c.fixup else ''} {1e3 * ms:.1f} us"
-                      for ms, c in times)
-    best = replace(best, why=choice.why, candidates=(), tuned=f"first call timed: {label}")
+    label = "first call timed: " + ", ".join(f"{_label(c)} {1e3 * ms:.1f} us"
+                                             for ms, c in times)
+    best = replace(best, why=choice.why, candidates=(), tuned=label)
     _TUNED[key] = best
+    compiler.remember("tune", _disk_key(choice),
+                      dict({f: getattr(best, f) for f in _TUNED_FIELDS}, tuned=label))
     return best
+
+
+def _label(c: Choice) -> str:
+    """A candidate in a few characters: kernel, tile, split factor, blocks, fix-up."""
+    return (f"{c.kernel}{f'/{c.bm or chr(77)}x{c.bn}' if c.bn else ''}"
+            f"{'/' + str(c.splits) if c.splits > 1 else ''}"
+            f"{f'/{c.blocks} blocks' if c.blocks else ''}{'/' + c.fixup if c.fixup else ''}")
 
 
 def explain(A, B, out=None, *, out_dtype: str | None = None, cc=None, sms: int | None = None

@@ -19,7 +19,7 @@ def host(m, n, k, dtype=np.float16):
 
 
 @pytest.mark.parametrize("cc, big, small", [
-    ((9, 0), "wgmma_grid128_fp16", "tc_small_m_fp16"),
+    ((9, 0), "wgmma_table_fp16", "tc_small_m_fp16"),
     ((8, 0), "tc_fp16", "tc_small_m_fp16"),
     ((8, 9), "tc_fp16", "tc_small_m_fp16"),
     ((7, 5), "warptile_tuned", "warptile_tuned_splitk"),
@@ -46,20 +46,21 @@ def test_small_m_takes_the_small_tile_and_writes_16_bit_itself(m, rows):
 
 def test_small_m_covers_decode_and_stops_past_128_rows_and_for_fp32():
     assert GM.SMALL_M == 128
-    assert lab.gemm.explain(*host(129, 4096, 4096), cc=(9, 0)).kernel == "tc_fp16_splitk"
+    assert lab.gemm.explain(*host(129, 4096, 4096), cc=(9, 0)).kernel == "wgmma_table_fp16"
+    assert lab.gemm.explain(*host(129, 2048, 4096), cc=(8, 0)).kernel == "tc_fp16_splitk"
     for m in (65, 128):
         choice = lab.gemm.explain(*host(m, 14336, 4096), cc=(9, 0))
         assert choice.kernel == "tc_small_m_fp16"
-        assert {"wgmma_grid128_fp16", "wgmma_streamk_fp16"} <= {c.kernel
-                                                                for c in choice.candidates}
-        assert "unsplit wgmma" in str(choice) and "stream-K wgmma" in str(choice)
+        assert {"wgmma_table_fp16", "wgmma_streamk_fp16"} <= {c.kernel
+                                                              for c in choice.candidates}
+        assert "tile-table wgmma" in str(choice) and "stream-K wgmma" in str(choice)
         # no wgmma on 8.x: only the small-M kernel's own variants are timed
         c8 = lab.gemm.explain(*host(m, 14336, 4096), cc=(8, 0))
         assert {c.kernel for c in c8.candidates} == {"tc_small_m_fp16"}
     assert lab.gemm.explain(*host(1, 4096, 4096, np.float32), cc=(9, 0)).kernel.startswith(
         "warptile")
     # N <= 128 with a long M: the transposed product would need column-major operands
-    assert lab.gemm.explain(*host(8192, 64, 8192), cc=(9, 0)).kernel == "wgmma_grid128_fp16"
+    assert lab.gemm.explain(*host(8192, 64, 8192), cc=(9, 0)).kernel == "wgmma_table_fp16"
 
 
 @pytest.mark.parametrize("m", [1, 64, 128])
@@ -94,7 +95,8 @@ GM = sys.modules["lab.gemm"]          # the module (lab.gemm is the function)
 
 def test_small_m_can_be_turned_off(monkeypatch):
     monkeypatch.setattr(GM, "SMALL_M_ON", False)
-    assert lab.gemm.explain(*host(1, 4096, 4096), cc=(9, 0)).kernel == "tc_fp16_splitk"
+    assert lab.gemm.explain(*host(1, 4096, 4096), cc=(9, 0)).kernel == "wgmma_table_fp16"
+    assert lab.gemm.explain(*host(1, 4096, 4096), cc=(8, 0)).kernel == "tc_fp16_splitk"
 
 
 class FakeTensor:
@@ -260,40 +262,56 @@ def test_every_hopper_choice_is_a_registered_kernel_writing_that_c(dtype, out_dt
             assert cfg.out == "f32" and not c.narrow
 
 
+@pytest.mark.parametrize("tiles, sms, blocks", [(512, 132, 128), (384, 132, 128),
+                                                 (288, 132, 96), (133, 132, 67), (1, 132, 1),
+                                                 (2048, 132, 128), (264, 132, 132)])
+def test_balanced_blocks_finish_in_the_same_waves(tiles, sms, blocks):
+    assert GM.balanced_blocks(tiles, sms) == blocks
+    waves = -(-tiles // sms)
+    assert -(-tiles // blocks) == waves and -(-tiles // (blocks - 1 or 1)) >= waves
+
+
+def test_the_tile_menu_ranks_by_waves():
+    """3072³: 288 tiles of 128×256 fill 2.2 waves of 132 SMs, 384 of 128×192 fill 2.9: the
+    narrower tile first, on 128 blocks (3 whole waves); 4096³ keeps 128×256 on 128 blocks,
+    and the next tiles are timed beside it; a 16-bit C on rung 18, FP32 on rung 19."""
+    odd = lab.gemm.explain(*host(3072, 3072, 3072), cc=(9, 0), sms=132)
+    assert (odd.kernel, odd.bn, odd.blocks) == ("wgmma_table_fp16", 192, 128)
+    assert "3 wave(s) of 128 blocks" in str(odd)
+    square = lab.gemm.explain(*host(4096, 4096, 4096), cc=(9, 0), sms=132)
+    assert (square.kernel, square.bn, square.blocks) == ("wgmma_table_fp16", 0, 128)  # own
+    assert {c.bn for c in square.candidates} == {128, 192}
+    assert not any(c.fixup for c in square.candidates)        # a full wave: no stream-K
+    wide = lab.gemm.explain(*host(4096, 4096, 4096), out_dtype="float32", cc=(9, 0), sms=132)
+    assert wide.kernel == "wgmma_handoff_table_fp16" and wide.blocks == 128
+    assert not wide.narrow
+
+
 def test_less_than_one_wave_of_wgmma_tiles_times_stream_k():
-    few = lab.gemm.explain(*host(512, 4096, 4096), cc=(9, 0), sms=132)      # 64 tiles
-    assert few.kernel == "wgmma_grid128_fp16"
-    assert [(c.kernel, c.blocks, c.fixup) for c in few.candidates[:6]] == [
-        ("wgmma_streamk_fp16", b, f) for f in ("", "atomic") for b in (0, 96, 64)]
-    assert [(c.kernel, c.bn, c.fixup) for c in few.candidates[6:]] == [
-        ("wgmma_grid128_fp16", 128, ""), ("wgmma_streamk_fp16", 128, "atomic")]
-    assert "(128-column tiles)" in str(few.candidates[6])
-    narrow = lab.gemm.explain(*host(8192, 64, 8192), cc=(9, 0), sms=132)     # N = 64
-    assert {c.bn for c in narrow.candidates} == {0, 128, 64}
+    few = lab.gemm.explain(*host(512, 4096, 4096), cc=(9, 0), sms=132)
+    assert few.kernel == "wgmma_table_fp16"
+    streamk = [c for c in few.candidates if c.kernel == "wgmma_streamk_fp16"]
+    assert [(c.bn, c.fixup) for c in streamk] == [(0, "atomic"), (128, "atomic")]
     assert "stream-K" in str(few)
-    assert "(on 96 blocks)" in str(few.candidates[1])
-    assert "(on 64 blocks) (fix-up atomic)" in str(few.candidates[5])
-    tiny = lab.gemm.explain(*host(1, 256, 128), cc=(9, 0), sms=132)   # 1 tile, 2 k-slices
-    assert not any(c.blocks for c in tiny.candidates)
-    full = lab.gemm.explain(*host(4096, 4096, 4096), cc=(9, 0), sms=132)    # 512 tiles
-    assert not full.candidates
     wide = lab.gemm.explain(*host(512, 4096, 4096), out_dtype="float32", cc=(9, 0), sms=132)
-    assert wide.kernel == "wgmma_tmastore_fp16" and not wide.candidates
+    assert not any(c.fixup for c in wide.candidates)      # stream-K writes a 16-bit C only
 
 
 def test_variants_are_the_configurations_gemm_builds_beyond_the_registry():
     got = lab.gemm.variants()
-    assert len(got) == 10                  # (stream-K atomic + 2 narrow widths × 2) × 2 types
-    assert {c.bn for c in got} == {256, 128, 64}
+    assert len(got) == 16          # (2 outputs × 3 narrower tiles + 2 stream-K) × 2 types
+    assert {c.bn for c in got} == {256, 192, 128, 64}
     assert all(c.fixup == "atomic" for c in got if c.streamk)
     assert {c.kind for c in got} == {"f16", "bf16"}
+    assert all(c.shared_bytes + 1024 <= 227 * 1024 and c.stages >= 3 for c in got)
 
 
 def test_the_sweep_checks_what_the_launcher_runs():
     """Every Hopper candidate lab.gemm may time beyond a registered kernel is one of the
     configurations the sweep checks (lab.gemm.variants), built the same way."""
     checked = set(lab.gemm.variants())
-    for shape in [(128, 14336, 4096), (8192, 64, 8192), (128, 4096, 14336), (512, 4096, 4096)]:
+    for shape in [(128, 14336, 4096), (8192, 64, 8192), (128, 4096, 14336), (512, 4096, 4096),
+                  (3072, 3072, 3072), (12345, 768, 2048)]:
         for c in lab.gemm.explain(*host(*shape), cc=(9, 0), sms=132).candidates:
             if c.kernel.startswith("wgmma_") and (c.bn or c.fixup):
                 cfg = lab.gemm.hopper_config(c.kernel, 0, c.fixup, c.bn)

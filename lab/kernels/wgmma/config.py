@@ -4,9 +4,8 @@ the rules that say which combinations exist.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from lab import hopper
 
 SIGNATURES = {
     "cpasync": {"f16": "void(float16[:, ::1], float16[:, ::1], float32[:, ::1])",
@@ -34,6 +33,8 @@ FP8_KINDS = ("e4m3", "e5m2")
 #: Output types of the TMA-store epilogue: bytes per value (BF16 travels as uint16 bits).
 #: A 16-bit input kind may leave in its own type (``out`` = ``kind``), as ``torch.mm`` returns.
 OUT_BYTES = {"f32": 4, "bf16": 2, "f16": 2}
+#: Tile widths: whole 64-column boxes of B (its 128-byte swizzled rows), each a wgmma N.
+TILE_N = (64, 128, 192, 256)
 
 
 @dataclass(frozen=True)
@@ -178,6 +179,14 @@ class HopperConfig:
     def shared_bytes(self) -> int:
         return self.stages * self.stage_bytes + self.epilogue_bytes
 
+    def tile(self, bm: int, bn: int) -> "HopperConfig":
+        """This configuration on ``bm``×``bn`` tiles with as many stages (2…8) as fit in shared
+        memory beside its staging (the menu of ``lab.gemm``: a narrower tile is a smaller
+        stage, so more of them)."""
+        cfg = replace(self, bm=bm, bn=bn, stages=2)
+        room = MAX_SHARED - 1024 - cfg.epilogue_bytes
+        return replace(cfg, stages=max(2, min(8, room // cfg.stage_bytes))).validate()
+
     @property
     def label(self) -> str:
         parts = [f"{self.bm}x{self.bn}x{self.bk}", f"{self.stages} stages", self.loader,
@@ -234,9 +243,8 @@ class HopperConfig:
             problems.append(f"kind must be one of {tuple(ELEM_BYTES)}, not {self.kind!r}")
         if self.loader not in ("cpasync", "tma"):
             problems.append(f"loader must be 'cpasync' or 'tma', not {self.loader!r}")
-        if self.bn not in hopper.WGMMA_N and not (self.fp8 and self.bn in (192,)):
-            problems.append(f"bn must be one of {hopper.WGMMA_N}"
-                            + (" or 192" if self.fp8 else ""))
+        if self.bn not in TILE_N:
+            problems.append(f"bn must be one of {TILE_N}")
         if self.bm % (64 * (1 if self.pingpong else self.consumers)) or self.bm > 256:
             problems.append("bm must be a multiple of 64 per consumer warpgroup, at most 256")
         if self.mt * self.bn // 2 > 128:

@@ -4,6 +4,8 @@ stream-K's workspace, the tile table), and the registry's wrappers for a 16-bit 
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 from numba import cuda
 
@@ -20,7 +22,11 @@ _BUILT = LRU(512)
 
 
 def kernel_for(cfg: HopperConfig):
-    """The (cached) kernel for ``cfg``: rungs 1–3's own, or the specialized skeleton's."""
+    """The (cached) kernel for ``cfg``: rungs 1–3's own, or the specialized skeleton's. The
+    persistent grid is the launch's (the kernel reads ``gridDim``): configurations that differ
+    only in ``grid`` share one kernel."""
+    cfg = replace(cfg, grid=0) if cfg.persistent else cfg
+
     def make():
         if cfg.loader == "cpasync":
             return build_cpasync(cfg)
