@@ -190,3 +190,41 @@ def solution_values(namespace: dict, prefix: str) -> dict:
             short = key.removeprefix(f"{name}_")
             out[f"{name}_{short}"] = _fmt(short, v)
     return out
+
+
+# ----------------------------------------------------------------------------- evidence
+
+def verdict_word(lowest: float, highest: float) -> str:
+    """The word a ratio to the yardstick supports, from its range over the processes: "past"
+    only when the lowest process is above 1, "behind" when the highest is below 1, "level"
+    when the range holds 1."""
+    if lowest > 1:
+        return "past"
+    if highest < 1:
+        return "behind"
+    return "level"
+
+
+def evidence_box(rows: list[dict], *, claim: str, method: str, yardstick: str):
+    """The evidence beside a chapter's headline, as a boxed table: per row (``what``,
+    ``ours`` and ``theirs`` in TFLOP/s, the median ``ratio`` with its ``lowest`` and
+    ``highest`` process, the SM clock ``mhz_ours`` and ``mhz_theirs`` in MHz) both sides'
+    rates, the ratio and its range, both clocks and the word the range supports
+    (:func:`verdict_word`); ``method`` says how the calls were timed."""
+    import html
+
+    table_rows = [{"case": r["what"],
+                   "ours / yardstick TFLOP/s": f"{r['ours']:.0f} / {r['theirs']:.0f}",
+                   "ratio (processes)": f"{r['ratio']:.3f} ({r['lowest']:.3f}–{r['highest']:.3f})",
+                   "SM MHz ours / yardstick": f"{r['mhz_ours']:.0f} / {r['mhz_theirs']:.0f}",
+                   "word": verdict_word(r["lowest"], r["highest"])} for r in rows]
+    inner = page.table(table_rows, digits=3)
+    head = (f'<p class="lab-evidence-title"><strong>Evidence:</strong> {html.escape(claim)}</p>'
+            f'<p class="lab-evidence-method">Yardstick: {html.escape(yardstick)}. '
+            f'Timing: {html.escape(method)}. "past" only when the lowest process is above 1, '
+            '"behind" when the highest is below 1, "level" otherwise.</p>')
+    text = (f"Evidence: {claim}\nYardstick: {yardstick}. Timing: {method}.\n"
+            + inner._bundle["text/plain"])
+    return page._Output({"text/plain": text,
+                         "text/html": f'<div class="lab-evidence">{head}'
+                                      f'{inner._bundle["text/html"]}</div>'})

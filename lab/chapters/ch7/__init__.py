@@ -1,11 +1,13 @@
-"""Chapter 7, Hopper: wgmma, TMA, mbarriers, warp specialization and clusters, rung by rung.
+"""Chapter 7, Hopper: wgmma, TMA, mbarriers, warp specialization and clusters, rung by rung, on
+two pages (7.1, rungs 1-8: the machinery; 7.2, rungs 9-19: past cuBLAS) and an appendix of the
+changes measured and rejected, all three gluing from this package.
 
 The page's sections, in order, one module each: :mod:`.s1_result` (the ladder against cuBLAS,
 medians of three processes), :mod:`.s2_idea` (what wgmma changes, the shared layout),
 :mod:`.s3_rungs` (what each rung changes and what Nsight Compute saw), :mod:`.s4_stability`
 (how steady the numbers are, and why rung 8 was not), :mod:`.s5_past` (past rung 8),
 :mod:`.s6_trace` (stream-K traced, step by step), :mod:`.s7_table` (rungs 18 and 19, the
-tile table); the drawings in :mod:`.figures`, the
+tile table, and the evidence beside the headline of the second page); the drawings in :mod:`.figures`, the
 exercises' solutions in :mod:`.solutions`, the results files' rows in :mod:`.common`. The
 notebook calls only the names imported here.
 """
@@ -24,13 +26,13 @@ from lab.chapters.ch7.s4_stability import cluster_table, host_figure
 from lab.chapters.ch7.s5_past import past_profile_table, past_table, steps_table, \
     streamk_table
 from lab.chapters.ch7.s6_trace import trace_figure
-from lab.chapters.ch7.s7_table import table_table
+from lab.chapters.ch7.s7_table import evidence_box, table_table
 
 __all__ = ["descriptors_figure", "epilogue_timeline_figure", "multicast_figure", "ring_figure",
            "headline_table", "ladder_figure", "instruction_table", "layout_check",
            "config_diff", "profile_table", "region", "region_diff", "region_lines", "rung_change",
            "cluster_table", "host_figure", "past_table", "past_profile_table", "steps_table",
-           "streamk_table", "trace_figure", "table_table", "figure", "glue",
+           "streamk_table", "trace_figure", "table_table", "evidence_box", "figure", "glue",
            "checks_table"]
 
 

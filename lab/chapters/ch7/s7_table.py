@@ -60,4 +60,60 @@ def values() -> dict:
         "tab_p17_kcycles": kcycles("past:" + F32_HANDOFF),
         "tab_p19_kcycles": kcycles("past:" + F32_TABLE),
         "tab_pcublas_kcycles": kcycles("cublas_fp16"),
+        "tab15_4096_fp16": ratio(UNIFORM, "float16"),
+        "tab_fastcu_4096": ratio(FASTCU, "bfloat16"),
+        "tab_fastcu_8192": f"{_summary(FASTCU, 'bfloat16', 8192)['ratio']:.3f}",
+        "tab_fastcu_8192_tflops": f"{_summary(FASTCU, 'bfloat16', 8192)['tflops']:.0f}",
+        **evidence_values(),
     }
+
+
+#: The yardstick of each headline rung: its summary row's label, by input type.
+YARDSTICK = {TABLE: {"float16": "torch.mm f16 (F16 out)", "bfloat16": "torch.mm bf16 (BF16 out)"},
+             F32_TABLE: {"float16": "cublas_fp16 (FP32 out)",
+                         "bfloat16": "cublas_bf16 (FP32 out)"}}
+
+
+def evidence_rows() -> list[dict]:
+    """Rungs 18 and 19 against their yardsticks, both sizes and input types, from the run that
+    timed them (``hopper_table``): both sides' TFLOP/s and SM clock, the median ratio and the
+    lowest and highest process."""
+    rows = []
+    for kernel, rung in ((TABLE, 18), (F32_TABLE, 19)):
+        for size in (4096, 8192):
+            for dtype, short in (("float16", "FP16"), ("bfloat16", "BF16")):
+                ours = _summary(kernel, dtype, size)
+                theirs = _summary(YARDSTICK[kernel][dtype], dtype, size)
+                rows.append({"what": f"rung {rung}, {short} {size}³", "ours": ours["tflops"],
+                             "theirs": theirs["tflops"], "ratio": ours["ratio"],
+                             "lowest": ours["ratio_min"], "highest": ours["ratio_max"],
+                             "mhz_ours": ours["sm_mhz"], "mhz_theirs": theirs["sm_mhz"]})
+    return rows
+
+
+def evidence_box():
+    """The evidence beside the page's headline: :func:`evidence_rows` with the timing method
+    the run recorded and the word each row's range supports."""
+    from lab.chapters.common import evidence_box as box
+
+    data = results.load("hopper_table")
+    return box(evidence_rows(),
+               claim="rung 18 (16-bit C) against torch.mm, rung 19 (FP32 C) against cuBLAS "
+                     "with FP32 output, medians of "
+                     f"{data['parameters']['processes']} processes on one H200",
+               method="GPU-only — " + data["parameters"]["timing"],
+               yardstick="torch.mm with the same 16-bit output for rung 18; cuBLAS with FP32 "
+                         "output for rung 19; same input type, same process")
+
+
+def evidence_values() -> dict:
+    """The words the evidence supports, for the prose: rung 18's and rung 19's at 4096³ FP16,
+    and how many of the eight rows are past."""
+    from lab.chapters.common import verdict_word
+
+    rows = evidence_rows()
+    words = [verdict_word(r["lowest"], r["highest"]) for r in rows]
+    return {"ev_past_rows": f"{words.count('past')} of {len(rows)}",
+            "ev18_4096_fp16_word": words[0], "ev19_4096_fp16_word": words[4],
+            "ev18_4096_fp16_tflops": f"{rows[0]['ours']:.0f}",
+            "ev19_4096_fp16_tflops": f"{rows[4]['ours']:.0f}"}

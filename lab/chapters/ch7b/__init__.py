@@ -22,8 +22,8 @@ from lab.chapters.ch7b.s2_kernel import (config_table, kernel_source, promotion_
 from lab.chapters.ch7b.s3_check import check_here
 from lab.chapters.ch7b.s4_accuracy import (accuracy_figure, accuracy_rows, accuracy_table,
                                            predicted_rows, predicted_table)
-from lab.chapters.ch7b.s5_speed import (cluster_table, speed_figure, speed_rows, speed_table,
-                                        sweep_table, tile_rows, tile_table)
+from lab.chapters.ch7b.s5_speed import (cluster_table, evidence_box, speed_figure, speed_rows,
+                                        speed_table, sweep_table, tile_rows, tile_table)
 from lab.chapters.ch7b.solutions import ex7b_1, ex7b_2, ex7b_3
 
 __all__ = ["code_table", "format_table", "quantization_table", "values_figure",
@@ -31,7 +31,7 @@ __all__ = ["code_table", "format_table", "quantization_table", "values_figure",
            "check_here", "accuracy_figure", "accuracy_rows", "accuracy_table",
            "predicted_rows", "predicted_table", "cluster_table", "speed_figure", "speed_rows",
            "speed_table", "sweep_table", "tile_rows", "tile_table", "ex7b_1", "ex7b_2",
-           "ex7b_3", "values", "glue"]
+           "ex7b_3", "values", "glue", "evidence_box", "answer"]
 
 
 def values() -> dict:
@@ -42,3 +42,8 @@ def values() -> dict:
 def glue():
     """Glue :func:`values` into the prose; returns them as one checked text block."""
     return page.glue(values())
+
+
+def answer(solution: dict):
+    """A worked solution's values as a two-column table (quantity, value)."""
+    return page.table([{"quantity": k, "value": v} for k, v in solution.items()])

@@ -228,3 +228,32 @@ def values() -> dict:
     v["rounds_192_4096"] = f"{tiles[(f'{SIZES[0]}³', '128×192')]['rounds']}"
     v.update(cluster_values())
     return v
+
+
+#: The headline kernel (Hopper rungs 10 and 11 for FP8) and its yardstick, as labelled in
+#: ``hopper_past``'s rows.
+HEADLINE, HEADLINE_YARDSTICK = ("fp8 bf16 out whole-tile grid 128",
+                                "cuBLASLt e4m3 fast accum (BF16 out)")
+
+
+def evidence_box():
+    """The evidence beside the headline: the FP8 kernel with Hopper rungs 10 and 11 against
+    cuBLASLt's fast accumulation (BF16 output) at both sizes, from chapter 7's run (GPU-only,
+    medians over processes): both sides' TFLOP/s and SM clock, the ratio, its range and the
+    word the range supports."""
+    from lab.chapters.common import evidence_box as box
+
+    data = results.load("hopper_past")
+    by = {(r["kernel"], r["m"]): r for r in _past_rows()}
+    rows = [{"what": f"e4m3, BF16 C, {n}³", "ours": by[HEADLINE, n]["tflops"],
+             "theirs": by[HEADLINE_YARDSTICK, n]["tflops"], "ratio": by[HEADLINE, n]["ratio"],
+             "lowest": by[HEADLINE, n]["ratio_min"], "highest": by[HEADLINE, n]["ratio_max"],
+             "mhz_ours": by[HEADLINE, n]["sm_mhz"], "mhz_theirs": by[HEADLINE_YARDSTICK, n]["sm_mhz"]}
+            for n in SIZES]
+    processes = min(by[HEADLINE, n]["processes"] for n in SIZES)
+    return box(rows, claim="our FP8 kernel with Hopper rungs 10 and 11 against cuBLASLt, "
+                           f"medians of {processes} processes on one H200",
+               method="GPU-only — " + data["parameters"]["timing"],
+               yardstick="cuBLASLt e4m3 with fast accumulation (no promotion), per-tensor "
+                         "scales, BF16 output, same process; against its promoting path our "
+                         "promoting kernels are far behind (the speed section)")
