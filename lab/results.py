@@ -20,10 +20,15 @@ What :func:`validate` checks:
 * derived fields against their sources: ``tflops`` (and ``gflops``) against
   ``2·m·n·k / median_ms``, ``min_ms ≤ median_ms ≤ max_ms``, and ``pct_cublas`` against the cuBLAS
   row(s) of the same shape (or the row's own ``cublas_tflops``, itself within the cuBLAS rows);
+* summary rows (``part`` "summary") against the rows they summarise: median, lowest, highest
+  and count (:data:`SUMMARISED`);
 * provenance against the data: every SM clock (provenance and rows) within the GPU's range —
   at most its ``max_sm_clock_mhz``, and for a GPU in :data:`GPU_CLOCKS` within its supported
-  clocks, its maximum and memory clock exactly; no timed row repeated field for field (two
-  timings are never bit-identical: a repeated one is a copied row, not a second measurement).
+  clocks, its maximum and memory clock exactly; a maximum the file states where it sampled
+  clocks (``max_sm_mhz``) the GPU's, not a cap's;
+* no timed row repeated field for field (two timings are never bit-identical: a repeated one is
+  a copied row, not a second measurement), nor two timed rows of one measurement
+  (:func:`identity`) with different values.
 
 :func:`load` also checks that the GPU named in the provenance is the GPU of the folder the
 file lies in. It reads and validates a file once: what it returns is kept (:data:`FILES_KEPT`
@@ -43,6 +48,7 @@ import json
 import math
 import os
 import re
+import statistics
 from pathlib import Path
 from typing import Callable
 
@@ -198,10 +204,12 @@ ROW_TYPES: dict[str, Kind] = {
     "skipped": COUNT,
 }
 
+#: An SM or memory clock: a number, or nvidia-smi's text.
+CLOCK_MHZ = NONNEG | CLOCK
 #: Types by the shape of a field's name, for fields :data:`ROW_TYPES` does not list.
 SUFFIX_TYPES: tuple[tuple[str, Kind], ...] = (
     (r"_(ms|us|s)$", NONNEG), (r"(^|_)(tflops|gflops|gbps)(_|$)", NONNEG), (r"_bytes$", NONNEG),
-    (r"^pct_", NONNEG), (r"_mhz$", NONNEG | CLOCK), (r"^regs", COUNT),
+    (r"^pct_", NONNEG), (r"_mhz$", CLOCK_MHZ), (r"^regs", COUNT),
 )
 
 TOP_LEVEL = {"schema_version": INT, "experiment": TEXT, "parameters": Kind("an object",
@@ -349,6 +357,51 @@ def _check_derived(rows: list, source: str) -> None:
                       f"TFLOP/s, but the cuBLAS row(s) of that shape say {rows_named}")
 
 
+#: What a summary row (``part`` "summary") says of the rows it summarises — the rows of other
+#: parts with its kernel (and dtype, m, n, k where both carry them), second timings (``again``)
+#: left out: their field, its median, lowest and highest in the summary, and how many there are.
+SUMMARISED = (("tflops", "tflops", "tflops_min", "tflops_max", "processes"),
+              ("median_ms", "median_ms", "min_ms", "max_ms", "processes"),
+              ("ms_per_call", "median_ms", "min_ms", "max_ms", "repeats"))
+SUMMARY_KEY = ("kernel", "dtype", "m", "n", "k")
+
+
+def _summarised(summary: dict, rows: list) -> list[tuple[int, dict]]:
+    return [(j, r) for j, r in enumerate(rows) if r.get("part") != "summary"
+            and not r.get("again")
+            and all(r.get(f) == summary[f] for f in SUMMARY_KEY if f in summary and f in r)]
+
+
+def _check_summaries(rows: list, source: str) -> None:
+    """Every summary row against the rows it summarises (:data:`SUMMARISED`)."""
+    for i, s in enumerate(rows):
+        if s.get("part") != "summary":
+            continue
+        them = _summarised(s, rows)
+        claims = [e for e in SUMMARISED if all(f in s for f in e[1:4])]
+        checked = [_check_summary(i, s, e, them, source) for e in claims]
+        if claims and not any(checked):
+            _fail(source, f"rows[{i}]", f"summarises {s.get('kernel')!r}, but no row of another "
+                  f"part of that kernel carries {' or '.join(e[0] for e in claims)}")
+
+
+def _check_summary(i: int, s: dict, entry: tuple, them: list, source: str) -> bool:
+    """One :data:`SUMMARISED` entry of the summary ``rows[i]``; False where none of the rows
+    it summarises carries the field."""
+    field, median, lowest, highest, count = entry
+    found = [(j, r[field]) for j, r in them if _number(r.get(field))]
+    if not found:
+        return False
+    values = sorted(v for _, v in found)
+    named = f"the {len(found)} {field} of rows " + ", ".join(str(j) for j, _ in found)
+    for f, want in ((median, statistics.median(values)), (lowest, values[0]), (highest, values[-1])):
+        if not (_number(s[f]) and _close(s[f], want)):
+            _fail(source, f"rows[{i}].{f}", f"is {s[f]!r}, but {named} give {want!r}")
+    if count in s and s[count] != len(found):
+        _fail(source, f"rows[{i}].{count}", f"is {s[count]!r}, but it summarises {named}")
+    return True
+
+
 def validate(data: object, source: str = "<results>") -> dict:
     """Check ``data`` against the schema (module docstring); return it, or raise ResultsError
     naming the source, the field (``rows[3].tflops``) and what is wrong with it."""
@@ -391,8 +444,9 @@ def validate(data: object, source: str = "<results>") -> dict:
             if kind is not None and not (v is None and f not in required):
                 _check(kind, v, source, f"rows[{i}].{f}")
     _check_derived(data["rows"], source)
+    _check_summaries(data["rows"], source)
     _check_clocks(data, source)
-    _check_repeats(data["rows"], source)
+    _check_repeats(data["rows"], source, data["experiment"])
     return data
 
 
@@ -420,6 +474,7 @@ def _check_clocks(data: dict, source: str) -> None:
         lo, hi = 1, top
     if hi is None:
         return
+    _check_stated_maximum(data, source, hi)
     where = [(f"provenance.{k}", v) for k, v in prov.items() if SM_CLOCK_FIELD.match(k)]
     where += [(f"rows[{i}].{k}", v) for i, r in enumerate(data["rows"]) for k, v in r.items()
               if SM_CLOCK_FIELD.match(k)]
@@ -430,23 +485,67 @@ def _check_clocks(data: dict, source: str) -> None:
                   f"{lo}…{hi:g} MHz")
 
 
+def _check_stated_maximum(data: dict, source: str, top: float) -> None:
+    """A file that states its GPU's maximum SM clock where it sampled the clock (``max_sm_mhz``
+    in its parameters or rows) states the GPU's maximum ``top``: a lower one is a run under a
+    clock cap, whose timings are not the GPU's."""
+    where = [("parameters.max_sm_mhz", data["parameters"].get("max_sm_mhz"))]
+    where += [(f"rows[{i}].max_sm_mhz", r.get("max_sm_mhz")) for i, r in enumerate(data["rows"])]
+    for at, value in where:
+        mhz = _mhz(value)
+        if mhz is not None and mhz != top:
+            _fail(source, at, f"is {value!r} MHz, but the {data['provenance']['gpu']}'s maximum "
+                  f"SM clock is {top:g} MHz: measured under a clock cap, not at full clock")
+
+
 def _is_timed(row: dict) -> bool:
     return any(_number(v) and re.search(r"_(ms|us|s)$", k) for k, v in row.items())
 
 
-def _check_repeats(rows: list, source: str) -> None:
-    """No timed row twice, field for field (module docstring)."""
+#: Row fields that say what a measurement found, not which measurement a row is.
+VERDICT_FIELDS = frozenset({"ok", "passed", "checked", "errors", "error", "first_failure",
+                            "returncode", "status", "summary", "cells", "failed", "skipped",
+                            "launched", "regs_gpu_errors"})
+#: Timed rows that repeat an identity in a committed file, by experiment and part, until it is
+#: measured again: ``multi_gpu`` times the FP32 add once per input type's pass, and its rows do
+#: not say which pass (``lab/multi/worker.py``).
+KNOWN_REPEATS = {"multi_gpu": ("add",)}
+
+
+def _measured(field: str, value) -> bool:
+    kind = type_of(field)
+    return (field in VERDICT_FIELDS or isinstance(value, float)
+            or any(kind is k for k in (NONNEG, FRACTION, NUMBERS, CLOCK_MHZ)))
+
+
+def identity(row: dict) -> dict:
+    """Which measurement ``row`` is: its fields less what was measured or found (numbers of
+    time, rate, share, clock; verdicts), with a sample's time ``t_s`` kept."""
+    return {f: v for f, v in row.items() if f == "t_s" or not _measured(f, v)}
+
+
+def _check_repeats(rows: list, source: str, experiment: str) -> None:
+    """No timed row twice (module docstring): neither field for field nor as the same
+    measurement (:func:`identity`) with other values, which a reader keyed on the row would
+    take one of and a figure plot twice."""
     seen: dict[str, int] = {}
     for i, row in enumerate(rows):
         if not _is_timed(row):
             continue
-        key = json.dumps(row, sort_keys=True)
-        if key in seen:
-            raise ResultsError(f"{source}: rows[{i}] repeats rows[{seen[key]}] field for field "
-                               f"(kernel {row.get('kernel', '?')!r}, shape "
-                               f"{_shape_key(row)}); a timing never comes out bit-identical "
-                               "twice, so one of them is a copy — delete it or measure again")
-        seen[key] = i
+        j = seen.setdefault(json.dumps(identity(row), sort_keys=True), i)
+        if j == i or row.get("part") in KNOWN_REPEATS.get(experiment, ()):
+            continue
+        what = (f"kernel {row.get('kernel', '?')!r}, shape {_shape_key(row)}")
+        if row == rows[j]:
+            raise ResultsError(f"{source}: rows[{i}] repeats rows[{j}] field for field ({what}); "
+                               "a timing never comes out bit-identical twice, so one of them "
+                               "is a copy — delete it or measure again")
+        differ = ", ".join(f"{f} {rows[j].get(f)!r} and {row.get(f)!r}" for f in row
+                           if row.get(f) != rows[j].get(f))
+        raise ResultsError(f"{source}: rows[{i}] and rows[{j}] are the same measurement ({what}, "
+                           f"every field that says which measurement alike) with different "
+                           f"values ({differ}); a reader of one row takes either — keep one, "
+                           "or add the field that tells them apart")
 
 
 def _slug(name) -> str:

@@ -223,6 +223,81 @@ def test_a_copied_timing_row_is_named_with_both_rows(tree):
                                                    r"rows\[2\] field for field"):
         results.load("fp32_ladder")
 
+def test_two_rows_of_one_measurement_with_different_values_are_named(tree):
+    def again(d):
+        d["rows"].insert(5, {**d["rows"][2], "max_ms": d["rows"][2]["max_ms"] * 2})
+    _edit(tree / "fp32_ladder.json", again)
+    with pytest.raises(results.ResultsError, match=r"fp32_ladder\.json: rows\[5\] and rows\[2\] "
+                       r"are the same measurement .*with different values \(max_ms "):
+        results.load("fp32_ladder")
+
+def test_a_field_that_tells_two_measurements_apart_lets_both_stand():
+    data = results.thaw(results.load("fp32_ladder"))
+    row = data["rows"][2]
+    data["rows"].append({**row, "max_ms": row["max_ms"] * 2, "process": 1})
+    assert results.validate(data, "fp32_ladder.json")
+
+@pytest.mark.parametrize("experiment, part", [(e, p) for e, parts in
+                                              results.KNOWN_REPEATS.items() for p in parts])
+def test_a_known_repeat_is_still_in_its_committed_file_and_nowhere_else(experiment, part):
+    """An exemption goes when its file is measured again; it covers its own part only."""
+    data = results.thaw(results.load(experiment))
+    ids = [json.dumps(results.identity(r), sort_keys=True) for r in data["rows"]
+           if r.get("part") == part]
+    assert len(set(ids)) < len(ids), f"{experiment}.json no longer repeats a {part!r} row: " \
+        "remove it from KNOWN_REPEATS"
+    other = next(r for r in data["rows"] if r.get("part") != part and "median_ms" in r)
+    data["rows"].append({**other, "max_ms": other["max_ms"] * 2})
+    with pytest.raises(results.ResultsError, match="are the same measurement"):
+        results.validate(data, f"{experiment}.json")
+
+def _summary_of(d):
+    return next(r for r in d["rows"] if r["part"] == "summary")
+
+@pytest.mark.parametrize("experiment, field, change, pattern", [
+    ("hopper_table", "tflops", 1.01, r"tflops' is .*, but the 3 tflops of rows \d+, \d+, \d+ give"),
+    ("hopper_table", "tflops_max", 1.01, r"tflops_max' is .*, but the 3 tflops of rows"),
+    ("hopper_profile", "min_ms", 0.99, r"min_ms' is .*, but the 3 median_ms of rows"),
+    ("fp32_profile", "processes", 2, r"processes' is 2, but it summarises the 3 median_ms of "),
+    ("clocks", "max_ms", 1.01, r"max_ms' is .*, but the \d+ ms_per_call of rows"),
+], ids=["hopper_table-tflops", "hopper_table-tflops_max", "hopper_profile-min_ms",
+         "fp32_profile-processes", "clocks-max_ms"])
+def test_a_summary_that_disagrees_with_its_rows_is_named(tree, experiment, field, change,
+                                                          pattern):
+    def edit(d):
+        s = _summary_of(d)
+        s[field] = change if field == "processes" else s[field] * change
+    _edit(tree / f"{experiment}.json", edit)
+    with pytest.raises(results.ResultsError, match=rf"{experiment}\.json: field "
+                                                   rf"'rows\[\d+\]\.{pattern}"):
+        results.load(experiment)
+
+def test_a_summary_of_rows_that_are_gone_is_named(tree):
+    def drop(d):
+        kernel = _summary_of(d)["kernel"]
+        d["rows"] = [r for r in d["rows"] if r["part"] != "time" or r["kernel"] != kernel]
+    _edit(tree / "hopper_table.json", drop)
+    with pytest.raises(results.ResultsError, match=r"hopper_table\.json: field 'rows\[\d+\]' "
+                       r"summarises .*, but no row of another part of that kernel carries "
+                       r"tflops"):
+        results.load("hopper_table")
+
+@pytest.mark.parametrize("where", ["parameters", "row"])
+def test_a_maximum_clock_below_the_gpus_is_named(tree, where):
+    """A file that states the maximum SM clock it sampled at states the GPU's: a lower one is a
+    run under a clock cap, not at full clock."""
+    def capped(d):
+        if where == "parameters":
+            d["parameters"]["max_sm_mhz"] = 1200.0
+        else:
+            next(r for r in d["rows"] if "max_sm_mhz" in r)["max_sm_mhz"] = 1200.0
+    _edit(tree / "clocks.json", capped)
+    at = r"parameters\.max_sm_mhz" if where == "parameters" else r"rows\[\d+\]\.max_sm_mhz"
+    with pytest.raises(results.ResultsError, match=rf"clocks\.json: field '{at}' is 1200\.0 MHz, "
+                       r"but the NVIDIA H200's maximum SM clock is 1980 MHz: measured under a "
+                       r"clock cap"):
+        results.load("clocks")
+
 def test_a_repeated_check_verdict_is_not_a_copy():
     """Deterministic rows (a check at one seed) may repeat; only timings may not."""
     data = results.thaw(results.load("splitk"))
