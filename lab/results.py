@@ -581,19 +581,38 @@ def parse(text: str, source: str) -> dict:
 SLUG = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
 
 
+def store(root: Path | None = None) -> Path:
+    """The results root ``root`` (default :data:`RESULTS_DIR`); ResultsError (not
+    ResultsMissing: nothing here is "not measured yet") when it is not a folder, naming
+    ``LAB_RESULTS_DIR`` when that chose it."""
+    root = Path(root or RESULTS_DIR)
+    if root.is_dir():
+        return root
+    chosen = os.environ.get("LAB_RESULTS_DIR")
+    by = (f"LAB_RESULTS_DIR={chosen!r}" if root == RESULTS_DIR and chosen
+          else "the results root")
+    raise ResultsError(f"{by}: {root} is not a folder; correct it or unset LAB_RESULTS_DIR to "
+                       f"read the committed results in {Path(__file__).resolve().parent / 'results'}")
+
+
 def selected_gpu() -> str:
     """The GPU whose results the chapters show: ``LAB_GPU`` (a results folder name such as
     ``h200`` or ``rtx-4090``), else the reference H200. ValueError for a value that is not a
-    folder name (a path, capitals, spaces), naming the folders there are."""
+    folder name (a path, capitals, spaces) or names no folder of the results root, naming the
+    folders there are."""
     gpu = os.environ.get("LAB_GPU", "").strip()
-    if gpu and not SLUG.fullmatch(gpu):
-        there = sorted(p.name for p in RESULTS_DIR.iterdir() if p.is_dir()) \
-            if RESULTS_DIR.is_dir() else []
+    if not gpu:
+        return REFERENCE_GPU
+    there = ", ".join(sorted(p.name for p in store().iterdir() if p.is_dir())) or "none"
+    if not SLUG.fullmatch(gpu):
         raise ValueError(f"LAB_GPU={gpu!r} is not a GPU folder name: it must be lower-case "
                          "letters and digits joined by single hyphens, as `python -m lab "
-                         f"measure` names them (folders in {RESULTS_DIR}: "
-                         f"{', '.join(there) or 'none'})")
-    return gpu or REFERENCE_GPU
+                         f"measure` names them (folders in {RESULTS_DIR}: {there})")
+    if not (RESULTS_DIR / gpu).is_dir():
+        raise ValueError(f"LAB_GPU={gpu!r} names no results folder in {RESULTS_DIR} (folders "
+                         f"there: {there}); correct or unset LAB_GPU, or measure on that GPU "
+                         "first (`python -m lab measure all`)")
+    return gpu
 
 
 def resolve(experiment: str, gpu: str | None = None, root: Path | None = None) -> tuple[str, str]:
@@ -615,6 +634,7 @@ def resolve(experiment: str, gpu: str | None = None, root: Path | None = None) -
 def load(experiment: str, gpu: str | None = None, root: Path | None = None) -> dict:
     """Read and validate one results file (ResultsMissing if it does not exist) — the selected
     GPU's unless ``gpu`` names one, falling back to the H200's as :func:`resolve` says."""
+    root = store(root)
     gpu, _ = resolve(experiment, gpu, root)
     return load_path(path_for(experiment, gpu, root), folder=folder_for(experiment, gpu))
 

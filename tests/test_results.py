@@ -523,9 +523,31 @@ def test_a_lab_gpu_that_is_not_a_folder_name_is_refused(monkeypatch, value):
         results.load("roofline")
 
 @pytest.mark.parametrize("value", ["h200", "rtx-4090", "a100-sxm4-80gb"])
-def test_a_lab_gpu_folder_name_is_accepted(monkeypatch, value):
+def test_a_lab_gpu_folder_name_is_accepted(tree, monkeypatch, value):
+    (tree.parent / value).mkdir(exist_ok=True)
     monkeypatch.setenv("LAB_GPU", value)
     assert results.selected_gpu() == value
+
+def test_a_lab_gpu_without_a_folder_is_one_error_not_a_fallback_per_table(tree, monkeypatch):
+    monkeypatch.setenv("LAB_GPU", "h20")
+    for read in (results.selected_gpu, lambda: results.load("roofline"),
+                 lambda: results.source_line("patch_sweep")):
+        with pytest.raises(ValueError, match=r"LAB_GPU='h20' names no results folder in .*"
+                                             r"\(folders there: h200\)"):
+            read()
+
+def test_a_results_root_that_is_not_there_is_named_not_missing(tmp_path, monkeypatch):
+    """A mistyped LAB_RESULTS_DIR is not "not measured yet, measure on a GPU"."""
+    typo = tmp_path / "resluts"
+    monkeypatch.setenv("LAB_RESULTS_DIR", str(typo))
+    monkeypatch.setattr(results, "RESULTS_DIR", typo)
+    monkeypatch.delenv("LAB_GPU", raising=False)
+    with pytest.raises(results.ResultsError) as info:
+        results.load("roofline")
+    assert not isinstance(info.value, results.ResultsMissing), \
+        f"a mistyped LAB_RESULTS_DIR reads as a missing file: {info.value}"
+    assert f"LAB_RESULTS_DIR={str(typo)!r}: {typo} is not a folder" in str(info.value)
+    assert "on a GPU" not in str(info.value)
 
 
 # ----------------------------------------------------------------------------- keyed rows
