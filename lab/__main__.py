@@ -267,6 +267,17 @@ def _positive(text: str) -> int:
     return value
 
 
+def _results_root(text: str) -> str:
+    """``--out DIR``, checked before anything runs: a folder, or a path where one can be made —
+    not a file (which the save at the end of the run would trip on)."""
+    path = Path(text)
+    there = next((p for p in (path, *path.parents) if p.exists()), None)
+    if there is not None and not there.is_dir():
+        raise argparse.ArgumentTypeError(f"{there} is a file, not a folder: --out names the "
+                                         "folder the results go under (DIR/<gpu>/<name>.json)")
+    return text
+
+
 def _child_command(name: str, lock: str, *, quick: bool, root: Path | None) -> list[str]:
     """The command that measures experiment ``name`` as one process of a ``--jobs N`` run."""
     cmd = [sys.executable, "-m", "lab", "measure", name, "--jobs", "1", "--gpu-lock", lock]
@@ -464,7 +475,8 @@ def tune(name: str, argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog=f"tools/tune_{name.removesuffix('_tune')}.py",
                                 description=module.__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="a few configurations only")
-    p.add_argument("--out", metavar="DIR", help=f"also save DIR/<gpu>/{name}.json")
+    p.add_argument("--out", metavar="DIR", type=_results_root,
+                   help=f"also save DIR/<gpu>/{name}.json")
     args = p.parse_args(argv)
     try:
         bench.require_gpu(name)
@@ -589,7 +601,8 @@ def parser() -> argparse.ArgumentParser:
                                    "as each finishes. `all`: every experiment, chapter order.")
     p.add_argument("experiments", nargs="+", metavar="EXPERIMENT",
                    help="a name from `python -m lab list`, or all")
-    p.add_argument("--out", metavar="DIR", help="results root (default: lab/results)")
+    p.add_argument("--out", metavar="DIR", type=_results_root,
+                   help="results root (default: lab/results)")
     p.add_argument("--quick", action="store_true",
                    help="the tuning sweeps (fp32_tune, tc_tune) time fewer configurations; "
                         "every other experiment is unchanged")
@@ -614,7 +627,8 @@ def parser() -> argparse.ArgumentParser:
                                    "in lab/results).")
     p.add_argument("notebooks", nargs="*", metavar="NOTEBOOK",
                    help="e.g. 01_naive (default: every chapter)")
-    p.add_argument("--out", metavar="DIR", help="results root (default on a GPU: lab/results)")
+    p.add_argument("--out", metavar="DIR", type=_results_root,
+                   help="results root (default on a GPU: lab/results)")
     p.add_argument("--timeout", type=float, default=notebooks.NOTEBOOK_TIMEOUT_S,
                    help="seconds per notebook (default %(default)s)")
     p.add_argument("--cell-timeout", type=float, default=notebooks.CELL_TIMEOUT_S,

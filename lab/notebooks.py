@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
@@ -184,12 +185,23 @@ def save(rows: list[dict], *, command: str, parameters: dict, root: Path | None 
               "device_mode": device.MODE, "lab_gpu": os.environ.get("LAB_GPU"),
               "notebooks_this_run": [r["notebook"] for r in rows], **parameters}
     with results.locked(target.parent):      # no other run writes between the read and the write
-        previous = None
-        if target.exists():
-            try:
-                previous = results.load_path(target)
-            except results.ResultsError:
-                previous = None
+        previous = _previous(target)
         merged = merge([{**r, "ran": prov["date"]} for r in rows], previous, prov["gpu"])
         return results.save(EXPERIMENT, merged, parameters=params, command=command,
                             provenance=prov, row_fields=ROW_FIELDS, root=root, gpu=gpu)
+
+
+def _previous(target: Path) -> dict | None:
+    """The notebooks file at ``target`` to merge with (None where there is none). One that
+    cannot be read (damaged, or breaking the schema) is not replaced unseen: it is moved aside
+    to ``<name>.unreadable-<time>`` and a warning names both."""
+    try:
+        return results.load_path(target)
+    except results.ResultsMissing:
+        return None
+    except results.ResultsError as exc:
+        aside = target.with_name(f"{target.name}.unreadable-{time.strftime('%Y%m%dT%H%M%S')}")
+        os.replace(target, aside)
+        warnings.warn(f"{exc}; moved it to {aside}: this run's rows are written alone, the "
+                      "earlier runs' rows are in that file", stacklevel=3)
+        return None

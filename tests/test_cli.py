@@ -420,6 +420,33 @@ def test_notebooks_refuses_without_gpu_unless_told_where(capsys):
         "01_naive.ipynb", "00_machine.ipynb"]
 
 
+@pytest.mark.parametrize("command", [["notebooks", "01_naive"], ["measure", "roofline"]])
+@pytest.mark.parametrize("under", ["", "sub"])
+def test_an_out_that_is_a_file_is_refused_before_anything_runs(tmp_path, monkeypatch, capsys,
+                                                               command, under):
+    afile = tmp_path / "results.json"
+    afile.write_text("{}")
+    monkeypatch.setattr(notebooks, "run", lambda *a, **k: pytest.fail("the notebooks ran"))
+    with pytest.raises(SystemExit) as info:
+        main(command + ["--out", str(afile / under)])
+    assert info.value.code == 2
+    assert f"{afile} is a file, not a folder" in capsys.readouterr().err
+
+
+def test_a_damaged_notebooks_file_is_moved_aside_not_replaced(tmp_path):
+    prov = {**device.provenance(), "gpu": "NVIDIA Fake GPU"}
+    target = tmp_path / "fake-gpu" / "notebooks.json"
+    target.parent.mkdir()
+    target.write_text('{"rows": [ damaged')
+    rows = [notebooks.parse_junit(JUNIT, "00_a.ipynb", 3.0, 1)]
+    with pytest.warns(UserWarning, match=r"notebooks\.json: not valid JSON.*moved it to "):
+        path = notebooks.save(rows, command="t", root=tmp_path, provenance=prov, parameters={})
+    aside = [p for p in target.parent.iterdir() if p.name.startswith("notebooks.json.unreadable-")]
+    assert len(aside) == 1, "the damaged file was replaced, not kept"
+    assert aside[0].read_text() == '{"rows": [ damaged'
+    assert [r["notebook"] for r in results.load_path(path)["rows"]] == ["00_a.ipynb"]
+
+
 # ----------------------------------------------------------------------------- compare
 
 def _save_run(root, rows, wall):
