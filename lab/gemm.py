@@ -888,7 +888,14 @@ def graph(A, B, out, repeats: int = 1) -> "enqueue.Graph":
     return enqueue.Graph(lambda: gemm(A, B, out), repeats)
 
 
+def graph_of(fn, repeats: int = 1) -> "enqueue.Graph":
+    """A CUDA graph of ``repeats`` runs of ``fn``, a function of ``gemm`` calls (e.g. one call
+    on each of several buffer sets in turn); ``.launch()`` replays them."""
+    return enqueue.Graph(fn, repeats)
+
+
 gemm.explain = explain
+gemm.graph_of = graph_of
 gemm.graph = graph
 gemm.call_plan = call_plan
 gemm.GemmError = GemmError
