@@ -205,24 +205,30 @@ def verdict_word(lowest: float, highest: float) -> str:
     return "level"
 
 
-def evidence_box(rows: list[dict], *, claim: str, method: str, yardstick: str):
+def evidence_box(rows: list[dict], *, claim: str, method: str, yardstick: str,
+                 spread: str = "processes"):
     """The evidence beside a chapter's headline, as a boxed table: per row (``what``,
     ``ours`` and ``theirs`` in TFLOP/s, the median ``ratio`` with its ``lowest`` and
     ``highest`` process, the SM clock ``mhz_ours`` and ``mhz_theirs`` in MHz) both sides'
     rates, the ratio and its range, both clocks and the word the range supports
-    (:func:`verdict_word`); ``method`` says how the calls were timed."""
+    (:func:`verdict_word`); ``method`` says how the calls were timed, ``spread`` over what the
+    range runs (processes, or repetitions of one process). A clock that was not recorded is
+    ``None`` and says so."""
     import html
+
+    def mhz(v):
+        return "not recorded" if v is None else f"{v:.0f}"
 
     table_rows = [{"case": r["what"],
                    "ours / yardstick TFLOP/s": f"{r['ours']:.0f} / {r['theirs']:.0f}",
-                   "ratio (processes)": f"{r['ratio']:.3f} ({r['lowest']:.3f}–{r['highest']:.3f})",
-                   "SM MHz ours / yardstick": f"{r['mhz_ours']:.0f} / {r['mhz_theirs']:.0f}",
+                   f"ratio ({spread})": f"{r['ratio']:.3f} ({r['lowest']:.3f}–{r['highest']:.3f})",
+                   "SM MHz ours / yardstick": f"{mhz(r['mhz_ours'])} / {mhz(r['mhz_theirs'])}",
                    "word": verdict_word(r["lowest"], r["highest"])} for r in rows]
     inner = page.table(table_rows, digits=3)
     head = (f'<p class="lab-evidence-title"><strong>Evidence:</strong> {html.escape(claim)}</p>'
             f'<p class="lab-evidence-method">Yardstick: {html.escape(yardstick)}. '
-            f'Timing: {html.escape(method)}. "past" only when the lowest process is above 1, '
-            '"behind" when the highest is below 1, "level" otherwise.</p>')
+            f'Timing: {html.escape(method)}. "past" only when the lowest of the {spread} is '
+            'above 1, "behind" when the highest is below 1, "level" otherwise.</p>')
     text = (f"Evidence: {claim}\nYardstick: {yardstick}. Timing: {method}.\n"
             + inner._bundle["text/plain"])
     return page._Output({"text/plain": text,

@@ -84,16 +84,45 @@ def ladder() -> list[dict]:
                 tc[name]["tflops"] / tc["cublas_fp16"]["tflops"])
     for name, change in HOPPER_RUNGS:
         r = hopper[name]
-        add(TC_TRACK, "7", name.removesuffix("_fp16"), change, r, "hopper_profile",
+        add(TC_TRACK, "7.1", name.removesuffix("_fp16"), change, r, "hopper_profile",
             r["ratio_to_cublas"], r["ratio_min"], r["ratio_max"])
+    for experiment, label, name, change in PAST_RUNGS:
+        r = _past(experiment, label)
+        add(PAST_TRACK, "7b" if "fp8" in name else "7.2", name, change, r, experiment,
+            r["ratio"], r["ratio_min"], r["ratio_max"])
     return rows
+
+
+#: The rungs past cuBLAS, GPU-only timing against the yardstick with the same output type:
+#: (experiment, row label there, name, what the rung adds).
+PAST_TRACK = "past rung 8: against torch.mm or cuBLAS(Lt) with the same output, GPU-only"
+PAST_RUNGS = [
+    ("hopper_table", "tmastore 16-bit out whole-tile grid 128 slot counters descriptor steps "
+                     "uniform index tile table", "wgmma_table", "16-bit C, tile order from a table"),
+    ("hopper_table", "tmastore 3 stages grid 128 slot counters descriptor steps ring 4 uniform "
+                     "index store threads tile table", "wgmma_handoff_table",
+     "FP32 C, store threads, tile table"),
+    ("hopper_past", "fp8 bf16 out whole-tile grid 128", "fp8_e4m3_tile",
+     "FP8 (e4m3) with rungs 10 and 11"),
+]
+
+
+def _past(experiment: str, label: str) -> dict:
+    """The summary row of ``label`` at 4096³ in ``experiment`` (its first input type: FP16, or
+    e4m3 for FP8)."""
+    for r in results.load(experiment)["rows"]:
+        if (r["part"] == "summary" and r["kernel"] == label and r["m"] == SIZE
+                and r["dtype"] in ("float16", "e4m3")):
+            return r
+    raise LookupError(f"{experiment}: no summary row for {label} at {SIZE}³")
 
 
 def values() -> dict:
     """The numbers the introduction's prose quotes."""
     rows = ladder()
     fp32 = [r for r in rows if r["track"].startswith("FP32")]
-    tc = [r for r in rows if not r["track"].startswith("FP32")]
+    tc = [r for r in rows if r["track"] == TC_TRACK]
+    past = {r["rung"]: r for r in rows if r["track"] == PAST_TRACK}
     best_tc = max(tc, key=lambda r: r["fraction"])
     cublas32 = _at_size("fp32_profile", part="summary")["cublas_fp32"]["tflops"]
     return {
@@ -106,6 +135,9 @@ def values() -> dict:
         "intro_tc_best_tflops": f"{best_tc['tflops']:.0f}",
         "intro_tc_over_fp32_cublas": f"{best_tc['tflops'] / cublas32:.0f}",
         "intro_processes": str(_at_size("fp32_profile", part="summary")["naive"]["processes"]),
+        "intro_r18_fraction": f"{past['wgmma_table']['fraction']:.3f}",
+        "intro_r19_fraction": f"{past['wgmma_handoff_table']['fraction']:.3f}",
+        "intro_fp8_fraction": f"{past['fp8_e4m3_tile']['fraction']:.3f}",
     }
 
 
@@ -117,7 +149,7 @@ def glue():
 def ladder_figure():
     """Each rung as a bar: its fraction of cuBLAS at 4096³, the two tracks in two colours."""
     rows = ladder()
-    colours = {"FP32 (CUDA cores)": "C0", TC_TRACK: "C3"}
+    colours = {"FP32 (CUDA cores)": "C0", TC_TRACK: "C3", PAST_TRACK: "C2"}
     fig, ax = plots.axes("", "fraction of cuBLAS at 4096³ (same run, same input type)", "",
                          size=(7.4, 6.4))
     seen = set()
@@ -143,17 +175,22 @@ def ladder_table():
     """The same ladder as a table (one screen)."""
     rows = ladder()
     last = {r["chapter"]: i for i, r in enumerate(rows)}           # each chapter's last rung
-    best = max(range(len(rows)), key=lambda i: (rows[i]["chapter"] == "7", rows[i]["fraction"]))
-    return page.table(rows, ["chapter", "rung", "adds", "tflops", "fraction", "experiment"],
-                      show=sorted(set(last.values()) - {last["7"]} | {best}),
+    best = max(range(len(rows)), key=lambda i: (rows[i]["chapter"] == "7.1",
+                                                 rows[i]["fraction"]))
+    shown = sorted(set(last.values()) - {last["7.1"]} | {best}
+                   | {i for i, r in enumerate(rows) if r["track"] == PAST_TRACK})
+    return page.table(rows, ["chapter", "rung", "adds", "tflops", "fraction"],
+                      show=shown,
                       headers={"chapter": "ch.", "adds": "what the rung adds", "tflops": "TFLOP/s",
-                       "fraction": "of cuBLAS", "experiment": "results file"},
+                       "fraction": "of the yardstick"},
                       digits=3,
-                      source="Each rung against the cuBLAS of its own process (FP32 in, FP32 out "
-                             "for the FP32 rungs; FP16 in, FP32 out for the others). Medians of "
-                             "three processes from lab/results/h200/fp32_profile.json and "
-                             "hopper_profile.json; tc_naive_fp16 … tc_swizzle from one run, "
-                             "tensor_cores.json")
+                      source="Each rung against the yardstick of its own process: cuBLAS FP32 "
+                             "for the FP32 rungs; cuBLAS FP16 in, FP32 out for the tensor-core "
+                             "rungs of chapters 5 and 7.1; past rung 8, torch.mm with the same "
+                             "16-bit output (rung 18), cuBLAS with FP32 output (rung 19) and "
+                             "cuBLASLt FP8 with BF16 output (FP8), GPU-only. Medians of three "
+                             "processes (fp32_profile, hopper_profile, hopper_table, hopper_past); "
+                             "tc_naive_fp16 … tc_swizzle from one run (tensor_cores)")
 
 
 def _markdown(path: Path) -> tuple[str, str, int]:

@@ -8,6 +8,7 @@ the same thing differently, each page glues it under a name of its own and says 
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -68,3 +69,65 @@ def test_the_check_catches_a_quantity_with_two_values():
 def test_each_listed_quantity_is_glued_somewhere(what):
     values = glued()
     assert any(name in values for name in SAME_QUANTITY[what]), what
+
+
+#: One quantity that two runs measured differently: (glue names, one per run; the words that
+#: label the runs where a page quotes more than one of them).
+RUN_SPECIFIC = {
+    "Hopper rung 15 at 4096³ FP16 (runs of rungs 9-17 and of the tile table)":
+        (("uni_4096_fp16", "tab15_4096_fp16"), "two runs"),
+    "fast.cu's kernel 12 at 8192³ BF16 (runs of rungs 9-17 and of the tile table)":
+        (("past_fastcu_8192", "tab_fastcu_8192"), "in this run"),
+    "the FP8 kernel without clusters at 8192³, BF16 C (chapter 7b's run and chapter 7.2's)":
+        (("ratio_bf16_8192", "nocl_ratio_big"), "one-process run"),
+}
+
+
+def prose() -> dict[str, list[str]]:
+    """Each notebook's markdown paragraphs."""
+    out = {}
+    for path in sorted(BOOK.glob("*.ipynb")):
+        cells = json.loads(path.read_text())["cells"]
+        text = "\n\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+        out[path.stem] = [p for p in text.split("\n\n") if p.strip()]
+    return out
+
+
+def unlabelled(paragraphs: dict[str, list[str]]) -> list[str]:
+    """Pages that quote two runs' values of one quantity without a paragraph that holds both
+    and the words naming the runs."""
+    found = []
+    for what, (names, label) in RUN_SPECIFIC.items():
+        for page, paras in paragraphs.items():
+            used = [n for n in names if any(f"`{n}`" in p for p in paras)]
+            if len(used) < 2:
+                continue
+            if not any(all(f"`{n}`" in p for n in used) and label in p for p in paras):
+                found.append(f"{page}: {what} quoted as {used} without saying which run is which")
+    return found
+
+
+def test_a_quantity_from_two_runs_is_labelled_where_both_appear():
+    assert not unlabelled(prose()), "\n".join(unlabelled(prose()))
+
+
+def test_each_run_specific_quantity_is_quoted_somewhere():
+    used = {n for paras in prose().values() for p in paras for n in re.findall(r"`(\w+)`", p)}
+    for what, (names, _) in RUN_SPECIFIC.items():
+        assert used & set(names), what
+
+
+def test_the_label_check_catches_two_runs_side_by_side_unlabelled():
+    planted = {"07_2_past": ["rung 15 reads {glue:text}`uni_4096_fp16`.",
+                             "Later {glue:text}`tab15_4096_fp16`."]}
+    assert len(unlabelled(planted)) == 1
+    planted["07_2_past"][1] = ("In two runs: {glue:text}`uni_4096_fp16` and "
+                               "{glue:text}`tab15_4096_fp16`.")
+    assert not unlabelled(planted)
+
+
+def test_the_h200_l2_is_written_in_mib():
+    """The H200's L2 is 60 MiB (62,914,560 bytes); no page calls it 60 MB."""
+    pages = sorted(BOOK.glob("*.ipynb")) + sorted(BOOK.glob("*.md"))
+    wrong = [p.name for p in pages if re.search(r"\b60 MB\b", p.read_text())]
+    assert not wrong, f"L2 written as 60 MB on {wrong}"

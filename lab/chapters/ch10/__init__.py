@@ -18,7 +18,7 @@ from lab.chapters.ch10.s2_prediction import WORLD, N_REF, LABELS, bytes_rows, FO
 from lab.chapters.ch10.s3_schemes import source
 from lab.chapters.ch10.s4_simulated import SIM_SHAPE, simulated_rows, simulated_table
 from lab.chapters.ch10.s5_measured import (KERNEL_OF, measured_rows, measured_table, share_table,
-                                           rate_figure, bandwidth_table, link)
+                                           rate_figure, bandwidth_table, link, evidence_box)
 from lab.chapters.ch10.s6_model import (startup, predict, GOAL, model_rows, model_table, verdicts,
                                         _overlap_pairs)
 from lab.chapters.ch10.s7_beyond import MODEL_GPUS, GRIDS, scaling_figure
@@ -29,12 +29,12 @@ __all__ = ["source", "figure", "EXPERIMENT", "split_figure", "WORLD", "N_REF", "
            "simulated_table", "KERNEL_OF", "measured_rows", "measured_table", "share_table",
            "rate_figure", "bandwidth_table", "startup", "predict", "GOAL", "model_rows",
            "model_table", "verdicts", "MODEL_GPUS", "GRIDS", "scaling_figure", "link",
-           "measured_values", "values", "glue"]
+           "measured_values", "values", "glue", "evidence_box"]
 
 
 def measured_values() -> dict:
     """Every number the page quotes, section by section, as strings."""
-    return {**s5_measured.values(), **s6_model.values()}
+    return {**s5_measured.values(), **s5_measured.evidence_values(), **s6_model.values()}
 
 
 def values() -> dict:

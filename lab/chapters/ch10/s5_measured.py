@@ -141,3 +141,45 @@ def values() -> dict:
                                                              blocks_per_sm=resident))
     v["summa16_4096_compute"] = _fmt_ms(sm["compute_ms"])
     return v
+
+
+#: The schemes after which every GPU holds the whole C.
+WHOLE_C = ("column_gather", "column_overlap", "row_allreduce")
+
+
+def evidence_rows(n: int = N_REF, dtype: str = "float16") -> list[dict]:
+    """Each two-GPU scheme at ``n`` against perfect scaling (twice the one-GPU rate): both
+    rates, the ratio (the efficiency) and its range over the repetitions (the scheme's fastest
+    and slowest repetition against the one-GPU median). The run recorded no SM clock."""
+    data = results.load("multi_gpu")
+    one = s0_rows.part_rows("one_gpu", data, dtype=dtype, n=n)[0]
+    ideal = WORLD * one["tflops"]
+    rows = []
+    for r in s0_rows.part_rows("scheme", data, dtype=dtype, n=n):
+        rows.append({"what": LABELS[r["scheme"]], "ours": r["tflops"], "theirs": ideal,
+                     "ratio": r["efficiency"],
+                     "lowest": one["median_ms"] / (WORLD * r["max_ms"]),
+                     "highest": one["median_ms"] / (WORLD * r["min_ms"]),
+                     "mhz_ours": None, "mhz_theirs": None, "scheme": r["scheme"],
+                     "speedup": r["speedup"]})
+    return rows
+
+
+def evidence_box():
+    """The evidence beside the headline: every scheme on two H200s at the reference size against
+    twice one GPU's rate, with the word each range supports."""
+    from lab.chapters.common import evidence_box as box
+
+    data = results.load("multi_gpu")
+    return box(evidence_rows(), spread="repetitions",
+               claim=f"two H200s, FP16 inputs, n = {N_REF}, each scheme against perfect scaling",
+               method=data["parameters"]["timing"],
+               yardstick=f"twice the rate of one GPU running the whole product ({KERNEL_OF['float16']}), "
+                         "timed in the same run")
+
+
+def evidence_values() -> dict:
+    """The speedups of the schemes that leave every GPU the whole C (gathered or all-reduced;
+    the others leave it in blocks), lowest to highest."""
+    whole = [r["speedup"] for r in evidence_rows() if r["scheme"] in WHOLE_C]
+    return {"ev10_whole_range": f"{min(whole):.2f}–{max(whole):.2f}"}

@@ -1,0 +1,41 @@
+"""The evidence boxes beside the headlines of chapters 7.2, 7b and 10: the word each range
+supports, and every row computed from the results files."""
+import pytest
+
+from lab.chapters.common import verdict_word
+
+
+@pytest.mark.parametrize("lowest, highest, word", [(1.002, 1.004, "past"), (0.998, 1.003, "level"),
+                                                   (1.0, 1.01, "level"), (0.95, 0.99, "behind")])
+def test_past_only_when_the_lowest_process_is_above_one(lowest, highest, word):
+    assert verdict_word(lowest, highest) == word
+
+
+def test_chapter_7_2_evidence_is_the_tile_table_run():
+    from lab.chapters.ch7 import s7_table
+    from lab.chapters.ch7.s5_past import summary
+    from lab import results
+
+    rows = s7_table.evidence_rows()
+    assert len(rows) == 8
+    data = results.load("hopper_table")
+    r18 = summary(s7_table.TABLE, "float16", 4096, data)
+    assert rows[0]["ratio"] == r18["ratio"] and rows[0]["lowest"] == r18["ratio_min"]
+    assert rows[0]["ours"] / rows[0]["theirs"] == pytest.approx(rows[0]["ratio"], rel=0.01)
+    for r in rows:
+        assert r["lowest"] <= r["ratio"] <= r["highest"]
+        assert r["mhz_ours"] > 1000 and r["mhz_theirs"] > 1000
+    text = repr(s7_table.evidence_box())
+    past = int(s7_table.evidence_values()["ev_past_rows"].split()[0])
+    assert "GPU-only" in text and text.count(" past") >= past
+
+
+def test_chapter_7b_and_10_boxes_name_their_yardstick_and_timing():
+    from lab.chapters import ch7b, ch10
+
+    box7b = repr(ch7b.evidence_box())
+    assert "cuBLASLt" in box7b and "fast accumulation" in box7b and "GPU-only" in box7b
+    box10 = repr(ch10.evidence_box())
+    assert "not recorded" in box10 and "repetitions" in box10
+    words = [r for r in ch10.s5_measured.evidence_rows()]
+    assert any(verdict_word(r["lowest"], r["highest"]) == "behind" for r in words)
