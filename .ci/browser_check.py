@@ -11,11 +11,13 @@ or displayed formula wider than the content column, or a table wider than the co
 not scroll inside its own box; a page that scrolls sideways at 1280 px; a word or number broken
 inside a table cell; more than WORD_BUDGET visible words, more than TABLE_BUDGET visible tables,
 or an open table of more than OPEN_ROWS rows (longer tables go below a fold); an image that did
-not load; a console error. One full-page screenshot per page is saved for review.
+not load; a console error or an uncaught script error. One full-page screenshot per page is
+saved for review.
 """
 from __future__ import annotations
 
 import argparse
+import base64
 import functools
 import http.server
 import re
@@ -142,6 +144,19 @@ def problems_of(seen: dict) -> list[str]:
     return out
 
 
+def _within(origin: str, problems: list[str]):
+    """A route handler that lets requests to the book through and blocks and records every
+    other. (One parameter: Playwright passes a handler of two the request as its second.)"""
+    def route(r):
+        url = r.request.url
+        if url.startswith(origin) or url.startswith("data:") or url.startswith("blob:"):
+            r.continue_()
+        else:
+            problems.append(f"request leaves the book: {url}")
+            r.abort()
+    return route
+
+
 def check(root: Path, todo: list[Path], shots: Path, quiet: bool = False) -> dict[str, list[str]]:
     """Open each page of ``todo`` (paths under ``root``) and return its problems by page."""
     from playwright.sync_api import sync_playwright
@@ -163,15 +178,7 @@ def check(root: Path, todo: list[Path], shots: Path, quiet: bool = False) -> dic
             page.on("console", lambda m, p=problems: p.append(f"console {m.type}: {m.text}")
                     if m.type == "error" else None)
             page.on("pageerror", lambda e, p=problems: p.append(f"page error: {e}"))
-
-            def route(r, p=problems):
-                url = r.request.url
-                if url.startswith(origin) or url.startswith("data:") or url.startswith("blob:"):
-                    r.continue_()
-                else:
-                    p.append(f"request leaves the book: {url}")
-                    r.abort()
-            page.route("**/*", route)
+            page.route("**/*", _within(origin, problems))
             page.goto(f"{origin}/{rel.as_posix()}", wait_until="networkidle")
             page.evaluate("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
             page.wait_for_timeout(200)
@@ -194,15 +201,33 @@ def check(root: Path, todo: list[Path], shots: Path, quiet: bool = False) -> dic
 
 #: The self-test's pages: name -> (body html, the problem it must raise; None: must be clean).
 _ROW = "<tr><td>row</td><td class='num'>1.0</td></tr>"
+_WIDE_ROW = "<tr>" + "<td>column&nbsp;of&nbsp;words</td>" * 40 + "</tr>"
+#: A 10 x 10 px image that needs no request.
+_SVG = "data:image/svg+xml;base64," + base64.b64encode(
+    b"<svg xmlns='http://www.w3.org/2000/svg' width='10' height='10'>"
+    b"<rect width='10' height='10'/></svg>").decode()
 PLANTS = {
-    "clean.html": ("<p>A clean page with a table.</p><div class='lab-table-wrap'><table>"
-                   + _ROW * 3 + "</table></div>", None),
+    "clean.html": ("<p>A clean page with a table and a figure.</p><div class='lab-table-wrap'>"
+                   f"<table>{_ROW * 3}</table></div><img src='{_SVG}' style='width:200px' "
+                   "alt='a figure'>", None),
+    "scrolled.html": (f"<div style='overflow-x:auto'><table>{_WIDE_ROW}</table></div>", None),
+    "tex.html": ("<p>The time is \\(2mnk\\) over the rate.</p>", "raw TeX"),
+    "request.html": ("<link rel='stylesheet' href='http://example.com/x.css'>"
+                     "<p>A page styled from elsewhere.</p>", "request leaves the book"),
+    "image.html": ("<img src='missing.png' alt='a figure that is not there'>",
+                   "image did not load"),
+    "console.html": ("<script>console.error('planted')</script>", "console error"),
+    "pageerror.html": ("<script>throw new Error('planted')</script>", "page error"),
+    "wideimage.html": (f"<img src='{_SVG}' style='width:1000px' alt='a wide figure'>",
+                       "wider than the column: img"),
+    "wideformula.html": ("<mjx-container display='true'><mjx-math style='display:inline-block;"
+                         "width:1000px'>x</mjx-math></mjx-container>",
+                         "wider than the column: mjx-math"),
     "glue.html": ("<p>The rate is {glue:text}`rate` TFLOP/s.</p>", "unrendered markup"),
     "backtick.html": ("<p>The kernel `tc_fp16` runs.</p>", "unrendered markup"),
     "wide.html": ("<div style='width:2600px'>a paragraph wider than any screen</div>",
                   "page scrolls sideways"),
-    "widetable.html": ("<table><tr>" + "<td>column&nbsp;of&nbsp;words</td>" * 40 + "</tr></table>",
-                       "wider than the column"),
+    "widetable.html": (f"<table>{_WIDE_ROW}</table>", "wider than the column: table"),
     "split.html": ("<table style='width:60px'><tr><td style='overflow-wrap:anywhere'>"
                    "float16accumulatorkernelname</td></tr></table>",
                    "word broken inside a table cell"),
