@@ -394,7 +394,8 @@ def _check_summary(i: int, s: dict, entry: tuple, them: list, source: str) -> bo
         return False
     values = sorted(v for _, v in found)
     named = f"the {len(found)} {field} of rows " + ", ".join(str(j) for j, _ in found)
-    for f, want in ((median, statistics.median(values)), (lowest, values[0]), (highest, values[-1])):
+    for f, want in ((median, statistics.median(values)), (lowest, values[0]),
+                    (highest, values[-1])):
         if not (_number(s[f]) and _close(s[f], want)):
             _fail(source, f"rows[{i}].{f}", f"is {s[f]!r}, but {named} give {want!r}")
     if count in s and s[count] != len(found):
@@ -591,8 +592,9 @@ def store(root: Path | None = None) -> Path:
     chosen = os.environ.get("LAB_RESULTS_DIR")
     by = (f"LAB_RESULTS_DIR={chosen!r}" if root == RESULTS_DIR and chosen
           else "the results root")
+    committed = Path(__file__).resolve().parent / "results"
     raise ResultsError(f"{by}: {root} is not a folder; correct it or unset LAB_RESULTS_DIR to "
-                       f"read the committed results in {Path(__file__).resolve().parent / 'results'}")
+                       f"read the committed results in {committed}")
 
 
 def selected_gpu() -> str:
@@ -742,8 +744,8 @@ def lock_file(folder: Path, what: str) -> str:
 @contextlib.contextmanager
 def locked(folder: Path):
     """Hold the write lock of a results folder (:func:`lock_file`) inside: one writer at a time
-    per folder among every process on the machine, so a read-merge-write (:func:`lab.notebooks.save`) loses no other writer's rows. Re-entrant in
-    one process."""
+    per folder among every process on the machine, so a read-merge-write
+    (:func:`lab.notebooks.save`) loses no other writer's rows. Re-entrant in one process."""
     import fcntl
 
     key = str(Path(folder).resolve())
