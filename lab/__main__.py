@@ -7,6 +7,8 @@
   compute capabilities) is skipped with one line saying why. Exit status 1 on any failure, and
   when nothing at all was checked.
 * ``compile [KERNEL ...]`` — registers, spills, stack, shared memory, inner-loop mix (sm_90).
+  ``LAB_FACTS=record python -m lab compile`` records the committed facts again:
+  ``lab/facts/compiler.json`` and the test suite's ``lab/facts/checks.json``.
 * ``measure EXPERIMENT [EXPERIMENT ...] [--out DIR] [--quick] [--jobs N]`` — GPU only. ``all``
   is every experiment the book reads, in chapter order. Writes ``<DIR>/<gpu>/<experiment>.json``
   as each one finishes (DIR defaults to ``lab/results``); an experiment that needs a tool this
@@ -194,7 +196,19 @@ def cmd_compile(args) -> int:
             twins.compile_report(name)
         print(f"also: {len(kernels.TEACHING)} unregistered kernels, "
               f"{len(twins.TWINS)} CUDA C twins")
+        if compiler.recording():
+            _record_checks(names)
     return 0
+
+
+def _record_checks(names: list[str]) -> None:
+    """With ``LAB_FACTS=record``: what the tests conclude from compiling offline, recorded in
+    ``lab/facts/checks.json`` (each kernel's capability verdicts, the test files' workers)."""
+    from lab import compiler, workers
+
+    compiler.prefetch(names, kind="capability")
+    ran = workers.record_all()
+    print(f"recorded: capability facts of {len(names)} kernels, {len(ran)} test workers")
 
 
 # ----------------------------------------------------------------------------- measure

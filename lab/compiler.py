@@ -10,7 +10,8 @@ Under the simulator the real ``numba.cuda`` is not loaded, so the work is done i
 started with ``LAB_DEVICE=compile`` (real numba-cuda, no launches); results come back as JSON.
 
 :func:`ptx` gives a kernel's PTX for the oldest capability it claims and :func:`assemble` runs
-``ptxas`` on PTX for one architecture, so tests can prove each kernel's ``min_cc``.
+``ptxas`` on PTX for one architecture; :func:`capability` gives what ptxas says of that PTX for
+every architecture the kernel claims and for the one below, so tests can prove each ``min_cc``.
 
 Reports and PTX are kept on disk between runs, in ``LAB_CACHE_DIR`` (default
 ``$XDG_CACHE_HOME/gemm-lab``, else ``~/.cache/gemm-lab``; ``LAB_CACHE_DIR=off`` turns it off),
@@ -217,7 +218,7 @@ def _report_in_process(name: str) -> list[CompileReport]:
 #: Parts of ``lab`` that generate no kernel code (left out of the cache key).
 _NOT_CODEGEN = {"chapters", "experiments", "results", "twins", "__main__.py", "page.py",
                 "plots.py", "tables.py", "notebooks.py", "results.py", "seeds.py",
-                "baselines.py", "listing.py", "lru.py"}
+                "baselines.py", "listing.py", "lru.py", "workers.py"}
 _TOOL_DISTS = ("numba", "numba-cuda", "llvmlite", "nvidia-nvvm", "nvidia-cuda-nvcc",
                "nvidia-cuda-nvdisasm")
 
@@ -308,6 +309,18 @@ def remember(kind: str, name: str, value) -> None:
 
 FACTS_FILE = Path(__file__).resolve().parent / "facts" / "compiler.json"
 
+#: What the test suite concludes from compiling offline, kept apart from the facts the book
+#: prints: each kernel's capability verdicts (:func:`capability`) and the answers of the test
+#: files' compile workers (``tests/conftest.py``), each under its own key. Recorded by the same
+#: command, from the same sources; ``tests/test_facts.py`` fails while it is stale.
+CHECKS_FILE = FACTS_FILE.with_name("checks.json")
+_CHECK_KINDS = ("capability", "worker")
+
+
+def facts_file(kind: str) -> Path:
+    """The committed file that keeps facts of ``kind``."""
+    return CHECKS_FILE if kind in _CHECK_KINDS else FACTS_FILE
+
 
 @functools.lru_cache(maxsize=None)
 def source_digest() -> str:
@@ -354,15 +367,20 @@ def pinned_toolchain() -> dict:
     return pins
 
 
-def _recording() -> bool:
+def recording() -> bool:
+    """Whether this run records the committed facts again (``LAB_FACTS=record``)."""
     return os.environ.get("LAB_FACTS", "").lower() == "record"
 
 
+def committed_facts(path: Path | None = None) -> dict:
+    """A committed facts file as stored (``FACTS_FILE`` unless named; empty when absent)."""
+    return _read_facts(path or FACTS_FILE)
+
+
 @functools.lru_cache(maxsize=None)
-def committed_facts() -> dict:
-    """The committed facts file as stored (empty when absent)."""
+def _read_facts(path: Path) -> dict:
     try:
-        return json.loads(FACTS_FILE.read_text())
+        return json.loads(path.read_text())
     except FileNotFoundError:
         return {}
 
@@ -371,16 +389,17 @@ def facts_toolchain() -> dict:
     """The toolchain behind the facts the book prints: the committed file's when it is current,
     else this machine's (facts are then compiled live)."""
     facts = committed_facts()
-    if not _recording() and facts.get("source_digest") == source_digest():
+    if not recording() and facts.get("source_digest") == source_digest():
         return dict(facts["toolchain"])
     return toolchain()
 
 
 def stored(kind: str, name: str):
-    """A committed fact (``kind`` "report", "ptx" or "twin") for ``name``, or None when the file
-    lacks it, is stale (sources changed since it was recorded) or is being recorded again."""
-    facts = committed_facts()
-    if _recording() or facts.get("source_digest") != source_digest():
+    """A committed fact (``kind`` "report", "twin", "ptxas", "capability" or "worker") for
+    ``name``, or None when its file (:func:`facts_file`) lacks it, is stale (sources changed
+    since it was recorded) or is being recorded again."""
+    facts = committed_facts(facts_file(kind))
+    if recording() or facts.get("source_digest") != source_digest():
         return None
     return facts.get("entries", {}).get(f"{kind}:{name}")
 
@@ -406,16 +425,17 @@ def _pack(value):
 def record(kind: str, name: str, value) -> None:
     """With ``LAB_FACTS=record``: add a freshly compiled fact to the committed file (safe from
     several threads and processes at once: a lock file, and an atomic replace)."""
-    if not _recording() or kind == "ptx":   # PTX stays live: the capability tests compile it
+    if not recording() or kind == "ptx":   # PTX stays live: its verdicts are the facts kept
         return
     import fcntl
 
     value = _pack(value)
-    FACTS_FILE.parent.mkdir(parents=True, exist_ok=True)
-    with _RECORD_LOCK, open(FACTS_FILE.with_suffix(".lock"), "w") as lock:
+    path = facts_file(kind)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with _RECORD_LOCK, open(path.with_suffix(".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
-            facts = json.loads(FACTS_FILE.read_text())
+            facts = json.loads(path.read_text())
         except FileNotFoundError:
             facts = {}
         if (facts.get("source_digest") != source_digest()
@@ -423,9 +443,10 @@ def record(kind: str, name: str, value) -> None:
             facts = {"source_digest": source_digest(), "toolchain": toolchain(), "entries": {}}
         facts["entries"][f"{kind}:{name}"] = value
         facts["entries"] = dict(sorted(facts["entries"].items()))
-        tmp = FACTS_FILE.with_suffix(f".{os.getpid()}.tmp")
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(json.dumps(facts, indent=0) + "\n")
-        tmp.replace(FACTS_FILE)
+        tmp.replace(path)
+        _read_facts.cache_clear()
 
 
 _RECORD_LOCK = threading.Lock()
@@ -450,13 +471,17 @@ def _ptx_in_process(name: str) -> dict:
     return {"target": "sm_" + "".join(map(str, target)), "ptx": texts}
 
 
+_IN_PROCESS = {"report": lambda n: [asdict(r) for r in _report_in_process(n)],
+               "ptx": _ptx_in_process,
+               "capability": lambda n: _capability_in_process(n)}
+
+
 def _compute(kind: str, names: list[str], jobs: int = 1) -> dict:
-    """``{name: result}`` for ``kind`` ("report" or "ptx"), in this process when numba-cuda is
-    real, else in up to ``jobs`` worker processes started with ``LAB_DEVICE=compile``."""
+    """``{name: result}`` for ``kind`` ("report", "ptx" or "capability"), in this process when
+    numba-cuda is real, else in up to ``jobs`` worker processes started with
+    ``LAB_DEVICE=compile``."""
     if device.MODE in ("gpu", "compile"):
-        if kind == "report":
-            return {n: [asdict(r) for r in _report_in_process(n)] for n in names}
-        return {n: _ptx_in_process(n) for n in names}
+        return {n: _IN_PROCESS[kind](n) for n in names}
     env = dict(os.environ, LAB_DEVICE="compile")
     env.pop("NUMBA_ENABLE_CUDASIM", None)
     chunks = [names[i::jobs] for i in range(max(1, min(jobs, len(names))))]
@@ -477,9 +502,10 @@ def _compute(kind: str, names: list[str], jobs: int = 1) -> dict:
 
 def prefetch(names, kind: str = "report", jobs: int = 2) -> None:
     """Compile (``kind`` "report": SASS facts for sm_90; "ptx": PTX at the oldest claimed
-    capability) every name of ``names`` not yet cached, ``jobs`` processes at a time."""
-    if kind not in ("report", "ptx"):
-        raise ValueError(f"kind must be 'report' or 'ptx', got {kind!r}")
+    capability; "capability": ptxas's verdicts on that PTX) every name of ``names`` not yet
+    committed or cached, ``jobs`` processes at a time."""
+    if kind not in _IN_PROCESS:
+        raise ValueError(f"kind must be one of {sorted(_IN_PROCESS)}, got {kind!r}")
     names = list(dict.fromkeys(names))
     missing = []
     for n in names:
@@ -527,7 +553,16 @@ def assemble(ptx_text: str, arch: str) -> tuple[bool, str]:
     """Run ``ptxas -arch=<arch>`` on ``ptx_text``: (accepted, ptxas's messages). The verdict is
     cached by the text's hash (same PTX, same ptxas: same answer)."""
     name = f"{hashlib.sha256(ptx_text.encode()).hexdigest()}-{arch}"
-    cached = stored("ptxas", name) or _cache_get("ptxas", name)
+    verdict = stored("ptxas", name) or _verdict(ptx_text, arch)
+    record("ptxas", name, verdict)
+    return bool(verdict[0]), verdict[1]
+
+
+def _verdict(ptx_text: str, arch: str) -> list:
+    """``[accepted, messages]`` of ``ptxas -arch=<arch>`` on ``ptx_text``, from the disk cache
+    when it is there (nothing is recorded: see :func:`assemble`)."""
+    name = f"{hashlib.sha256(ptx_text.encode()).hexdigest()}-{arch}"
+    cached = _cache_get("ptxas", name)
     if cached is None:
         with tempfile.TemporaryDirectory() as tmp:
             src = Path(tmp) / "k.ptx"
@@ -538,8 +573,78 @@ def assemble(ptx_text: str, arch: str) -> tuple[bool, str]:
         cached = [run.returncode == 0,
                   (run.stderr + run.stdout).replace(str(src), "k.ptx").strip()]
         _cache_put("ptxas", name, cached)
-    record("ptxas", name, cached)
-    return bool(cached[0]), cached[1]
+    return cached
+
+
+# ----------------------------------------------------------------------------- capability facts
+#
+# What tests/kernels/test_capabilities.py concludes from ptxas, per registered kernel: the PTX
+# for the oldest capability it claims, assembled for each architecture it claims, and the same
+# PTX refused one architecture below (the toolkit's floor, sm_70, for the plain FP32 kernels).
+# The PTX itself is not kept (megabytes); the verdicts are, in CHECKS_FILE.
+
+#: The architectures the capability facts cover (ptxas of CUDA 13 assembles none below sm_75).
+CAPABILITY_ARCHS = ((7, 5), (8, 0), (8, 6), (8, 9), (9, 0))
+#: Below the oldest of those, the toolkit itself stops.
+TOOLKIT_FLOOR = "sm_70"
+_LOG_TAIL = 1500
+
+
+def sm(cc: tuple) -> str:
+    """``(9, 0, "a")`` -> ``"sm_90a"``."""
+    return "sm_" + "".join(map(str, cc))
+
+
+def claims(spec) -> list[tuple[int, int]]:
+    """The architectures of :data:`CAPABILITY_ARCHS` that kernel ``spec`` claims to run on."""
+    return [cc for cc in CAPABILITY_ARCHS
+            if cc >= spec.min_cc and (spec.max_cc is None or cc <= spec.max_cc)]
+
+
+def capability(name: str) -> dict:
+    """What ptxas says of registered kernel ``name``'s PTX (see :func:`_capability_facts`):
+    committed when current, else from the disk cache, else computed now."""
+    return _get("capability", name)
+
+
+def _capability_in_process(name: str) -> dict:
+    from lab.kernels import get_spec
+
+    target, texts = ptx(name)
+    return _capability_facts(get_spec(name), target, texts)
+
+
+def _capability_facts(spec, target: str, texts: list[str]) -> dict:
+    """``target`` (the PTX's), ``functions``, ``declared`` (every text says ``.target
+    <target>``), ``assembles`` (per claimed architecture: ``[accepted, log tail]``) and
+    ``below`` (the architecture under the claim and ptxas's refusal there)."""
+    assembles = {}
+    for cc in claims(spec):
+        arch = sm(spec.target(cc))
+        verdicts = [_verdict(text, arch) for text in texts]
+        failed = [log for ok, log in verdicts if not ok]
+        assembles[arch] = [not failed, failed[0][-_LOG_TAIL:] if failed else ""]
+    return {"target": target, "functions": len(texts),
+            "declared": bool(texts) and all(f".target {target}" in t for t in texts),
+            "assembles": assembles, "below": _refusal(spec, target, texts)}
+
+
+def _refusal(spec, target: str, texts: list[str]) -> dict:
+    """The PTX one architecture below ``min_cc``, its ``.target`` lowered to it, through ptxas:
+    ``refused`` per function, the features ptxas says need a newer target (``needs_newer``:
+    ``[feature, target]``, each once), the instructions it says the target lacks
+    (``unsupported``) and the log's tail. Below the oldest architecture the toolkit knows: the
+    PTX as it is, for sm_70."""
+    older = [cc for cc in CAPABILITY_ARCHS if cc < spec.min_cc]
+    arch = sm(max(older)) if older else TOOLKIT_FLOOR
+    lowered = [t.replace(f".target {target}", f".target {arch}") if older else t for t in texts]
+    verdicts = [_verdict(text, arch) for text in lowered]
+    log = "\n".join(log for _, log in verdicts)
+    needs_newer = re.findall(r"Feature '([^']+)' requires \.target (sm_\w+)", log)
+    unsupported = re.findall(rf"Instruction '([^']+)' not supported on \.target '{arch}'", log)
+    return {"arch": arch, "refused": [not ok for ok, _ in verdicts],
+            "needs_newer": [list(p) for p in sorted(set(needs_newer))],
+            "unsupported": sorted(set(unsupported)), "log": log[-_LOG_TAIL:]}
 
 
 #: The smallest PTX that uses a Hopper-only instruction (chapter 5 assembles it for sm_90 and
@@ -578,5 +683,5 @@ def table(names) -> list[dict]:
     return [report(n)[0].summary() for n in names]
 
 
-if __name__ == "__main__":  # worker: python -m lab.compiler report|ptx NAME ...
+if __name__ == "__main__":  # worker: python -m lab.compiler report|ptx|capability NAME ...
     print(json.dumps(_compute(sys.argv[1], sys.argv[2:])))

@@ -6,79 +6,69 @@ assembled by the pinned ptxas for each architecture it claims among sm_75, sm_80
 and sm_90 (sm_90a for code built for Hopper alone). The claim is tight: the same PTX with its
 ``.target`` lowered to the architecture below is refused by ptxas, which names the instruction
 (``mma.sync … m16n8k16``, ``cp.async``, ``wgmma``); for the plain FP32 kernels it is the
-toolkit that stops at sm_75. :func:`lab.kernels.runnable` is tested by faking the device's
-capability.
+toolkit that stops at sm_75. What ptxas says is :func:`lab.compiler.capability`'s facts:
+committed in ``lab/facts/checks.json`` for the current sources, else compiled and assembled now.
+:func:`lab.kernels.runnable` is tested by faking the device's capability.
 """
 from __future__ import annotations
 
 import dataclasses
-import re
 
 import numpy as np
 import pytest
 
 import lab
 from lab import compiler, device, kernels
+from lab.compiler import CAPABILITY_ARCHS as ARCHS
+from lab.compiler import claims, sm
 from lab.kernels import TOOLKIT_MIN_CC, KernelUnavailable, runnable
 
-ARCHS = [(7, 5), (8, 0), (8, 6), (8, 9), (9, 0)]
 NAMES = list(lab.REGISTRY)
 
 
-def _claims(spec) -> list[tuple[int, int]]:
-    return [cc for cc in ARCHS if cc >= spec.min_cc and (spec.max_cc is None or cc <= spec.max_cc)]
-
-
 def _arch(spec, cc) -> str:
-    return "sm_" + "".join(map(str, spec.target(cc)))
+    return sm(spec.target(cc))
 
 
 @pytest.fixture(scope="module")
-def ptx():
-    compiler.prefetch(NAMES, kind="ptx")
-    return {name: compiler.ptx(name) for name in NAMES}
+def facts():
+    compiler.prefetch(NAMES, kind="capability")
+    return {name: compiler.capability(name) for name in NAMES}
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_ptx_assembles_for_every_claimed_architecture(ptx, name):
+def test_ptx_assembles_for_every_claimed_architecture(facts, name):
     spec = lab.get_spec(name)
-    target, texts = ptx[name]
-    assert target == _arch(spec, spec.min_cc)
-    assert texts and all(f".target {target}" in t for t in texts)
-    claims = _claims(spec)
-    assert claims, f"{name} claims none of {ARCHS}"
-    for cc in claims:
-        for text in texts:
-            ok, log = compiler.assemble(text, _arch(spec, cc))
-            assert ok, f"{name} for {_arch(spec, cc)}: {log[-1500:]}"
+    fact = facts[name]
+    assert fact["target"] == _arch(spec, spec.min_cc)
+    assert fact["functions"] == len(spec.compile) > 0 and fact["declared"], fact
+    assert claims(spec), f"{name} claims none of {ARCHS}"
+    assert list(fact["assembles"]) == [_arch(spec, cc) for cc in claims(spec)]
+    for arch, (ok, log) in fact["assembles"].items():
+        assert ok, f"{name} for {arch}: {log}"
 
 
 @pytest.mark.parametrize("name", [n for n in NAMES if lab.get_spec(n).min_cc > TOOLKIT_MIN_CC])
-def test_the_capability_claim_is_tight(ptx, name):
+def test_the_capability_claim_is_tight(facts, name):
     """One architecture below min_cc, ptxas refuses the kernel and names the instruction."""
     spec = lab.get_spec(name)
-    target, texts = ptx[name]
-    below = max(cc for cc in ARCHS if cc < spec.min_cc)
-    older = "sm_" + "".join(map(str, below))
-    logs = []
-    for text in texts:
-        ok, log = compiler.assemble(text.replace(f".target {target}", f".target {older}"),
-                                    older)
-        assert not ok, f"{name} assembled for {older}, below its min_cc {spec.min_cc}"
-        logs.append(log)
-    text = "\n".join(logs)
-    needs_newer = re.findall(r"Feature '([^']+)' requires \.target (sm_\w+)", text)
-    unsupported = re.findall(rf"Instruction '([^']+)' not supported on \.target '{older}'", text)
-    assert needs_newer or unsupported, text[-1000:]
-    assert all(t >= "sm_" + "".join(map(str, spec.min_cc)) for _, t in needs_newer), needs_newer
+    below = facts[name]["below"]
+    assert below["arch"] == sm(max(cc for cc in ARCHS if cc < spec.min_cc))
+    assert below["refused"] and all(below["refused"]), (
+        f"{name} assembled for {below['arch']}, below its min_cc {spec.min_cc}")
+    needs_newer = below["needs_newer"]
+    assert needs_newer or below["unsupported"], below["log"]
+    assert all(t >= sm(spec.min_cc) for _, t in needs_newer), needs_newer
 
 
-def test_the_toolkit_stops_at_sm_75(ptx):
+def test_the_toolkit_stops_at_sm_75(facts):
     """The plain FP32 kernels need nothing newer than the toolkit: ptxas has no sm_70."""
     plain = [n for n in NAMES if lab.get_spec(n).min_cc == TOOLKIT_MIN_CC]
     assert plain
-    ok, log = compiler.assemble(ptx[plain[0]][1][0], "sm_70")
-    assert not ok and "sm_70" in log
+    for name in plain:
+        below = facts[name]["below"]
+        assert below["arch"] == "sm_70" and below["refused"] and all(below["refused"]), name
+        assert "sm_70" in below["log"], below["log"]
 
 
 # ----------------------------------------------------------------------------- runnable
