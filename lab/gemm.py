@@ -54,7 +54,7 @@ from numba import cuda  # noqa: E402  (after lab.device)
 #: Oldest compute capability ``lab.gemm`` runs on (the toolkit's; see lab.kernels).
 MIN_CC = (7, 5)
 #: A shape whose output tiles fill less than this share of the SMs, with K at least
-#: :data:`LONG_K` times the tile's k-step, goes to split-K. On the H200 (``sweep`` results)
+#: :data:`LONG_K` times the tile's k-step, goes to split-K. On the H200 (``suite`` results)
 #: the ``wgmma`` kernel stays within a few percent of cuBLAS down to 112 tiles of 128x256,
 #: while split-K on ``mma.sync`` reached 0.2-0.6 of it: split only below a quarter of the SMs.
 FEW_TILES = 0.25

@@ -627,10 +627,26 @@ def resolve(experiment: str, gpu: str | None = None, root: Path | None = None) -
     if gpu is not None:
         return gpu, ""
     chosen = selected_gpu()
-    if chosen != REFERENCE_GPU and not path_for(experiment, chosen, root).exists():
+    if path_for(experiment, chosen, root).exists():
+        return chosen, ""
+    if chosen != REFERENCE_GPU and path_for(experiment, REFERENCE_GPU, root).exists():
         return REFERENCE_GPU, (f"No {experiment} results for {chosen}: the H200 reference "
                                "stands in.")
+    other = measured_on(experiment, root)
+    if other:                          # not yet measured on the reference: another GPU's file
+        return other[0], (f"No {experiment} results for {chosen}: measured on "
+                          f"{other[0]} only, which stands in.")
     return chosen, ""
+
+
+def measured_on(experiment: str, root: Path | None = None) -> list[str]:
+    """The GPU folders that hold ``experiment``'s results, sorted."""
+    base = root or RESULTS_DIR
+    if not base.is_dir():
+        return []
+    return sorted(p.name for p in base.iterdir()
+                  if p.is_dir() and (p / f"{experiment}.json").exists()
+                  and folder_for(experiment, p.name) == p.name)
 
 
 def load(experiment: str, gpu: str | None = None, root: Path | None = None) -> dict:

@@ -129,6 +129,8 @@ FP32_LANES_PER_SM = {"9.0": 128}
 #: HBM bandwidth in TB/s. A GPU not listed is shown against its measured roofs only.
 DATASHEETS = {
     "NVIDIA H200": {"fp32_tflops": 67.0, "hbm_tbps": 4.8, "source": "NVIDIA H200 SXM datasheet"},
+    "NVIDIA H100 80GB HBM3": {"fp32_tflops": 67.0, "hbm_tbps": 3.35,
+                              "source": "NVIDIA H100 SXM datasheet"},
 }
 
 

@@ -499,10 +499,10 @@ def test_list_prints_each_chapter_as_the_book_names_its_page(capsys):
     assert listed == [[n, f"ch{experiments.info(n).chapter}"] for n in experiments.book_order()]
     chapters = dict(listed)
     assert (chapters["waves"], chapters["shapes"], chapters["epilogue"], chapters["fp8"],
-            chapters["sweep"], chapters["multi_gpu"]) == ("ch6.1", "ch6.2", "ch6.3", "ch7b",
+            chapters["suite"], chapters["multi_gpu"]) == ("ch6.1", "ch6.2", "ch6.3", "ch7b",
                                                           "ch9b", "ch10")
     order = [name for name, _ in listed]
-    assert order.index("sweep") < order.index("multi_gpu")        # page order, not "10" < "9b"
+    assert order.index("suite") < order.index("multi_gpu")        # page order, not "10" < "9b"
 
 
 @pytest.mark.parametrize("chapter", [6, "6", "11", "7c"])

@@ -306,9 +306,9 @@ def test_variants_are_the_configurations_gemm_builds_beyond_the_registry():
     assert all(c.shared_bytes + 1024 <= 227 * 1024 and c.stages >= 3 for c in got)
 
 
-def test_the_sweep_checks_what_the_launcher_runs():
+def test_the_suite_checks_what_the_launcher_runs():
     """Every Hopper candidate lab.gemm may time beyond a registered kernel is one of the
-    configurations the sweep checks (lab.gemm.variants), built the same way."""
+    configurations the suite checks (lab.gemm.variants), built the same way."""
     checked = set(lab.gemm.variants())
     for shape in [(128, 14336, 4096), (8192, 64, 8192), (128, 4096, 14336), (512, 4096, 4096),
                   (3072, 3072, 3072), (12345, 768, 2048)]:

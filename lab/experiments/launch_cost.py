@@ -88,11 +88,73 @@ def _marshal_rows(spec, A, B, C) -> list[dict]:
     return rows
 
 
+# ----------------------------------------------------------------------------- timing
+
+def _events(n):
+    import torch
+    return [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+
+
+def _summary(ms: list) -> dict:
+    return {"median_ms": float(np.median(ms)), "min_ms": float(min(ms)),
+            "max_ms": float(max(ms)), "repeats": len(ms)}
+
+
+def as_called(call, repeats: int, warmup: int = 3) -> dict:
+    """Events around each call of a plain Python loop (queued: no sync between calls)."""
+    import torch
+
+    for _ in range(warmup):
+        call()
+    torch.cuda.synchronize()
+    starts, stops = _events(repeats), _events(repeats)
+    t0 = time.perf_counter()
+    for i in range(repeats):
+        starts[i].record()
+        call()
+        stops[i].record()
+    host = (time.perf_counter() - t0) / repeats
+    torch.cuda.synchronize()
+    ms = [s.elapsed_time(e) for s, e in zip(starts, stops)]
+    return dict(_summary(ms), host_us=1e6 * host, ms=ms)
+
+
+def gpu_only(replay, calls: int, repeats: int) -> dict:
+    """Events around replays of a graph of ``calls`` calls: ms per call."""
+    import torch
+
+    replay()
+    torch.cuda.synchronize()
+    starts, stops = _events(repeats), _events(repeats)
+    for i in range(repeats):
+        starts[i].record()
+        replay()
+        stops[i].record()
+    torch.cuda.synchronize()
+    ms = [s.elapsed_time(e) / calls for s, e in zip(starts, stops)]
+    return dict(_summary(ms), ms=ms)
+
+
+def torch_graph(call, calls: int):
+    import torch
+
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        call()
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for _ in range(calls):
+            call()
+    return g.replay
+
+
 def run(progress) -> dict:
     import torch
     import lab
     from lab import enqueue
-    from lab.experiments.sweep import as_called, gpu_only, torch_graph
     from lab.kernels import get_spec
 
     n = SIZE

@@ -151,11 +151,12 @@ def streamk_table():
     return page.table(rows, source=results.source_line("hopper_streamk"))
 
 
-def streamk_in_sweep() -> list[dict]:
-    """The shapes where ``lab.gemm`` (chapter 9b's sweep, the current stream-K kernel) picked
-    rung 12 on its first call: GPU-only rows, smallest product first."""
-    rows = [r for r in results.rows("sweep") if r["impl"] == "lab.gemm"
-            and r["method"] == "gpu_only" and r["kernel"].startswith("wgmma_streamk")]
+def streamk_in_suite() -> list[dict]:
+    """The shapes where ``lab.gemm`` (chapter 9b's suite, the current stream-K kernel) picked
+    rung 12 on its first call: GPU-only FP16 rows, smallest product first."""
+    rows = [r for r in results.rows("suite") if r.get("impl") == "lab.gemm"
+            and r.get("method") == "gpu_only" and r.get("dtype") == "float16"
+            and r["kernel"].startswith("wgmma_streamk")]
     return sorted(rows, key=lambda r: r["m"] * r["n"] * r["k"])
 
 
@@ -190,7 +191,7 @@ def values() -> dict:
     slot = acc * 128 * 4                              # bytes of one warpgroup's partial tile
     gap = p12["sm_active_cycles_max"] - p11s["sm_active_cycles_max"]
 
-    picked = streamk_in_sweep()
+    picked = streamk_in_suite()
     best = max(picked, key=lambda r: r["ratio_to_cublas"])
     return {
         "sk_now_shapes": ", ".join(f"{r['m']}×{r['n']}×{r['k']}" for r in picked),

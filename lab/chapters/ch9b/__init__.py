@@ -2,7 +2,7 @@
 
 The page's sections, in order, one module each: :mod:`.s1_result` (``lab.gemm`` against cuBLAS
 at the targets), :mod:`.s2_host_cost` (host µs per call of every kernel family and path),
-:mod:`.s3_sweep` (the ratio to cuBLAS over the whole sweep), :mod:`.s4_dispatch` (what the
+:mod:`.s3_suite` (the ratio to cuBLAS over the whole suite, the shapes behind, a decoder layer), :mod:`.s4_dispatch` (what the
 dispatcher picks and how a call is launched), :mod:`.s5_short` (what falls short: decode
 shapes); the exercises' solutions in :mod:`.solutions`. The notebook calls only the names
 imported here.
@@ -10,17 +10,18 @@ imported here.
 from __future__ import annotations
 
 from lab import page
-from lab.chapters.ch9b import (s1_result, s2_host_cost, s3_sweep, s4_dispatch, s5_short,
+from lab.chapters.ch9b import (s1_result, s2_host_cost, s3_suite, s4_dispatch, s5_short,
                                solutions)
-from lab.chapters.ch9b.s1_result import odd_rows, odd_table, targets, targets_table
+from lab.chapters.ch9b.s1_result import targets, targets_table
 from lab.chapters.ch9b.s2_host_cost import host_rows, host_table
-from lab.chapters.ch9b.s3_sweep import sweep_figure, sweep_rows, sweep_table
+from lab.chapters.ch9b.s3_suite import (below_rows, below_table, layer_rows, layer_table,
+                                        suite_figure)
 from lab.chapters.ch9b.s4_dispatch import (call_plan_source, choice_rows, choice_table,
                                            explain, plan_source, simulator_check)
 from lab.chapters.ch9b.s5_short import decode_rows, decode_table, in_place_source
 
-__all__ = ["targets", "targets_table", "odd_rows", "odd_table", "host_rows", "host_table", "sweep_figure", "sweep_rows",
-           "sweep_table", "call_plan_source", "choice_rows", "choice_table", "explain",
+__all__ = ["targets", "targets_table", "host_rows", "host_table", "suite_figure", "below_rows",
+           "below_table", "layer_rows", "layer_table", "call_plan_source", "choice_rows", "choice_table", "explain",
            "plan_source", "simulator_check", "decode_rows", "decode_table", "in_place_source",
            "values", "glue",
            "figure", "solutions"]
@@ -31,7 +32,7 @@ figure = page.figure
 def values() -> dict:
     """Every number the page's prose quotes, as strings (glued from the results files)."""
     v = {}
-    for section in (s1_result, s2_host_cost, s3_sweep, s4_dispatch, s5_short, solutions):
+    for section in (s1_result, s2_host_cost, s3_suite, s4_dispatch, s5_short, solutions):
         v.update(section.values())
     return v
 

@@ -16,9 +16,9 @@ def exercise_2() -> float:
     """At which size does the host stop mattering for the Hopper kernel as called: the smallest
     square whose GPU time exceeds the memoised launcher's host cost (so the GPU never waits)."""
     host = _host("wgmma_tmastore_fp16", "memo")
-    squares = sorted((r["m"], 1e3 * r["median_ms"]) for r in results.rows("sweep")
+    squares = sorted((r["m"], 1e3 * r["median_ms"]) for r in results.rows("suite")
                      if r.get("impl") == "lab.gemm" and r.get("group") == "square"
-                     and r.get("method") == "gpu_only" and r.get("out_dtype") == "float16")
+                     and r.get("method") == "gpu_only" and r.get("dtype") == "float16")
     return next(n for n, us in squares if us > host)
 
 
