@@ -74,10 +74,10 @@ FAULTS = {
         [("- .tables -> .page", "- .page -> .tables"), "lab imports only downward KEPT"]),
     "a chapter imports another chapter and an experiment module": (
         {"lab/chapters/ch1/__init__.py": "from lab.chapters import ch2\n    "
-                                         "from lab.experiments import sweep"},
+                                         "from lab.experiments import suite"},
         ["no chapter imports another chapter", "chapters import no experiment module"],
         ["lab.chapters.ch1 is not allowed to import lab.chapters.ch2",
-         "lab.chapters.ch1 -> lab.experiments.sweep"]),
+         "lab.chapters.ch1 -> lab.experiments.suite"]),
 }
 
 

@@ -31,7 +31,7 @@ import sys
 
 from lab import bench
 
-CHAPTER = "7"
+CHAPTER = "7.1"
 NEEDS = ("cupy",)
 NEEDS_KERNELS = ("tc_fp16", "tc_bf16", "wgmma_ws_fp16", "wgmma_ws_bf16")
 H200_SECONDS = 150  # estimate: 18 kernels and 9 sweep configurations checked and timed

@@ -43,7 +43,7 @@ import numpy as np
 from lab.experiments import hopper_profile as P
 from lab.experiments._hopper_records import call_steps, tile_steps, timeline_rows
 
-CHAPTER = "7"
+CHAPTER = "7.2"
 NEEDS = ("cupy", "torch")
 NEEDS_KERNELS = ("wgmma_out16_fp16", "wgmma_grid128_fp16", "fp8_e4m3_cluster")
 H200_SECONDS = 540  # measured: 538 s on the H200 (three children compiling side by side, then

@@ -42,7 +42,7 @@ import time
 
 import numpy as np
 
-CHAPTER = "7"
+CHAPTER = "7.1"
 NEEDS = ("cupy",)
 NEEDS_KERNELS = ("wgmma_tmastore_fp16", "wgmma_cluster_fp16", "tc_fp16")
 H200_SECONDS = 300  # estimate: 4 children compiling side by side, ~3 min of GPU turns

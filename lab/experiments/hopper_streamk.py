@@ -4,7 +4,7 @@ and 8192³ — ``hopper_past``'s children, checks and GPU-only timing in its "st
 (medians of its processes), with Nsight Compute on Hopper rungs 11 and 12 (FP16, 4096³)."""
 from __future__ import annotations
 
-CHAPTER = "7"
+CHAPTER = "7.2"
 SUMMARY = ("Hopper rung 12, stream-K for the last wave, beside Hopper rungs 10 and 11 against "
            "torch.mm, FP16 and BF16, at 4096³ and 8192³")
 NEEDS = ("cupy", "torch")

@@ -5,7 +5,7 @@ type (FP32 out: cuBLAS via CuPy; FP16/BF16 out: ``torch.mm``), FP16 and BF16, at
 processes), with Nsight Compute on the four rungs and both yardsticks (FP16, 4096³)."""
 from __future__ import annotations
 
-CHAPTER = "7"
+CHAPTER = "7.2"
 SUMMARY = ("Hopper rungs 18 and 19 (a tile table) beside Hopper rungs 15 and 17 and fast.cu's "
            "kernel 12, against cuBLAS with the same output type, FP16 and BF16, at 4096³ and "
            "8192³")

@@ -27,7 +27,7 @@ from dataclasses import replace
 
 import numpy as np
 
-CHAPTER = "7"
+CHAPTER = "7.2"
 SUMMARY = ("stream-K traced: every consumer warpgroup's steps on the GPU's global timer, at "
            "4096³, 8192³ and decode shapes; stream-K's block count at decode shapes")
 NEEDS = ("torch",)

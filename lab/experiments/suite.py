@@ -175,22 +175,6 @@ def host_cost(ours, theirs, calls: int, bursts: int) -> dict:
     return out
 
 
-def _graph(call, calls: int):
-    import torch
-
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        call()
-    torch.cuda.current_stream().wait_stream(s)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(calls):
-            call()
-    return g.replay
-
-
 def _inputs(m, n, k, dtype):
     import torch
 
@@ -242,6 +226,7 @@ def measure(shape: dict, dtype: str, sampler=None) -> list[dict]:
     each side (``ratio_to_cublas`` on both)."""
     import torch
     import lab
+    from lab.experiments.launch_cost import torch_graph
 
     m, n, k = shape["m"], shape["n"], shape["k"]
     count = buffer_sets(m, n, k, torch.cuda.get_device_properties(0).L2_cache_size)
@@ -274,7 +259,7 @@ def measure(shape: dict, dtype: str, sampler=None) -> list[dict]:
     bursts = BURSTS_BIG if ms >= 10 else BURSTS
     ours()                                 # each set's first call records its plans
     graphs = {"lab.gemm": lab.gemm.graph_of(ours, rounds).launch,
-              "cublas": _graph(theirs, rounds)}
+              "cublas": torch_graph(theirs, rounds)}
 
     def many(fn):
         def go():

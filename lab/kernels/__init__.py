@@ -29,7 +29,8 @@ TOOLKIT_NEEDS = "CUDA 13 generates no code for older GPUs"
 
 #: The book's pages in reading order, each named as a chapter is named (``_toc.yml``'s ladder:
 #: ``book/06_1_waves`` is "6.1", ``book/07b_fp8`` is "7b").
-PAGES = ("0", "1", "2", "3", "4", "5", "6.1", "6.2", "6.3", "7", "7b", "8", "9", "9b", "10")
+PAGES = ("0", "1", "2", "3", "4", "5", "6.1", "6.2", "6.3", "7.1", "7.2", "7b", "8", "9", "9b",
+         "10")
 
 
 def page_order(chapter: str) -> int:

@@ -150,7 +150,7 @@ def test_assemble_from_logs_gives_a_valid_results_file(tmp_path):
 
 def test_the_experiment_is_registered_for_chapter_7():
     info = experiments.info("hopper_profile")
-    assert info.chapter == "7" and "cupy" in info.needs
+    assert info.chapter == "7.1" and "cupy" in info.needs
 
 
 def test_wait_all_kills_a_child_past_its_time():

@@ -89,9 +89,9 @@ def test_pages_are_the_books_chapters_in_reading_order():
 
 
 def test_chapters_sort_in_page_order_not_string_order():
-    shuffled = ["10", "9b", "6.1", "9", "7b", "2", "6.3", "0", "7"]
-    assert sorted(shuffled, key=kernels.page_order) == ["0", "2", "6.1", "6.3", "7", "7b",
-                                                        "9", "9b", "10"]
+    shuffled = ["10", "9b", "6.1", "9", "7b", "2", "6.3", "0", "7.2", "7.1"]
+    assert sorted(shuffled, key=kernels.page_order) == ["0", "2", "6.1", "6.3", "7.1", "7.2",
+                                                        "7b", "9", "9b", "10"]
     assert sorted(shuffled) != sorted(shuffled, key=kernels.page_order)   # "10" < "2" as text
 
 
@@ -100,7 +100,8 @@ def test_every_kernel_names_a_page():
     by_name = {name: spec.chapter for name, spec in lab.REGISTRY.items()}
     assert (by_name["tc_fp16_splitk"], by_name["tc_fp16_epilogue"], by_name["fp8_e4m3"],
             by_name["tc_small_m_fp16"], by_name["wgmma_table_fp16"]) == ("6.1", "6.3", "7b",
-                                                                        "9b", "7")
+                                                                        "9b", "7.2")
+    assert by_name["wgmma_tma_fp16"] == "7.1"
 
 
 @pytest.mark.parametrize("chapter", [6, "6", "6.4", "7c", "", None])

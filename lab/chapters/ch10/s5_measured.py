@@ -152,7 +152,10 @@ def evidence_rows(n: int = N_REF, dtype: str = "float16") -> list[dict]:
     rates, the ratio (the efficiency) and its range over the repetitions (the scheme's fastest
     and slowest repetition against the one-GPU median). The run recorded no SM clock."""
     data = results.load("multi_gpu")
-    one = s0_rows.part_rows("one_gpu", data, dtype=dtype, n=n)[0]
+    ones = s0_rows.part_rows("one_gpu", data, dtype=dtype, n=n)
+    if not ones:                                  # a run that stops below n
+        return []
+    one = ones[0]
     ideal = WORLD * one["tflops"]
     rows = []
     for r in s0_rows.part_rows("scheme", data, dtype=dtype, n=n):
@@ -182,4 +185,6 @@ def evidence_values() -> dict:
     """The speedups of the schemes that leave every GPU the whole C (gathered or all-reduced;
     the others leave it in blocks), lowest to highest."""
     whole = [r["speedup"] for r in evidence_rows() if r["scheme"] in WHOLE_C]
+    if not whole:
+        return {"ev10_whole_range": "not measured"}
     return {"ev10_whole_range": f"{min(whole):.2f}–{max(whole):.2f}"}

@@ -33,12 +33,20 @@ class Rung:
     config: HopperConfig = field(default_factory=HopperConfig)
 
     @property
+    def page(self) -> str:
+        """The book's page of the rung: 7.1 (the Hopper machinery, rungs 1–8) or 7.2 (past
+        cuBLAS, rungs 9–19)."""
+        return "7.1" if self.number <= LAST_MACHINERY else "7.2"
+
+    @property
     def change_text(self) -> str:
         """The change as ``field=value, …`` (the first rung: its whole configuration)."""
         return ", ".join(f"{k}={v!r}" for k, v in self.change.items())
 
 
 LADDER: dict[str, Rung] = {}
+#: The last rung of page 7.1; the rungs after it are page 7.2's.
+LAST_MACHINERY = 8
 
 
 def rung(number: int, name: str, parent: str, title: str, **change) -> Rung:
@@ -140,7 +148,7 @@ def spec(r: Rung, kind: str) -> KernelSpec:
                       np.uint16 if bf16 else np.float16,
                       launcher16(cfg) if wide else launcher(cfg), simulator=False,
                       check=checker16(name, cfg) if wide else None,
-                      chapter="7", compile=((kernel_for(cfg), signature(cfg)),),
+                      chapter=r.page, compile=((kernel_for(cfg), signature(cfg)),),
                       edges=edges(cfg), dtype_name="bfloat16" if bf16 else "",
                       tile=(cfg.bm, cfg.bn, BK), min_cc=(9, 0), max_cc=(9, 0),
                       needs=needs(cfg), config=cfg)
