@@ -9,7 +9,7 @@ import pytest
 
 import lab
 from lab import gemm as G
-from lab import enqueue
+from lab import dispatch, enqueue
 from lab.accuracy import random_inputs, to_float64
 from numba import cuda
 
@@ -94,7 +94,7 @@ GM = sys.modules["lab.gemm"]          # the module (lab.gemm is the function)
 
 
 def test_small_m_can_be_turned_off(monkeypatch):
-    monkeypatch.setattr(GM, "SMALL_M_ON", False)
+    monkeypatch.setattr(dispatch, "SMALL_M_ON", False)
     assert lab.gemm.explain(*host(1, 4096, 4096), cc=(9, 0)).kernel == "wgmma_table_fp16"
     assert lab.gemm.explain(*host(1, 4096, 4096), cc=(8, 0)).kernel == "tc_fp16_splitk"
 
@@ -266,7 +266,7 @@ def test_every_hopper_choice_is_a_registered_kernel_writing_that_c(dtype, out_dt
                                                  (288, 132, 96), (133, 132, 67), (1, 132, 1),
                                                  (2048, 132, 128), (264, 132, 132)])
 def test_balanced_blocks_finish_in_the_same_waves(tiles, sms, blocks):
-    assert GM.balanced_blocks(tiles, sms) == blocks
+    assert dispatch.balanced_blocks(tiles, sms) == blocks
     waves = -(-tiles // sms)
     assert -(-tiles // blocks) == waves and -(-tiles // (blocks - 1 or 1)) >= waves
 

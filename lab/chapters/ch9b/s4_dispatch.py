@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from lab import enqueue, page
-from lab.gemm import SM_DEFAULT, SMALL_M, choose
+from lab.dispatch import SM_DEFAULT, SMALL_M, choose
 
 SHAPES = ((4096, 4096, 4096), (1024, 1024, 1024), (1, 4096, 4096), (8192, 64, 8192),
           (4097, 4097, 4097))
