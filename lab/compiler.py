@@ -339,7 +339,8 @@ def source_digest() -> str:
 #: Host-side modules that never change generated code (left out of :func:`source_digest`).
 _HOST_ONLY = {"compiler.py", "api.py", "bench.py", "accuracy.py", "timing.py", "counting.py",
               "model.py", "fragments.py", "device.py", "gpulock.py", "facts", "providers.py",
-              "libraries.py", "triton_gemm.py", "clocks.py", "multi", "dispatch.py", "gemm.py"}
+              "libraries.py", "triton_gemm.py", "clocks.py", "multi", "dispatch.py", "gemm.py",
+              "results.py", "schema.py"}
 
 
 def toolchain() -> dict:
