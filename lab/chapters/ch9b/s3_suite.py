@@ -7,6 +7,7 @@ from lab.chapters.ch9b.s1_result import (DECODE_READ_M, SUITE, read_share, rows,
 
 GROUPS = (("decode", "decode (M ≤ 256)"), ("prefill", "prefill (M ≥ 512)"),
           ("square", "squares"), ("odd", "skinny and odd"))
+DTYPE_LABEL = {"float16": "FP16", "bfloat16": "BF16"}
 #: A call this short (µs of GPU time) is mostly fixed cost: launch, prologue, one tile's
 #: latency.
 SHORT_US = 15.0
@@ -80,7 +81,7 @@ def below_rows() -> list[dict]:
         other = loop[_key(r)]
         if min(r["ratio_to_cublas"], other["ratio_to_cublas"]) >= 0.9:
             continue
-        out.append({"shape": shape(r), "group": r["group"], "dtype": r["dtype"][:4],
+        out.append({"shape": shape(r), "group": r["group"], "dtype": DTYPE_LABEL[r["dtype"]],
                     "us": 1e3 * r["median_ms"], "gpu": r["ratio_to_cublas"],
                     "loop": other["ratio_to_cublas"], "why": reason(r)})
     return out
