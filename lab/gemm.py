@@ -487,6 +487,9 @@ def gemm(A, B, out=None, *, out_dtype=None, stream=None):
     a, b = describe(A, "A"), describe(B, "B")
     o = describe(out, "out") if out is not None else None
     m, n, k, odt = validate(a, b, o, odt)
+    if device.MODE == "compile":
+        raise GemmError("LAB_DEVICE=compile compiles kernels and launches nothing: lab.gemm "
+                        "needs a GPU, or the simulator (LAB_DEVICE=simulator)")
     cc = _device_cc()
     if device.GPU and cc is None:
         raise GemmError(f"no GPU (device mode {device.MODE!r})")

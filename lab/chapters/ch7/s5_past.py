@@ -31,29 +31,32 @@ F32_HANDOFF = F32_UNIFORM + " store threads"
 
 
 def summary(kernel: str, dtype: str, size: int, data: dict | None = None) -> dict:
-    for r in (data or results.load("hopper_past"))["rows"]:
+    data = data or results.load("hopper_past")
+    for r in data["rows"]:
         if (r["part"] == "summary" and r["kernel"] == kernel and r["dtype"] == dtype
                 and r["m"] == size):
             return r
-    raise KeyError(f"hopper_past.json has no summary row for {kernel} {dtype} {size}³")
+    raise KeyError(f"{data['experiment']}.json has no summary row for {kernel} {dtype} {size}³")
 
 
 def profile(kernel: str, data: dict | None = None) -> dict:
-    for r in (data or results.load("hopper_past"))["rows"]:
+    data = data or results.load("hopper_past")
+    for r in data["rows"]:
         if r["part"] == "profile" and r["kernel"] == kernel:
             return r
-    raise KeyError(f"hopper_past.json has no profile row for {kernel}")
+    raise KeyError(f"{data['experiment']}.json has no profile row for {kernel}")
 
 
 def trace(kernel: str, dtype: str = "float16", data: dict | None = None) -> dict:
     """The traced launch of ``kernel`` (``hopper_past``'s ``trace`` rows): each warpgroup-tile's
     main loop and epilogue on the GPU's nanosecond timer, 10th, 50th and 90th percentiles."""
-    for r in (data or results.load("hopper_past"))["rows"]:
+    data = data or results.load("hopper_past")
+    for r in data["rows"]:
         if r["part"] == "trace" and r["kernel"] == kernel and r["dtype"] == dtype:
             if not r["passed"]:
                 raise ValueError(f"the traced {kernel} {dtype} failed its check")
             return r
-    raise KeyError(f"hopper_past.json has no trace row for {kernel} {dtype}")
+    raise KeyError(f"{data['experiment']}.json has no trace row for {kernel} {dtype}")
 
 
 def past_table():
