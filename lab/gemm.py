@@ -12,10 +12,12 @@ The choice (:func:`explain` says which kernel and why, for this GPU or a given c
 :mod:`lab.dispatch`'s; on a first call at a shape its candidates are timed against each other and
 the winner is kept, in this process and on disk for this GPU (:func:`tune`).
 
-Everything is checked before anything is copied or launched: a type that is not an array,
-a dtype outside FP32/FP16/BF16, two different dtypes, a wrong number of dimensions, an empty
-or mismatched dimension, a layout that is not row-major, an ``out`` of the wrong shape or type,
-arrays on the host mixed with arrays on the device, a GPU older than compute capability 7.5.
+Everything is checked before anything is allocated, copied or launched (:mod:`lab.operands`
+names the operand and the problem): the inputs, a layout that is not row-major or a row pitch
+that is not the row's, an ``out`` of the wrong shape or type, on the host while the inputs are
+on the GPU (or the reverse), or overlapping A or B on the GPU; a product too large for the
+kernels' indices; a GPU older than compute capability 7.5. Numba arrays of ml_dtypes' bfloat16
+come back as the caller's type.
 
 A repeated call with the same buffers (and the same stream) replays the launch plans recorded
 on its first call (``launch_cost`` results). With PyTorch or CuPy arrays and an ``out``, a
@@ -27,7 +29,7 @@ array, a changed address or shape, an explicit stream, a stream block) takes the
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 
@@ -36,138 +38,19 @@ from lab.dispatch import (MIN_CC, SM_DEFAULT, SMALL_M, Choice, GemmError,  # noq
                           choose, hopper_config, variants)
 from lab.lru import LRU
 from lab import enqueue
+from lab.operands import (DTYPES, Operand, check_kernels, check_size,  # noqa: F401
+                          describe, dtype_name as _dtype_name, validate)
 
 from numba import cuda  # noqa: E402  (after lab.device)
 
 #: Calls timed per candidate when tuning.
 TUNE_CALLS = 10
-DTYPES = ("float32", "float16", "bfloat16")
 #: Recorded calls kept (by buffers and stream), and fast paths (by the ids of the arrays).
 CALLS_KEPT = 256
 #: Shapes whose tuned choice is kept; launchers and workspaces kept.
 TUNED_KEPT = 256
 LAUNCHERS_KEPT = 64
 WORKSPACES_KEPT = 16
-
-
-# ----------------------------------------------------------------------------- operands
-
-@dataclass
-class Operand:
-    """What ``lab.gemm`` knows of one array: its library, address, shape, strides and type."""
-    label: str
-    family: str           # "torch", "cupy", "numba", "cai" (other device array), "numpy"
-    obj: object
-    shape: tuple
-    strides: tuple        # bytes
-    dtype: str            # "float32", "float16", "bfloat16"
-    ptr: int = 0
-
-    @property
-    def host(self) -> bool:
-        return self.family == "numpy"
-
-    @property
-    def itemsize(self) -> int:
-        return 4 if self.dtype == "float32" else 2
-
-    def row_major(self) -> bool:
-        rows, cols = self.shape
-        return (cols == 1 or self.strides[1] == self.itemsize) and \
-            (rows == 1 or self.strides[0] == cols * self.itemsize)
-
-
-_TORCH_DTYPES: dict = {}
-
-
-def _torch_dtype(t) -> str:
-    if not _TORCH_DTYPES:
-        import torch
-        _TORCH_DTYPES.update({torch.float32: "float32", torch.float16: "float16",
-                              torch.bfloat16: "bfloat16"})
-    return _TORCH_DTYPES.get(t.dtype, str(t.dtype).replace("torch.", ""))
-
-
-def _numpy_dtype(dt: np.dtype, family: str) -> str:
-    if dt == np.float32 or dt == np.float16:
-        return dt.name
-    if dt.name == "bfloat16" or (dt == np.uint16 and family in ("numba", "numpy")):
-        return "bfloat16"             # ml_dtypes' bfloat16, or lab's uint16 bits
-    return dt.name
-
-
-def describe(x, label: str) -> Operand:
-    """The :class:`Operand` for ``x``; TypeError for something that is not an array."""
-    module = type(x).__module__
-    if module.startswith("torch"):
-        if x.device.type != "cuda":
-            raise GemmError(f"{label} is a PyTorch tensor on {x.device}; lab.gemm takes CUDA "
-                            "tensors (or host NumPy arrays)")
-        dtype = _torch_dtype(x)
-        item = x.element_size()
-        return Operand(label, "torch", x, tuple(x.shape), tuple(s * item for s in x.stride()),
-                       dtype, int(x.data_ptr()))
-    if isinstance(x, np.ndarray):
-        if isinstance(x, np.ma.MaskedArray):
-            raise TypeError(f"{label} is a masked array: its mask would be ignored")
-        return Operand(label, "numpy", x, x.shape, x.strides, _numpy_dtype(x.dtype, "numpy"))
-    cai = enqueue.array_interface(x)
-    if cai is None and device.SIMULATOR and type(x).__name__ == "FakeCUDAArray":
-        dt = np.dtype(x.dtype)
-        return Operand(label, "numba", x, tuple(x.shape), tuple(x.strides),
-                       _numpy_dtype(dt, "numba"), id(x))
-    if cai is None:
-        raise TypeError(f"{label} must be a device array (Numba, CuPy, PyTorch: "
-                        f"__cuda_array_interface__) or a NumPy array, got {type(x).__name__}")
-    family = "cupy" if module.startswith("cupy") else \
-        "numba" if module.startswith("numba") else "cai"
-    dt = np.dtype(cai["typestr"])
-    shape = tuple(int(s) for s in cai["shape"])
-    strides = enqueue._strides(shape, dt.itemsize, cai.get("strides"))
-    return Operand(label, family, x, shape, strides, _numpy_dtype(dt, family),
-                   int(cai["data"][0]))
-
-
-def validate(A: Operand, B: Operand, out: Operand | None, out_dtype: str | None
-             ) -> tuple[int, int, int, str]:
-    """``(M, N, K, output dtype)``; GemmError naming the operand and the problem."""
-    for x in (A, B) + ((out,) if out else ()):
-        if len(x.shape) != 2:
-            raise GemmError(f"{x.label} must be 2-dimensional, got shape {x.shape}")
-        if 0 in x.shape:
-            raise GemmError(f"{x.label} has an empty dimension (shape {x.shape})")
-    for x in (A, B):
-        if x.dtype not in DTYPES:
-            raise GemmError(f"{x.label} is {x.dtype}; lab.gemm takes float32, float16 or "
-                            "bfloat16")
-    if A.dtype != B.dtype:
-        raise GemmError(f"A is {A.dtype} but B is {B.dtype}; convert one so both match")
-    if A.shape[1] != B.shape[0]:
-        raise GemmError(f"inner dimensions differ: A is {A.shape[0]}x{A.shape[1]}, B is "
-                        f"{B.shape[0]}x{B.shape[1]}")
-    for x in (A, B) + ((out,) if out else ()):
-        if not x.row_major():
-            raise GemmError(f"{x.label} is not row-major and contiguous (strides {x.strides} "
-                            f"bytes for shape {x.shape}: a transposed or sliced view?); pass "
-                            "a contiguous copy")
-    allowed = ("float32",) if A.dtype == "float32" else ("float32", A.dtype)
-    m, n, k = A.shape[0], B.shape[1], A.shape[1]
-    if out is not None:
-        if out.shape != (m, n):
-            raise GemmError(f"out is {out.shape[0]}x{out.shape[1]}; A·B is {m}x{n}")
-        if out_dtype is not None and out_dtype != out.dtype:
-            raise GemmError(f"out is {out.dtype} but out_dtype says {out_dtype}")
-        out_dtype = out.dtype
-        if out.host != A.host:
-            raise GemmError("out and A must both be on the host or both on the GPU")
-    out_dtype = out_dtype or A.dtype
-    if out_dtype not in allowed:
-        raise GemmError(f"a {A.dtype} product can be written as {' or '.join(allowed)}, "
-                        f"not {out_dtype}")
-    if A.host != B.host:
-        raise GemmError("A and B must both be on the host or both on the GPU "
-                        f"(A: {A.family}, B: {B.family})")
-    return m, n, k, out_dtype
 
 
 # ----------------------------------------------------------------------------- the choice
@@ -279,18 +162,10 @@ def explain(A, B, out=None, *, out_dtype: str | None = None, cc=None, sms: int |
     m, n, k, odt = validate(a, b, o, _dtype_name(out_dtype))
     if cc is None:
         cc = _device_cc()
-    choice = choose(m, n, k, a.dtype, odt, cc, sms or (_sm_count() if device.GPU else
-                                                        SM_DEFAULT))
+    choice = check_size(choose(m, n, k, a.dtype, odt, cc, sms or (_sm_count() if device.GPU
+                                                                  else SM_DEFAULT)))
+    check_kernels(choice)
     return _TUNED.get(_shape_key(choice), choice)
-
-
-def _dtype_name(dt) -> str | None:
-    if dt is None:
-        return None
-    name = getattr(dt, "name", None) or str(dt).replace("torch.", "")
-    if name not in DTYPES:
-        raise GemmError(f"out_dtype must be one of {DTYPES}, got {dt!r}")
-    return name
 
 
 _WORK = LRU(WORKSPACES_KEPT)
@@ -350,8 +225,8 @@ def _as_numba(x: Operand):
     """A Numba device array over ``x``'s memory (no copy), BF16 as uint16."""
     from numba import cuda
 
-    if x.family == "numba":
-        return x.obj
+    if x.family == "numba":                 # ml_dtypes' bfloat16: the kernels' uint16 bits
+        return x.obj.view(np.uint16) if x.obj.dtype.name == "bfloat16" else x.obj
     desc = {"shape": x.shape, "strides": None, "typestr": np.dtype(_NUMBA_DT[x.dtype]).str,
             "data": (x.ptr, False), "version": 3}
     return cuda.from_cuda_array_interface(desc, owner=x.obj, sync=False)
@@ -365,7 +240,10 @@ def _allocate(like: Operand, m: int, n: int, dtype: str):
         import cupy
         return cupy.empty((m, n), dtype=dtype)
     from numba import cuda
-    return cuda.device_array((m, n), dtype=_NUMBA_DT[dtype])
+    out = cuda.device_array((m, n), dtype=_NUMBA_DT[dtype])
+    if dtype == "bfloat16" and like.family == "numba" and like.obj.dtype.name == "bfloat16":
+        return out.view(like.obj.dtype)     # ml_dtypes' bfloat16 in, the same type out
+    return out
 
 
 def _stream_of(a: Operand, stream):
@@ -493,7 +371,8 @@ def gemm(A, B, out=None, *, out_dtype=None, stream=None):
     cc = _device_cc()
     if device.GPU and cc is None:
         raise GemmError(f"no GPU (device mode {device.MODE!r})")
-    choice = choose(m, n, k, a.dtype, odt, cc, _sm_count())
+    choice = check_size(choose(m, n, k, a.dtype, odt, cc, _sm_count()))
+    check_kernels(choice)
     if device.SIMULATOR:
         from lab.api import fits_simulator
         fits_simulator(m, n, k)
