@@ -1,4 +1,4 @@
-"""Command line: ``python -m lab list|check|compile|measure|compare|notebooks``.
+"""Command line: ``python -m lab list|check|compile|measure|compare|notebooks|predict``.
 
 * ``list`` — the registered kernels and the experiments (chapter, tools needed, time estimate).
 * ``check [KERNEL ...]`` — every registered kernel (or those named) against float64 on this
@@ -26,6 +26,10 @@
   and records cells passed/failed and seconds per notebook in ``<DIR>/<gpu>/notebooks.json``.
   On a GPU DIR defaults to ``lab/results``; without one (the simulator) the run is recorded only
   when ``--out`` says where. Exit status 1 if a notebook failed.
+* ``predict GPU [--out DIR] [--force]`` — no GPU needed: the course's models carry the H200's
+  committed results over to another GPU (``h100-80gb-hbm3``) by both datasheets, before it is
+  measured (:mod:`lab.predict`); writes ``<DIR>/<GPU>/predictions.json`` (DIR defaults to
+  ``lab/results``) and prints the table. An existing predictions file is kept unless ``--force``.
 
 Then ``LAB_GPU=<gpu> jupyter-book build .`` builds the book from that GPU's results.
 """
@@ -584,6 +588,24 @@ def cmd_notebooks(args) -> int:
     return 1 if bad else 0
 
 
+# ----------------------------------------------------------------------------- predict
+
+def cmd_predict(args) -> int:
+    """Predict another GPU's numbers from the reference's results (:mod:`lab.predict`), save
+    them, and print them."""
+    from lab import predict, tables
+
+    path = predict.save(args.gpu, command=_command(args.argv),
+                        root=Path(args.out) if args.out else None, force=args.force)
+    rows = results.load_path(path)["rows"]
+    print(tables.render(predict.table_rows(rows), ["id", "reference", "rule", "predicted",
+                                                   "unit"],
+                        {"reference": f"{predict.REFERENCE} (measured)",
+                         "predicted": f"{args.gpu} (predicted)"}))
+    print(f"wrote {path} ({len(rows)} quantities)")
+    return 0
+
+
 # ----------------------------------------------------------------------------- main
 
 def parser() -> argparse.ArgumentParser:
@@ -648,6 +670,19 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--cell-timeout", type=float, default=notebooks.CELL_TIMEOUT_S,
                    help="seconds per cell (default %(default)s)")
     p.set_defaults(func=cmd_notebooks)
+    p = sub.add_parser("predict", help="predict another GPU from the H200's results (no GPU "
+                                       "needed)",
+                       description="Carry the reference H200's committed results over to "
+                                   "another GPU with the course's models and both datasheets; "
+                                   "write <DIR>/<GPU>/predictions.json before that GPU is "
+                                   "measured.")
+    p.add_argument("gpu", metavar="GPU", help="the GPU's results folder name, e.g. "
+                                              "h100-80gb-hbm3")
+    p.add_argument("--out", metavar="DIR", type=_results_root,
+                   help="results root (default: lab/results)")
+    p.add_argument("--force", action="store_true",
+                   help="replace an existing predictions file")
+    p.set_defaults(func=cmd_predict)
     return top
 
 
