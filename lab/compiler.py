@@ -340,7 +340,8 @@ def source_digest() -> str:
 _HOST_ONLY = {"compiler.py", "api.py", "bench.py", "accuracy.py", "timing.py", "counting.py",
               "model.py", "fragments.py", "device.py", "gpulock.py", "facts", "providers.py",
               "libraries.py", "triton_gemm.py", "clocks.py", "multi", "dispatch.py", "gemm.py",
-              "results.py", "schema.py", "predict.py"}
+              "results.py", "schema.py", "predict.py",
+              "operands.py"}
 
 
 def toolchain() -> dict:
