@@ -44,8 +44,8 @@ SM_DEFAULT = 132
 #: (:mod:`lab.kernels.small_m`); ``LAB_GEMM_SMALL_M=0`` in the environment turns it off
 #: (the choice falls back to split-K on 128-row tiles), to compare the two. Its partial tiles
 #: are added by 16-byte loads from L2 with several slices in flight, on 128- or 64-column
-#: tiles (both timed), so the whole decode range M <= 128 goes there; on 9.0 the stream-K
-#: wgmma kernel (16-bit C) and, above 64 rows, the unsplit wgmma kernel are timed beside it.
+#: tiles (both timed), so the whole decode range M <= 128 goes there; on 9.0 the unsplit
+#: wgmma kernel and the stream-K one (16-bit C) are timed beside it.
 SMALL_M = 128
 SMALL_M_ON = os.environ.get("LAB_GEMM_SMALL_M", "1").strip() not in ("0", "off", "no")
 
@@ -288,8 +288,8 @@ def choose(m: int, n: int, k: int, dtype: str, out_dtype: str, cc, sms: int) -> 
 def _small_m(m, n, k, dtype, out_dtype, cc, sms, why) -> Choice:
     """M <= SMALL_M: the small-M kernel on 128- and 64-column tiles, each with the split
     factor that fills one wave of the SMs and half of it, timed on the first call; above 64
-    rows also 64-row tiles (two tile rows: more, lighter blocks); on 9.0 the stream-K wgmma
-    kernel for a 16-bit C and, above 64 rows, the unsplit wgmma kernel."""
+    rows also 64-row tiles (two tile rows: more, lighter blocks); on 9.0 the unsplit wgmma
+    kernel on 128- and 64-column tiles and, for a 16-bit C, the stream-K wgmma kernel."""
     from lab.kernels import small_m
 
     kind = "f16" if dtype == "float16" else "bf16"
@@ -318,11 +318,12 @@ def _small_m(m, n, k, dtype, out_dtype, cc, sms, why) -> Choice:
     others = [replace(first, splits=f, bn=w, bm=r) for w, f, r in found[1:]]
     wgmma = []
     if tuple(cc) == (9, 0):
-        if m > 64:
-            wgmma.append("the tile-table wgmma kernel")
-            others += [_hopper_choice(_hopper_rung(out_dtype), m, n, k, dtype, out_dtype, cc,
-                                      ("the wgmma kernel, unsplit",), sms, bn)
-                       for bn in (128, 64)]
+        # the unsplit tile-table kernel on 128-row tiles, however few rows: its TMA loads and
+        # wgmma stream B near the HBM read rate even with half its rows (or more) empty
+        wgmma.append("the tile-table wgmma kernel")
+        others += [_hopper_choice(_hopper_rung(out_dtype), m, n, k, dtype, out_dtype, cc,
+                                  ("the wgmma kernel, unsplit",), sms, bn)
+                   for bn in (128, 64)]
         if out_dtype != "float32":
             wgmma.append("the stream-K wgmma kernel")
             others += _streamk(m, n, k, dtype, out_dtype, cc, sms,

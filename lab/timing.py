@@ -67,11 +67,13 @@ def require_gpu(what: str = "timing") -> None:
 
 
 def event_samples(call: Callable[[int], None], *, warmup: int = 3, repeats: int = 20,
-                  batch: int = 1, stream=None) -> list[float]:
+                  batch: int = 1, stream=None, before: Callable[[], None] | None = None
+                  ) -> list[float]:
     """The CUDA-event loop: ``warmup`` untimed calls of ``call(i)`` (i = 0, 1, 2, …), the device
     synchronised, then ``repeats`` samples, each a pair of events recorded on ``stream`` (a
     driver handle or any stream :func:`lab.enqueue.stream_handle` takes; None: the default
-    stream) around ``batch`` calls. Returns each sample's milliseconds per call."""
+    stream) around ``batch`` calls, with ``before()`` (untimed, e.g. :func:`flush_l2`) enqueued
+    ahead of each sample's first event. Returns each sample's milliseconds per call."""
     require_gpu()
     if repeats < 1 or batch < 1 or warmup < 0:
         raise ValueError(f"event_samples needs repeats >= 1, batch >= 1 and warmup >= 0 (got "
@@ -89,6 +91,8 @@ def event_samples(call: Callable[[int], None], *, warmup: int = 3, repeats: int 
     stops = [cuda.event(timing=True) for _ in range(repeats)]
     i = warmup
     for r in range(repeats):
+        if before is not None:
+            before()
         starts[r].record(s)
         for _ in range(batch):
             call(i)
@@ -96,6 +100,35 @@ def event_samples(call: Callable[[int], None], *, warmup: int = 3, repeats: int 
         stops[r].record(s)
     stops[-1].synchronize()
     return [cuda.event_elapsed_time(a, b) / batch for a, b in zip(starts, stops)]
+
+
+#: L2 flush buffers, by context: twice the L2 cache, written once per flush.
+_FLUSH: dict = {}
+
+
+def flush_l2(stream=None) -> None:
+    """Evict the operands of the last call from the L2 cache: a write of twice its size
+    (``cuMemsetD8Async``, enqueued on ``stream``, a driver handle; None: the default stream),
+    as Triton's ``do_bench`` zeroes a buffer before each timed call. A call timed after it
+    reads its operands from HBM, as a model's layer does its weights."""
+    require_gpu("flushing the L2 cache")
+    from cuda.bindings import driver as cu
+    from numba import cuda
+    from numba.cuda.cudadrv import driver
+
+    key = id(cuda.current_context())
+    if key not in _FLUSH:
+        l2 = cuda.get_current_device().L2_CACHE_SIZE
+        _FLUSH[key] = cuda.device_array(2 * max(l2, 1 << 20), dtype=np.uint8)
+    buf = _FLUSH[key]
+    handle = int(stream) if stream is not None else 0
+    # the asynchronous memset on any stream, the default one included (Numba's
+    # device_memset blocks the host there, and the timed call would then start late)
+    err = cu.cuMemsetD8Async(cu.CUdeviceptr(driver.device_pointer(buf)), 0, buf.nbytes,
+                             cu.CUstream(handle))
+    err = err[0] if isinstance(err, tuple) else err
+    if int(err) != 0:
+        raise RuntimeError(f"cuMemsetD8Async failed: {err}")
 
 
 def time_gpu(call: Callable[[int], None], *, warmup: int = 3, repeats: int = 20,

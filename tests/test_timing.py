@@ -52,3 +52,45 @@ def test_the_event_loop_times_batches_on_the_stream_asked_for(monkeypatch):
     assert got == [1.0, 1.0]                           # 3 ms between the events, 3 calls
     with pytest.raises(ValueError, match="batch >= 1"):
         timing.event_samples(lambda i: None, batch=0)
+
+
+def test_the_event_loop_runs_before_ahead_of_each_sample(monkeypatch):
+    """event_samples(before=…): the untimed step (an L2 flush) is enqueued ahead of each
+    sample's first event, never inside a pair of events."""
+    from numba import cuda
+
+    log = []
+
+    class Event:
+        def __init__(self, timing=True):
+            pass
+
+        def record(self, stream=0):
+            log.append("event")
+
+        def synchronize(self):
+            pass
+
+    monkeypatch.setattr(timing, "require_gpu", lambda what="": None)
+    monkeypatch.setattr(cuda, "event", Event)
+    monkeypatch.setattr(cuda, "event_elapsed_time", lambda a, b: 1.0, raising=False)
+    timing.event_samples(lambda i: log.append("call"), warmup=1, repeats=2,
+                         before=lambda: log.append("flush"))
+    assert log == ["call", "flush", "event", "call", "event", "flush", "event", "call",
+                   "event"]
+
+
+def test_the_tuning_times_each_call_after_an_l2_flush(monkeypatch):
+    """lab.gemm's first-call tuning flushes the L2 before every timed call (a decode B fits in
+    the L2 and would otherwise be timed from there), and its disk key names that method."""
+    import inspect
+    import sys
+
+    import lab  # noqa: F401
+
+    G = sys.modules["lab.gemm"]
+
+    src = inspect.getsource(G.tune)
+    assert "before=lambda: timing.flush_l2(handle)" in src
+    assert "L2 flushed" in G.TUNE_METHOD
+    assert "TUNE_METHOD" in inspect.getsource(G._disk_key)
