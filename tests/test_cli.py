@@ -98,9 +98,9 @@ def test_every_experiment_declares_its_needs_and_an_estimate():
 
 
 @pytest.mark.parametrize("cc,skipped", [
-    ((7, 5), {"precision", "tc_tune", "tensor_cores", "epilogue", "shapes", "splitk", "waves",
-             "hopper", "hopper_profile", "hopper_past", "hopper_streamk", "hopper_table",
-             "streamk_trace", "fp8", "clocks", "libraries"}),
+    ((7, 5), {"precision", "tc_tune", "tensor_cores", "wmma", "epilogue", "shapes", "splitk",
+             "waves", "hopper", "hopper_profile", "hopper_past", "hopper_streamk",
+             "hopper_table", "streamk_trace", "fp8", "clocks", "libraries"}),
     ((8, 6), {"hopper", "hopper_profile", "hopper_past", "hopper_streamk", "hopper_table",
               "streamk_trace", "fp8"}),
     ((9, 0), set()),
