@@ -569,13 +569,15 @@ def read_files() -> list[str]:
 
 def parameters(target: str) -> dict:
     """What the predictions assume and start from: the datasheets, the assumptions, the
-    rules, and each reference file read with its SHA-256."""
+    rules, each reference file read and the code that read them, with their SHA-256."""
     s = Scales(target)
     files = {}
     for name in read_files():
         path = results.path_for(name, REFERENCE)
         files[reference_file(name)] = hashlib.sha256(Path(path).read_bytes()).hexdigest()
     keep = ("fp32_tflops", "tensor_tflops", "hbm_gbps", "sms", "clock_mhz", "power_w")
+    code = {f"lab/{m}.py": hashlib.sha256((Path(__file__).parent / f"{m}.py").read_bytes())
+            .hexdigest() for m in ("predict", "model")}
     return {"reference_gpu": REFERENCE, "target_gpu": target,
             "datasheets": {REFERENCE: {k: s.ref[k] for k in keep},
                            target: {k: s.tgt[k] for k in keep + ("l2_bytes", "memory_gb")}},
@@ -583,7 +585,8 @@ def parameters(target: str) -> dict:
             "bandwidth_ratio": s.bandwidth, "compute_ratio": s.compute,
             "predicted_read_gbps": s.read, "predicted_fma_tflops": s.fma,
             "bandwidth_bound_share": BANDWIDTH_BOUND,
-            "assumptions": list(ASSUMPTIONS), "rules": RULES, "reference_files": files}
+            "assumptions": list(ASSUMPTIONS), "rules": RULES, "reference_files": files,
+            "code": code}
 
 
 def provenance(target: str) -> dict:

@@ -174,14 +174,18 @@ def test_the_cli_writes_once_and_refuses_to_overwrite(tmp_path, capsys):
 
 def test_the_committed_predictions_are_what_the_code_predicts_from_their_files():
     """The committed file validates in the H100's folder; while the H200 files it was made
-    from are unchanged (their SHA-256 in its parameters), every row is what predict() gives."""
+    from and the code that made it are unchanged (their SHA-256 in its parameters), every row
+    is what predict() gives. Once either changed the committed predictions stand as made:
+    they are never written again after the GPU is measured."""
     path = results.path_for(predict.EXPERIMENT, H100)
     data = results.load_path(path, folder=H100)
-    files = data["parameters"]["reference_files"]
-    assert set(files) == {predict.reference_file(n) for n in predict.read_files()}
+    files = {**data["parameters"]["reference_files"], **data["parameters"]["code"]}
+    assert set(data["parameters"]["code"]) == {"lab/predict.py", "lab/model.py"}
     now = {f: hashlib.sha256((ROOT / f).read_bytes()).hexdigest() for f in files}
     if now != files:
-        pytest.skip("the H200 results were measured again since the predictions were made")
+        pytest.skip("made from other H200 results or by another version of lab.predict")
+    assert set(data["parameters"]["reference_files"]) == {
+        predict.reference_file(n) for n in predict.read_files()}
     committed = {r["id"]: r for r in data["rows"]}
     fresh = {r["id"]: json.loads(json.dumps(r)) for r in predict.predict(H100)}
     assert committed.keys() == fresh.keys()
