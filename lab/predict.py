@@ -175,12 +175,39 @@ def _source(experiment: str, row: dict, field: str) -> dict:
             "field": field}
 
 
-def _compare(target: str, experiment: str, row: dict, field: str, how: str = "") -> dict:
+def _compare(target: str, experiment: str, row: dict | None, field: str, scale: float = 1.0,
+             over: tuple | None = None) -> dict:
+    """Where the target's measurement of a quantity will be read (:func:`measured`): ``field``
+    of the one row of ``experiment`` matching ``row`` (``row`` None: a ``provenance.`` field),
+    times ``scale``, divided by the value ``over`` = (experiment, row, field) names if given."""
     out = {"file": f"lab/results/{target}/{experiment}.json", "experiment": experiment,
-           "row": row, "field": field}
-    if how:
-        out["how"] = how
+           "row": row, "field": field, "scale": scale}
+    if over:
+        out["over"] = _compare(target, *over)
     return out
+
+
+def measured(row: dict, root: Path | None = None) -> float | None:
+    """The target's measured value of a predicted quantity (a row of a predictions file), read
+    from the target's results files under ``root`` as its ``compare`` says; None for a quantity
+    of the model alone. ResultsMissing when the target has not been measured yet; ValueError
+    when the file has no row, or several, matching."""
+    spec = row["compare"]
+    if spec is None:
+        return None
+    value = _read(spec, root) * spec["scale"]
+    return value / _read(spec["over"], root) if "over" in spec else value
+
+
+def _read(spec: dict, root: Path | None) -> float:
+    gpu = Path(spec["file"]).parent.name
+    data = results.load(spec["experiment"], gpu=gpu, root=root)
+    if spec["row"] is None:
+        return data["provenance"][spec["field"].removeprefix("provenance.")]
+    rows = [r for r in data["rows"] if all(r.get(k) == v for k, v in spec["row"].items())]
+    if len(rows) != 1:
+        raise ValueError(f"{spec['file']}: {len(rows)} rows match {spec['row']}, not one")
+    return rows[0][spec["field"]]
 
 
 def _q(qid: str, what: str, page: str, unit: str, ref_value: float, sources: list[dict],
@@ -226,7 +253,7 @@ def _roofs(s: Scales, target: str) -> list[dict]:
                   "the assumption itself, made testable: the same share on both",
                   s.read / s.tgt["hbm_gbps"],
                   _compare(target, "roofline", {"kernel": "stream_read"}, "gbps",
-                           "gbps / 3350"), glue="read_share"))
+                           1 / s.tgt["hbm_gbps"]), glue="read_share"))
     ridge_ref = model.ridge(fma * 1e12, s.ref_read * 1e9)
     out.append(_q("ch0.ridge_fp32", "FP32 ridge: the FMA roof over the read roof", page,
                   "FLOP/B", ridge_ref,
@@ -235,8 +262,9 @@ def _roofs(s: Scales, target: str) -> list[dict]:
                   "FMA roof (compute rule) over the read roof (bandwidth rule): a kernel needs "
                   "1.4× the intensity to leave the memory roof",
                   model.ridge(s.fma * 1e12, s.read * 1e9),
-                  _compare(target, "roofline", {"kernel": "fma_chains"}, "tflops",
-                           "tflops × 1000 / stream_read gbps"), glue="ridge_measured"))
+                  _compare(target, "roofline", {"kernel": "fma_chains"}, "tflops", 1e3,
+                           ("roofline", {"kernel": "stream_read"}, "gbps")),
+                  glue="ridge_measured"))
     return out
 
 
@@ -254,7 +282,7 @@ def _decode(s: Scales, target: str) -> list[dict]:
                   page, "FLOP/B", ridge_ref, src, "derived", "the FP16 rate is compute-bound "
                   "(compute rule), the read roof scales with bandwidth", ridge,
                   _compare(target, "tensor_cores", {"part": "ladder", "kernel": "cublas_fp16"},
-                           "tflops", "tflops × 1000 / roofline stream_read gbps"),
+                           "tflops", 1e3, ("roofline", {"kernel": "stream_read"}, "gbps")),
                   glue="fp16_ridge"))
 
     def cross(r):
@@ -268,8 +296,9 @@ def _decode(s: Scales, target: str) -> list[dict]:
                   [{"file": reference_file("roofline"), "experiment": "roofline",
                     "row": None, "field": "provenance.l2_bytes"}], "datasheet",
                   "50 MB on the H100 SXM5: the 32 MiB of decode weights still fit",
-                  s.tgt["l2_bytes"] / 2**20, _compare(target, "roofline", {},
-                                                       "provenance.l2_bytes"), glue="l2_mib"))
+                  s.tgt["l2_bytes"] / 2**20, _compare(target, "roofline", None,
+                                                       "provenance.l2_bytes", 2.0**-20),
+                  glue="l2_mib"))
     floor_ref = model.ideal_bytes(1, n, k, 2) / (s.ref_read * 1e9) * 1e6
     floor = model.ideal_bytes(1, n, k, 2) / (s.read * 1e9) * 1e6
     out.append(_q("ch6_1.decode_m1_floor_us", "the model's least time of the decode shape at "
@@ -298,7 +327,7 @@ def _decode(s: Scales, target: str) -> list[dict]:
         out.append(_q(f"ch6_1.decode_m{m}_cublas_us", f"cuBLAS FP16 decode-time GEMM, M = {m} "
                       "× 4096 × 4096, weights from HBM, GPU time per call (queued)", page, "µs",
                       ms * 1e3, [_source("shapes", match, "median_ms")], rule, why, t * 1e3,
-                      _compare(target, "shapes", match, "median_ms", "× 1000"), glue=glue,
+                      _compare(target, "shapes", match, "median_ms", 1e3), glue=glue,
                       low=low, high=high))
         if m == 1:
             out.append(_q("ch6_1.decode_m1_weight_gbps", "cuBLAS FP16 at M = 1, weights from "
@@ -318,7 +347,7 @@ def _decode(s: Scales, target: str) -> list[dict]:
                   [_source("shapes", match, "median_ms")], rule,
                   f"{s.share_of_read(ms, model.ideal_bytes(1, n, k, 2)):.0%} of the read roof: "
                   "32 blocks on 132 SMs, limited by their own loads in flight, not by HBM",
-                  t * 1e3, _compare(target, "shapes", match, "median_ms", "× 1000"),
+                  t * 1e3, _compare(target, "shapes", match, "median_ms", 1e3),
                   glue="tc_m1_us"))
     return out
 
@@ -363,8 +392,9 @@ def _waves(s: Scales, target: str) -> list[dict]:
                   f"N {a} → {b} (M = {m}, K = {kk})", page, "×", tb / ta, src, "derived",
                   "both sides compute-bound (roofline rule): the step is the reference's",
                   pb / pa, _compare(target, "waves", {"part": "sweep", "kernel": "tc_fp16",
-                                                      "n": b}, "median_ms",
-                                    f"median_ms at n={b} / at n={a}"), glue="wave_last_tc"))
+                                                      "n": b}, "median_ms", 1.0,
+                                    ("waves", {"part": "sweep", "kernel": "tc_fp16", "n": a},
+                                     "median_ms")), glue="wave_last_tc"))
     return out
 
 
@@ -464,14 +494,15 @@ def _gemms(s: Scales, target: str) -> list[dict]:
                       _compare(target, "fp32_ladder", match, "median_ms")))
     w = {"part": "ladder", "kernel": "warptile_tuned", **sq}
     c = {"part": "ladder", "kernel": "cublas_fp32", **sq}
+    c.update(when=ref_row("fp32_ladder", **c)["when"])      # the first of its two timings
     ours, lib = carried("fp32_ladder", w, 4), carried("fp32_ladder", c, 4)
     out.append(_q("ch4.warptile_tuned_of_cublas", "warptile_tuned's rate as a share of cuBLAS "
                   "FP32's at 4096³", PAGES["4"], "share", lib[1] / ours[1],
                   [_source("fp32_ladder", w, "median_ms"), _source("fp32_ladder", c,
                                                                     "median_ms")],
                   "derived", "both compute-bound (roofline rule on each): the reference's share",
-                  lib[2] / ours[2], _compare(target, "fp32_ladder", w, "median_ms",
-                                             "cublas_fp32 median_ms / this")))
+                  lib[2] / ours[2], _compare(target, "fp32_ladder", c, "median_ms", 1.0,
+                                             ("fp32_ladder", w, "median_ms"))))
     for kernel, _ in _ladder("tensor_cores"):
         match = {"part": "ladder", "kernel": kernel, **sq}
         _, ms, t, rule, share = carried("tensor_cores", match, 2)
@@ -537,7 +568,7 @@ def _clocks(s: Scales, target: str) -> list[dict]:
                   "compute", f"cache-hot: its 32 MiB of weights stay in the "
                   f"{s.tgt['l2_bytes'] / 2**20:.0f} MiB L2, whose bandwidth follows the clock",
                   s.time_compute(row["median_ms"]) * 1e3,
-                  _compare(target, "launch_cost", match, "median_ms", "× 1000")))
+                  _compare(target, "launch_cost", match, "median_ms", 1e3)))
     return out
 
 

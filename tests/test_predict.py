@@ -192,3 +192,41 @@ def test_the_committed_predictions_are_what_the_code_predicts_from_their_files()
     for qid, r in fresh.items():
         assert committed[qid]["predicted"] == pytest.approx(r["predicted"], rel=1e-9), qid
         assert committed[qid]["rule"] == r["rule"], qid
+
+
+def _as_target(tmp_path) -> Path:
+    """A results root whose H100 folder holds the H200's files relabelled as the H100's: what
+    the H100's measurements would be if every prediction were "the same as the H200"."""
+    import shutil
+
+    shutil.copytree(results.RESULTS_DIR / "h200", tmp_path / "h200")
+    (tmp_path / H100).mkdir()
+    for path in (tmp_path / "h200").glob("*.json"):
+        data = json.loads(path.read_text())
+        data["provenance"].update(gpu="NVIDIA H100 80GB HBM3", max_sm_clock_mhz=None)
+        (tmp_path / H100 / path.name).write_text(json.dumps(data))
+    return tmp_path
+
+
+def test_every_comparison_reads_one_row_of_the_targets_files(rows, tmp_path):
+    """Each quantity's ``compare`` resolves to exactly one row (or a provenance field) of the
+    H100's files and gives the quantity in its own unit: on a stand-in H100 folder made of the
+    H200's files, every comparable quantity reads back its H200 value (the read share against
+    the H100's datasheet: 4.8 / 3.35 of it)."""
+    root = _as_target(tmp_path)
+    seen = 0
+    for qid, r in rows.items():
+        got = predict.measured(r, root)
+        if r["compare"] is None:
+            assert got is None
+            continue
+        want = r["reference"] * (4.8 / 3.35 if qid == "ch0.read_share" else 1.0)
+        assert got == pytest.approx(want, rel=1e-9), qid
+        seen += 1
+    assert seen >= 50
+
+
+def test_a_comparison_before_the_target_is_measured_says_so(rows, tmp_path):
+    (tmp_path / H100).mkdir()
+    with pytest.raises(results.ResultsMissing, match="roofline.json: no such results file"):
+        predict.measured(rows["ch0.stream_read_gbps"], tmp_path)
