@@ -25,7 +25,10 @@ repeat is found by the ids of the three arrays and confirmed by what the recorde
 on — each array's address, shape, strides and dtype, read through the library's own cheap
 accessors (no ``__cuda_array_interface__`` dictionary is built) — and nothing is re-validated:
 it costs the driver calls and a few attribute reads (:class:`Hot`). Anything else (a new
-array, a changed address or shape, an explicit stream, a stream block) takes the checked path.
+array, a changed address, shape, strides or dtype, an explicit stream, a stream block, another
+current stream) takes the checked path, whose key holds all of them: a plan replays only on
+the stream it was recorded on, whose workspaces it uses. A graph (:func:`graph`,
+:func:`graph_of`) keeps alive every array its calls touch.
 """
 from __future__ import annotations
 
@@ -43,8 +46,12 @@ from lab.operands import (DTYPES, Operand, check_kernels, check_size,  # noqa: F
 
 from numba import cuda  # noqa: E402  (after lab.device)
 
-#: Calls timed per candidate when tuning.
+#: Calls timed per candidate when tuning, each alone after the L2 cache is flushed
+#: (:func:`lab.timing.flush_l2`): a decode product's B (32 MB at N = K = 4096) fits in the L2,
+#: and timed back to back it would be read from there, which ranks the candidates as no model
+#: calls them. Part of the tuning cache's key (:data:`TUNE_METHOD`).
 TUNE_CALLS = 10
+TUNE_METHOD = f"median of {TUNE_CALLS}, L2 flushed"
 #: Recorded calls kept (by buffers and stream), and fast paths (by the ids of the arrays).
 CALLS_KEPT = 256
 #: Shapes whose tuned choice is kept; launchers and workspaces kept.
@@ -91,7 +98,8 @@ def _disk_key(choice: Choice) -> str:
 
     dev = cuda.get_current_device()
     name = dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)
-    return "|".join(map(str, (name, _sm_count(), choice.cc, *_shape_key(choice)[:5])))
+    return "|".join(map(str, (name, _sm_count(), choice.cc, *_shape_key(choice)[:5],
+                              TUNE_METHOD)))
 
 
 def _from_disk(choice: Choice) -> Choice | None:
@@ -110,16 +118,17 @@ def _from_disk(choice: Choice) -> Choice | None:
 
 
 def tune(choice: Choice, a, b, c, handle: int = 0) -> Choice:
-    """The fastest of ``choice`` and its candidates at this shape (one pair of CUDA events
-    around :data:`TUNE_CALLS` replays of each one's recorded launch plans, by
-    :func:`lab.timing.event_samples`, after the recording call and as many replays as make a
-    call of several launches one CUDA graph: the driver calls alone, so that the GPU's time
-    decides, not the launcher's Python or a graph's capture), remembered per shape in this
+    """The fastest of ``choice`` and its candidates at this shape (the median of
+    :data:`TUNE_CALLS` replays of each one's recorded launch plans, each between a pair of
+    CUDA events after the L2 cache is flushed, by :func:`lab.timing.event_samples`, after the
+    recording call and as many replays as make a call of several launches one CUDA graph: the
+    driver calls alone, so that the GPU's time on operands read from HBM decides, not the
+    launcher's Python, a graph's capture or an L2 holding B), remembered per shape in this
     process and on disk for this GPU, sources and toolchain (as cuBLASLt's heuristics and
     Triton's autotuning cache do); ``c`` is overwritten (the caller runs the winner after)."""
     from lab import compiler
 
-    key = _shape_key(choice)
+    key = choice        # all the candidates depend on: shape, types, capability, SM count
     known = _TUNED.get(key)
     if known is not None:
         return known
@@ -133,8 +142,9 @@ def tune(choice: Choice, a, b, c, handle: int = 0) -> Choice:
     for cand in (replace(choice, candidates=()), *choice.candidates):
         with enqueue.stream(handle):       # the first call records its plans, the timed
             cp = enqueue.record(lambda: run(cand, a, b, c), (a, b, c))   # ones replay them
-        ms = timing.event_samples(lambda i: cp.launch(handle), warmup=enqueue.GRAPH_AFTER,
-                                  repeats=1, batch=TUNE_CALLS, stream=handle)[0]
+        ms = float(np.median(timing.event_samples(
+            lambda i: cp.launch(handle), warmup=enqueue.GRAPH_AFTER, repeats=TUNE_CALLS,
+            stream=handle, before=lambda: timing.flush_l2(handle))))
         times.append((ms, cand))
     ms, best = min(times, key=lambda t: t[0])
     label = "first call timed: " + ", ".join(f"{_label(c)} {1e3 * ms:.1f} us"
@@ -165,16 +175,17 @@ def explain(A, B, out=None, *, out_dtype: str | None = None, cc=None, sms: int |
     choice = check_size(choose(m, n, k, a.dtype, odt, cc, sms or (_sm_count() if device.GPU
                                                                   else SM_DEFAULT)))
     check_kernels(choice)
-    return _TUNED.get(_shape_key(choice), choice)
+    return _TUNED.get(choice, choice)
 
 
 _WORK = LRU(WORKSPACES_KEPT)
 
 
 def _workspace(key, shape, dtype):
+    """A kept FP32 workspace, one per stream (calls queued on two streams never share one)."""
     from numba import cuda
 
-    return _WORK.get_or_make((key, shape, np.dtype(dtype).str),
+    return _WORK.get_or_make((key, shape, np.dtype(dtype).str, enqueue.stream_handle(None)),
                              lambda: cuda.device_array(shape, dtype=dtype))
 
 
@@ -250,11 +261,7 @@ def _stream_of(a: Operand, stream):
     if stream is not None or enqueue._STREAMS:
         return enqueue.stream_handle(stream)
     if a.family == "torch":
-        import torch
-        try:                            # the raw handle, without building a Stream object
-            return int(torch._C._cuda_getCurrentRawStream(a.obj.device.index))
-        except (AttributeError, TypeError):
-            return int(torch.cuda.current_stream(a.obj.device).cuda_stream)
+        return _torch_stream(a.obj)
     if a.family == "cupy":
         import cupy
         return int(cupy.cuda.get_current_stream().ptr)
@@ -265,8 +272,19 @@ _CALLS = LRU(CALLS_KEPT)
 _SHAPES = LRU(CALLS_KEPT)
 
 
-def _fast_key(A, B, out, out_dtype, stream):
-    """A cheap key for the cached call (PyTorch tensors: address, shape, strides, dtype)."""
+def _torch_stream(x) -> int:
+    """PyTorch's current stream on ``x``'s device (the raw handle, no Stream object built)."""
+    import torch
+    try:
+        return int(torch._C._cuda_getCurrentRawStream(x.device.index))
+    except (AttributeError, TypeError):
+        return int(torch.cuda.current_stream(x.device).cuda_stream)
+
+
+def _fast_key(A, B, out, out_dtype):
+    """A cheap key for the cached call of PyTorch tensors (each one's address, shape, strides
+    and dtype, ``out_dtype``, and the current stream, last: the one the call runs on), or
+    None for other arrays."""
     key = []
     for x in (A, B, out):
         if x is None:
@@ -275,20 +293,21 @@ def _fast_key(A, B, out, out_dtype, stream):
             key.append((x.data_ptr(), x.shape, x.stride(), x.dtype))
         else:
             return None
-    return (*key, out_dtype, stream)
+    return (*key, out_dtype, _torch_stream(A))
 
 
 # region: hot_path
 class Hot:
     """A repeated call's fast path: what the recorded call plan depends on in each operand
     (address, shape, strides, dtype, read by the library's cheap accessors), how to read the
-    caller's current stream, and the launch: the driver call itself for a call of one kernel,
-    else the call plan (which becomes one CUDA graph at its second replay)."""
+    caller's current stream and the one the plan was recorded on (its workspaces are that
+    stream's), and the launch: the driver call itself for a call of one kernel, else the
+    call plan (which becomes one CUDA graph at its second replay)."""
 
-    __slots__ = ("state", "call", "params", "recorded", "stream", "read")
+    __slots__ = ("state", "call", "params", "recorded", "stream", "read", "handle")
 
-    def __init__(self, read, arrays, recorded, stream):
-        self.read = read
+    def __init__(self, read, arrays, recorded, stream, handle=None):
+        self.read, self.handle = read, stream() if handle is None else handle
         self.state = tuple(read(x) for x in arrays)
         self.recorded = recorded
         only = recorded.plans[0] if len(recorded.plans) == 1 else None
@@ -298,10 +317,11 @@ class Hot:
 
     def same(self, A, B, out) -> bool:
         read, (a, b, o) = self.read, self.state
-        return read(A) == a and read(B) == b and read(out) == o
+        return read(A) == a and read(B) == b and read(out) == o and \
+            self.stream() == self.handle
 
     def launch(self) -> None:
-        handle = self.stream()
+        handle = self.handle
         if self.call is None:
             self.recorded.launch(handle)
             return
@@ -318,17 +338,18 @@ def _cupy_state(x):
     return (x.data.ptr, x.shape, x.strides, x.dtype)
 
 
-def _hot_for(a: Operand, cp, arrays) -> Hot | None:
-    """The :class:`Hot` path of call plan ``cp`` for ``arrays`` (A, B, out) of ``a``'s library
-    (PyTorch or CuPy; None for others, which take the checked path every call)."""
+def _hot_for(a: Operand, cp, arrays, handle: int) -> Hot | None:
+    """The :class:`Hot` path of call plan ``cp``, recorded on stream ``handle``, for ``arrays``
+    (A, B, out) of ``a``'s library (PyTorch or CuPy; None for others, which take the checked
+    path every call)."""
     if a.family == "torch":
         import torch
         get, index = torch._C._cuda_getCurrentRawStream, a.obj.device.index
-        return Hot(_torch_state, arrays, cp, lambda: get(index))
+        return Hot(_torch_state, arrays, cp, lambda: get(index), handle)
     if a.family == "cupy":
         import cupy
         current = cupy.cuda.get_current_stream
-        return Hot(_cupy_state, arrays, cp, lambda: current().ptr)
+        return Hot(_cupy_state, arrays, cp, lambda: current().ptr, handle)
     return None
 
 
@@ -351,15 +372,15 @@ def gemm(A, B, out=None, *, out_dtype=None, stream=None):
     odt = _dtype_name(out_dtype)
     if device.GPU and stream is None and not enqueue._STREAMS:
         if out is None:                     # PyTorch: allocate as the last call did
-            shape = _SHAPES.get(_fast_key(A, B, None, odt, None))
+            shape = _SHAPES.get(_fast_key(A, B, None, odt))
             if shape is not None:
                 import torch
                 out = torch.empty(shape[:2], dtype=getattr(torch, shape[2]), device=A.device)
-        key = _fast_key(A, B, out, odt, None) if out is not None else None
+        key = _fast_key(A, B, out, odt) if out is not None else None
         if key is not None:
             cp = _CALLS.get(key)
             if cp is not None:
-                cp.launch(_stream_of(cp.result, None))
+                cp.launch(key[-1])
                 enqueue.STATS["call_hits"] += 1
                 return out
     a, b = describe(A, "A"), describe(B, "B")
@@ -382,10 +403,14 @@ def gemm(A, B, out=None, *, out_dtype=None, stream=None):
         out = _allocate(a, m, n, odt)
         o = describe(out, "out")
     handle = _stream_of(a, stream)
+    if _HOLDING:                        # a graph being captured keeps what it will touch
+        _hold(A, B, out)
     key = (a.ptr, a.shape, a.strides, a.dtype, b.ptr, b.shape, b.strides, b.dtype,
            o.ptr, o.shape, o.strides, o.dtype, handle)
     cp = _CALLS.get(key)
     if cp is not None and device.GPU:
+        if _HOLDING:
+            _hold(cp)
         cp.launch(handle)
         enqueue.STATS["call_hits"] += 1
         return out
@@ -396,18 +421,19 @@ def gemm(A, B, out=None, *, out_dtype=None, stream=None):
     choice = tune(choice, na, nb, nc, handle)
     with enqueue.stream(handle):
         cp = enqueue.record(lambda: run(choice, na, nb, nc), (na, nb, nc))
-    cp.result = a
     cp.choice = choice
     _CALLS[key] = cp
+    if _HOLDING:
+        _hold(cp)
     if given and stream is None and o.family == a.family == b.family:
-        hot = _hot_for(a, cp, (A, B, out))
+        hot = _hot_for(a, cp, (A, B, out), handle)
         if hot is not None:
             _HOT[(id(A), id(B), id(out), out_dtype)] = hot
     asked = _dtype_name(out_dtype)          # the fast path's key: as the caller asked
-    fast = _fast_key(A, B, out, asked, None) if stream is None else None
-    if fast is not None:
+    fast = _fast_key(A, B, out, asked)
+    if fast is not None and fast[-1] == handle:     # recorded on the stream it will run on
         _CALLS[fast] = cp
-        _SHAPES[_fast_key(A, B, None, asked, None)] = (m, n, odt)
+        _SHAPES[_fast_key(A, B, None, asked)] = (m, n, odt)
     return out
 
 
@@ -444,13 +470,30 @@ def call_plan(A, B, out):
 def graph(A, B, out, repeats: int = 1) -> "enqueue.Graph":
     """A CUDA graph of ``repeats`` calls of ``gemm(A, B, out)`` (see :class:`lab.enqueue.Graph`):
     ``.launch()`` replays them with one driver call."""
-    return enqueue.Graph(lambda: gemm(A, B, out), repeats)
+    return graph_of(lambda: gemm(A, B, out), repeats)
+
+
+_HOLDING: list = []         # one list per graph being captured: what its gemm calls touch
 
 
 def graph_of(fn, repeats: int = 1) -> "enqueue.Graph":
     """A CUDA graph of ``repeats`` runs of ``fn``, a function of ``gemm`` calls (e.g. one call
-    on each of several buffer sets in turn); ``.launch()`` replays them."""
-    return enqueue.Graph(fn, repeats)
+    on each of several buffer sets in turn); ``.launch()`` replays them. The graph keeps
+    alive, as ``.held``, ``fn`` and every array its calls read or write and their call plans
+    (workspaces, padded copies, tensor maps): a replay never touches freed memory."""
+    held = [fn]
+    _HOLDING.append(held)
+    try:
+        g = enqueue.Graph(fn, repeats)
+    finally:
+        _HOLDING.pop()
+    g.held = tuple(held)
+    return g
+
+
+def _hold(*objs) -> None:
+    for held in _HOLDING:
+        held.extend(objs)
 
 
 gemm.explain = explain

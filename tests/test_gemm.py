@@ -38,7 +38,8 @@ def test_small_m_takes_the_small_tile_and_writes_16_bit_itself(m, rows):
     assert f"{rows}-row tiles" in str(choice) and "A not padded" in str(choice)
     assert choice.native_out and not choice.narrow and not choice.widen
     assert {c.splits for c in choice.candidates} and \
-        {c.kernel for c in choice.candidates} == {choice.kernel, "wgmma_streamk_fp16"}
+        {c.kernel for c in choice.candidates} == {choice.kernel, "wgmma_table_fp16",
+                                                  "wgmma_streamk_fp16"}
     # BF16, FP32 out: the same kernel, nothing narrowed
     c = lab.gemm.explain(*host(m, 4096, 4096, np.uint16), out_dtype="float32", cc=(8, 0))
     assert c.kernel == "tc_small_m_bf16" and not c.native_out and not c.narrow
