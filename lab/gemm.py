@@ -253,7 +253,10 @@ def _allocate(like: Operand, m: int, n: int, dtype: str):
     from numba import cuda
     out = cuda.device_array((m, n), dtype=_NUMBA_DT[dtype])
     if dtype == "bfloat16" and like.family == "numba" and like.obj.dtype.name == "bfloat16":
-        return out.view(like.obj.dtype)     # ml_dtypes' bfloat16 in, the same type out
+        try:
+            return out.view(like.obj.dtype)     # ml_dtypes' bfloat16 in, the same type out
+        except (TypeError, ValueError, NotImplementedError):
+            pass                                # a Numba that cannot hold it: the bits
     return out
 
 
