@@ -11,8 +11,10 @@ or displayed formula wider than the content column, or a table wider than the co
 not scroll inside its own box; a page that scrolls sideways at 1280 px; a word or number broken
 inside a table cell; more than WORD_BUDGET visible words, more than TABLE_BUDGET visible tables,
 or an open table of more than OPEN_ROWS rows (longer tables go below a fold); an image that did
-not load; a console error or an uncaught script error. One full-page screenshot per page is
-saved for review.
+not load; a console error or an uncaught script error; more words with every fold opened than
+``words.PAGE_BUDGET`` on a page, or ``words.PATH_BUDGET`` on the main path (``words.py``).
+Full-page screenshots at 1280 and 390 px (``<page>.png``, ``<page>-390.png``) are saved for
+review.
 """
 from __future__ import annotations
 
@@ -25,8 +27,12 @@ import sys
 import threading
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import words  # noqa: E402  (the opened-word budgets, beside this file)
+
 CHROMIUM = "/usr/bin/chromium"
 WIDTH = 1280
+PHONE = 390
 SKIP = {"genindex.html", "search.html"}
 WORD_BUDGET = 6000   # visible words a page (prose, tables and outputs; code listings excluded)
 TABLE_BUDGET = 15    # visible tables a page
@@ -157,8 +163,10 @@ def _within(origin: str, problems: list[str]):
     return route
 
 
-def check(root: Path, todo: list[Path], shots: Path, quiet: bool = False) -> dict[str, list[str]]:
-    """Open each page of ``todo`` (paths under ``root``) and return its problems by page."""
+def check(root: Path, todo: list[Path], shots: Path, quiet: bool = False,
+          counts: dict[str, int] | None = None) -> dict[str, list[str]]:
+    """Open each page of ``todo`` (paths under ``root``) and return its problems by page;
+    ``counts``, if given, receives each page's words with every fold opened."""
     from playwright.sync_api import sync_playwright
 
     shots.mkdir(parents=True, exist_ok=True)
@@ -184,13 +192,20 @@ def check(root: Path, todo: list[Path], shots: Path, quiet: bool = False) -> dic
             page.wait_for_timeout(200)
             seen = page.evaluate(MEASURE, {"openRows": OPEN_ROWS})
             problems += problems_of(seen)
-            page.screenshot(path=str(shots / (rel.as_posix().replace("/", "_") + ".png")),
-                            full_page=True)
+            shot = shots / rel.as_posix().replace("/", "_")
+            page.screenshot(path=f"{shot}.png", full_page=True)
+            page.set_viewport_size({"width": PHONE, "height": 844})
+            page.wait_for_timeout(100)
+            page.screenshot(path=f"{shot}-{PHONE}.png", full_page=True)
+            seen["opened"] = words.opened(page)
+            problems += words.page_problems(seen["opened"])
+            if counts is not None:
+                counts[rel.as_posix()] = seen["opened"]
             page.close()
             if not quiet:
                 verdict = "ok" if not problems else f"{len(problems)} problem(s)"
                 print(f"{rel.as_posix():<40} {verdict} ({seen['words']} words, "
-                      f"{seen['tables']} tables)")
+                      f"{seen['opened']} opened, {seen['tables']} tables)")
                 for p in problems:
                     print(f"    {p}")
             found[rel.as_posix()] = problems
@@ -202,6 +217,8 @@ def check(root: Path, todo: list[Path], shots: Path, quiet: bool = False) -> dic
 #: The self-test's pages: name -> (body html, the problem it must raise; None: must be clean).
 _ROW = "<tr><td>row</td><td class='num'>1.0</td></tr>"
 _WIDE_ROW = "<tr>" + "<td>column&nbsp;of&nbsp;words</td>" * 40 + "</tr>"
+#: Half a page budget and a little more: two of them behind folds make a page over it.
+_HALF = "word " * (words.PAGE_BUDGET // 2 + 50)
 #: A 10 x 10 px image that needs no request.
 _SVG = "data:image/svg+xml;base64," + base64.b64encode(
     b"<svg xmlns='http://www.w3.org/2000/svg' width='10' height='10'>"
@@ -236,6 +253,12 @@ PLANTS = {
     "rows.html": ("<table>" + _ROW * (OPEN_ROWS + 1) + "</table>", f"open table over {OPEN_ROWS} rows"),
     "folded.html": ("<details><summary>all rows</summary><table>" + _ROW * (OPEN_ROWS + 5)
                     + "</table></details>", None),
+    "inputs.html": ("<div class='cell_input'><pre style='white-space:pre-wrap'>"
+                    + "word " * (words.PAGE_BUDGET + 10) + "</pre></div>", None),
+    "behindfolds.html": ("<style>.toggle-hidden p{display:none}</style><p>A short page.</p>"
+                         "<details><summary>more</summary><p>" + _HALF + "</p></details>"
+                         "<div class='admonition toggle-hidden'><p>" + _HALF + "</p></div>",
+                         "over the opened-word budget"),
 }
 
 
@@ -250,7 +273,7 @@ def self_test(shots: Path) -> int:
                                      f"<style>main{{max-width:800px}}</style></head>"
                                      f"<body><main>{body}</main></body></html>")
         found = check(root, [Path(n) for n in PLANTS], shots, quiet=True)
-    bad = []
+    bad = words.self_test()
     for name, (_, expected) in PLANTS.items():
         got = found[name]
         if expected is None and got:
@@ -280,7 +303,11 @@ def main(argv=None) -> int:
     if not todo:
         print(f"no pages under {root}")
         return 1
-    found = check(root, todo, shots)
+    counts: dict[str, int] = {}
+    found = check(root, todo, shots, counts=counts)
+    found["main path"] = words.path_problems(counts)
+    for p in found["main path"]:
+        print(p)
     failures = sum(len(p) for p in found.values())
     print(f"{len(todo)} pages checked, screenshots in {shots}; "
           + ("all clean" if not failures else f"{failures} problem(s)"))
