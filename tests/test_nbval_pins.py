@@ -6,7 +6,8 @@ of a cell marked ``# NBVAL_SKIP``. Deleting the marker, adding a skip or deletin
 (its table gone from the page) would pass both pytest and the strict build. This test reads every
 notebook as nbval reads it (nbval's own marker parsers) and compares, cell by cell (by cell id),
 what nbval does with it and the glue names its committed outputs hold against
-``tests/nbval_pins.json``.
+``tests/nbval_pins.json``. Prose cells are pinned too, by their paragraphs and the glued names
+they quote: a deleted prose cell or paragraph, or a glued number replaced by a typed one, fails.
 
 After an intended change (a new chapter, a re-cut one, a new checked cell), record the pins
 again and commit the file with the notebooks:
@@ -16,6 +17,7 @@ again and commit the file with the notebooks:
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -48,15 +50,30 @@ def _first_line(source: str) -> str:
                  if ln.strip() and not ln.strip().startswith("#")), "")
 
 
+def quoted(source: str) -> list[str]:
+    """The glued names a prose cell quotes, in order of first use."""
+    return list(dict.fromkeys(re.findall(r"\{glue(?::\w+)?\}`([^`]+)`", source)))
+
+
+def paragraphs(source: str) -> int:
+    return sum(1 for p in source.split("\n\n") if p.strip())
+
+
 def pins(book: Path = ROOT / "book", *, every: bool = False) -> dict:
     """Per notebook, per code cell (by id) that nbval checks or skips or that glues a name
-    (``every``: every code cell): its mode, its glue names and its first line."""
+    (``every``: every code cell): its mode, its glue names and its first line; per prose cell:
+    its paragraphs, the glued names it quotes and its first line."""
     import nbformat
 
     out = {}
     for path in sorted(book.glob("*.ipynb")):
         nb = nbformat.read(str(path), as_version=4)
         cells = {}
+        for i, cell in enumerate(c for c in nb.cells if c.cell_type == "markdown"):
+            cells[cell.get("id") or f"prose cell {i}"] = {
+                "paragraphs": paragraphs(cell.source), "quotes": quoted(cell.source),
+                "first_line": next((ln.strip() for ln in cell.source.splitlines() if ln.strip()),
+                                   "")[:60]}
         for i, cell in enumerate(c for c in nb.cells if c.cell_type == "code"):
             mode, names = nbval_mode(cell), glue_names(cell)
             if every or mode != "run" or names:
@@ -81,6 +98,19 @@ def differences(pinned: dict, now: dict) -> list[str]:
             old = was[cid]
             label = f"{nb} cell {cid} ({old['first_line']!r})"
             new = cells.get(cid)
+            if "paragraphs" in old:
+                if new is None:
+                    lines.append(f"{label}: the prose cell is gone ({old['paragraphs']} "
+                                 f"paragraph(s) quoting {len(old['quotes'])} glued name(s))")
+                    continue
+                if new["paragraphs"] < old["paragraphs"]:
+                    lines.append(f"{label}: {old['paragraphs'] - new['paragraphs']} paragraph(s) "
+                                 f"deleted")
+                lost = [n for n in old["quotes"] if n not in new["quotes"]]
+                if lost:
+                    lines.append(f"{label}: no longer quotes {', '.join(lost)} (a glued number "
+                                 f"deleted or typed)")
+                continue
             if new is None:
                 lines.append(f"{label}: the cell is gone (it was '{old['nbval']}' and glued "
                              f"{len(old['glue'])} name(s))")
@@ -95,7 +125,9 @@ def differences(pinned: dict, now: dict) -> list[str]:
             if gained:
                 lines.append(f"{label}: newly glues {', '.join(gained)}")
         for cid in cells:
-            if cid not in was and (cells[cid]["nbval"] != "run" or cells[cid]["glue"]):
+            if cid not in was and "paragraphs" in cells[cid]:
+                lines.append(f"{nb} prose cell {cid} ({cells[cid]['first_line']!r}): new")
+            elif cid not in was and (cells[cid]["nbval"] != "run" or cells[cid]["glue"]):
                 lines.append(f"{nb} cell {cid} ({cells[cid]['first_line']!r}): new, nbval "
                              f"'{cells[cid]['nbval']}', glues {len(cells[cid]['glue'])} name(s)")
     return lines
@@ -141,6 +173,34 @@ def test_a_removed_marker_a_new_skip_and_a_removed_cell_are_caught(tmp_path):
     assert any("nbval now does 'skip', pinned 'check'" in d for d in cases["skip"])
     assert any("the cell is gone (it was 'check'" in d for d in cases["cell"])
     assert any("nbval now does 'run', pinned 'check'" in d for d in cases["tag"])
+
+
+def test_a_deleted_prose_cell_a_deleted_paragraph_and_a_typed_number_are_caught(tmp_path):
+    """The prose pins catch a prose cell deleted, a paragraph cut and a glued value typed."""
+    import nbformat
+
+    src = ROOT / "book" / "01_naive.ipynb"
+    pinned = {src.name: pins()[src.name]}
+    cases = {}
+    for fault in ("cell", "paragraph", "typed"):
+        nb = nbformat.read(str(src), as_version=4)
+        prose = [c for c in nb.cells if c.cell_type == "markdown" and quoted(c.source)
+                 and paragraphs(c.source) > 1]
+        victim = prose[0]
+        if fault == "cell":
+            nb.cells.remove(victim)
+        elif fault == "paragraph":
+            victim.source = "\n\n".join(victim.source.split("\n\n")[:-1])
+        else:
+            name = quoted(victim.source)[0]
+            victim.source = re.sub(r"\{glue(?::\w+)?\}`" + name + "`", "5.24", victim.source)
+        book = tmp_path / fault
+        book.mkdir()
+        nbformat.write(nb, str(book / src.name))
+        cases[fault] = differences(pinned, pins(book, every=True))
+    assert any("the prose cell is gone" in d for d in cases["cell"])
+    assert any("paragraph(s) deleted" in d for d in cases["paragraph"])
+    assert any("no longer quotes" in d for d in cases["typed"])
 
 
 if __name__ == "__main__":

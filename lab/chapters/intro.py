@@ -27,8 +27,8 @@ FP32_RUNGS = [
     ("warptile", "warp tiles"),
     ("warptile_tuned", "warp tiles, tuned"),
 ]
-#: The tensor-core track before Hopper: (kernel, what the rung adds); from hopper_profile where
-#: it ran there (tc_fp16), else from tensor_cores.
+#: The tensor-core track before Hopper: (kernel, what the rung adds), all from chapter 5's run
+#: (tensor_cores), so that each rung reads here as it does there.
 TC_RUNGS = [
     ("tc_naive_fp16", "mma.sync, fragments from global"),
     ("tc_smem", "shared-memory tiles"),
@@ -75,13 +75,8 @@ def ladder() -> list[dict]:
     tc = _at_size("tensor_cores", part="ladder")
     hopper = _at_size("hopper_profile", part="summary", dtype="float16")
     for name, change in TC_RUNGS:
-        if name in hopper:
-            r = hopper[name]
-            add(TC_TRACK, "5", name, change, r, "hopper_profile", r["ratio_to_cublas"],
-                r["ratio_min"], r["ratio_max"])
-        else:
-            add(TC_TRACK, "5", name, change, tc[name], "tensor_cores",
-                tc[name]["tflops"] / tc["cublas_fp16"]["tflops"])
+        add(TC_TRACK, "5", name, change, tc[name], "tensor_cores",
+            tc[name]["tflops"] / tc["cublas_fp16"]["tflops"])
     for name, change in HOPPER_RUNGS:
         r = hopper[name]
         add(TC_TRACK, "7.1", name.removesuffix("_fp16"), change, r, "hopper_profile",
@@ -126,6 +121,7 @@ def values() -> dict:
     best_tc = max(tc, key=lambda r: r["fraction"])
     cublas32 = _at_size("fp32_profile", part="summary")["cublas_fp32"]["tflops"]
     return {
+        "the_gpu": page.gpu_label(results.load("fp32_profile")["provenance"]["gpu"]),
         "intro_naive_fraction": f"{fp32[0]['fraction']:.2f}",
         "intro_fp32_best_fraction": f"{fp32[-1]['fraction']:.2f}",
         "intro_fp32_best_tflops": f"{fp32[-1]['tflops']:.1f}",
@@ -190,7 +186,7 @@ def ladder_table():
                              "16-bit output (rung 18), cuBLAS with FP32 output (rung 19) and "
                              "cuBLASLt FP8 with BF16 output (FP8), GPU-only. Medians of three "
                              "processes (fp32_profile, hopper_profile, hopper_table, hopper_past); "
-                             "tc_naive_fp16 … tc_swizzle from one run (tensor_cores)")
+                             "chapter 5's rungs from its one run (tensor_cores)")
 
 
 def _markdown(path: Path) -> tuple[str, str, int]:

@@ -22,7 +22,7 @@ SAME_QUANTITY = {
     "the H200's tensor ridge (datasheet peak over measured read bandwidth)":
         ("ex00_3_ridge", "tensor_ridge"),
     "the H200's measured streaming-read bandwidth": ("read_tbps",),
-    "tc_fp16 at 4096³ in chapter 5's run": ("tc_fp16_tflops", "fp16_tflops", "ex61_1_rate_4096",
+    "tc_fp16 at 4096³ in chapter 5's run": ("tc_fp16_tflops", "ex61_1_rate_4096",
                                              "ch5_tc_fp16_small_tflops"),
 }
 
@@ -131,3 +131,65 @@ def test_the_h200_l2_is_written_in_mib():
     pages = sorted(BOOK.glob("*.ipynb")) + sorted(BOOK.glob("*.md"))
     wrong = [p.name for p in pages if re.search(r"\b60 MB\b", p.read_text())]
     assert not wrong, f"L2 written as 60 MB on {wrong}"
+
+
+#: One quantity that several runs or timing methods measured, each page quoting its own: the
+#: glue name -> the words that say which run or method, required in the first paragraph of each
+#: page that quotes the name (where the reader first meets that value).
+LABELLED = {
+    "cuBLAS FP16 at 4096³": {
+        "cublas_fp16_tflops": "same run",                # chapter 5's run, beside its rungs
+        "cublas16_4096": "this chapter's run",           # chapter 9's run of the libraries
+        "cublas_sustained": "back to back",              # chapter 9: four seconds sustained
+        "cublas_queued_tflops": "launch",                # chapter 7.1: launch hidden, in bursts
+        "cublas_sustained_tflops": "per row",            # chapter 7.1: a third of a second a row
+        "cublas_short_tflops": "one-process run",        # chapter 7.1: the one-process run
+    },
+    "tc_fp16 at 4096³": {
+        "tc_4096": "this chapter's run",                 # chapter 9's run (chapter 5's is 404)
+        "one16_small_tflops": "one-GPU",                 # chapter 10's one-GPU row
+    },
+    "the naive kernel at 4096³": {
+        "naive_tflops_4096": "this chapter's run",       # chapter 1's run (the intro: 3 processes)
+    },
+}
+
+
+def unlabelled_runs(paragraphs: dict[str, list[str]]) -> list[str]:
+    """Pages whose first paragraph quoting a run-specific value does not say which run."""
+    found = []
+    for what, labels in LABELLED.items():
+        for name, label in labels.items():
+            for page, paras in paragraphs.items():
+                first = next((p for p in paras if f"`{name}`" in p), None)
+                if first is not None and label.lower() not in first.lower():
+                    found.append(f"{page}: {what} quoted as {name} without '{label}' beside it")
+    return found
+
+
+def test_a_run_specific_value_says_its_run_where_a_page_first_quotes_it():
+    assert not unlabelled_runs(prose()), "\n".join(unlabelled_runs(prose()))
+
+
+def test_each_labelled_value_is_quoted_somewhere():
+    used = {n for paras in prose().values() for p in paras for n in re.findall(r"`(\w+)`", p)}
+    missing = [n for labels in LABELLED.values() for n in labels if n not in used]
+    assert not missing, f"labelled glue names no page quotes: {missing}"
+
+
+def test_the_run_label_check_catches_an_unlabelled_value():
+    planted = {"09_libraries": ["cuBLAS FP16 ran at {glue:text}`cublas16_4096` TFLOP/s."]}
+    assert len(unlabelled_runs(planted)) == 1
+    planted["09_libraries"][0] = "In this chapter's run " + planted["09_libraries"][0]
+    assert not unlabelled_runs(planted)
+
+
+def test_the_intro_ladder_reads_chapter_5s_rungs_as_chapter_5_does():
+    """The intro's tensor-core rungs come from chapter 5's run: tc_fp16's TFLOP/s there is the
+    value chapter 5 glues (not another run's)."""
+    from lab.chapters import intro
+
+    rows = {r["rung"]: r for r in intro.ladder()}
+    ch5 = glued()["tc_fp16_tflops"]["05_tensor_cores"].strip("'")
+    assert f"{rows['tc_fp16']['tflops']:.0f}" == ch5
+    assert rows["tc_fp16"]["experiment"] == "tensor_cores"

@@ -56,5 +56,4 @@ def values() -> dict:
     v["loop_other"] = str(loop_total - loop.get("FFMA", 0))
     v["loop_other_mix"] = ", ".join(f"{op} ×{n}" for op, n in other.items())
     v["loop_share"] = f"{loop.get('FFMA', 0) / loop_total:.1%}"
-    v["fma_registers"] = str(fma.registers)
     return v

@@ -79,7 +79,6 @@ def values() -> dict:
     literal, typed, twin = (sass.get(name, {}) for name in ("naive_literal", "naive", "s003_naive"))
     v["loop_literal"] = str(literal.get("loop", "-"))
     v["ffma_literal"] = str(literal.get("ffma", "-"))
-    v["ldg_literal"] = str(literal.get("ldg", "-"))
     v["loop_typed"] = str(typed.get("loop", "-"))
     v["ffma_typed"] = str(typed.get("ffma", "-"))
     v["ldg_typed"] = str(typed.get("ldg", "-"))

@@ -59,4 +59,4 @@ def values() -> dict:
         f"bytes) because C ({4 * n ** 2 / 1e6:.1f} MB) is still in the write-back L2 when the "
         "profiled launch ends.")
     return {"ncu_status": "Nsight Compute counted every kernel", "ncu_sentence": sentence,
-            "ncu_n": str(n), "one_pass_mb": f"{one_pass / 1e6:.1f}"}
+            "one_pass_mb": f"{one_pass / 1e6:.1f}"}

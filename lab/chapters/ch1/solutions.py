@@ -52,8 +52,7 @@ def ex01_2() -> dict:
     return {"ex01_2_literal_ffma": lit.get("FFMA", 0), "ex01_2_literal_total": sum(lit.values()),
             "ex01_2_literal_uniform": uniform, "ex01_2_literal_sel": lit.get("USEL", 0),
             "ex01_2_typed_ffma": typed.get("FFMA", 0), "ex01_2_typed_total": sum(typed.values()),
-            "ex01_2_typed_uniform": sum(n for op, n in typed.items() if op.startswith("U")),
-            "ex01_2_literal_other_per_ffma": per_ffma(lit), "ex01_2_typed_other_per_ffma": per_ffma(typed)}
+            "ex01_2_typed_uniform": sum(n for op, n in typed.items() if op.startswith("U"))}
 
 
 def ex01_3() -> dict:

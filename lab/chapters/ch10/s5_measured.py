@@ -97,7 +97,7 @@ def _fmt_ms(x: float) -> str:
 def values() -> dict:
     """The numbers this section's prose quotes, as strings."""
     data = results.load("multi_gpu")
-    v = {}
+    v = {"the_gpu": page.gpu_label(data["provenance"]["gpu"])}
     col = s0_rows.part_rows("scheme", data, scheme="column", dtype="float16", n=N_REF)
     v["col16_speedup"] = f"{col[0]['speedup']:.2f}" if col else "not measured"
     v["col16_goal"] = ("met" if col[0]["speedup"] >= 1.8 else "not met") if col else "not measured"

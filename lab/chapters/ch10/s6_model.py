@@ -116,7 +116,6 @@ def values() -> dict:
     small = min(r["n"] for r in s0_rows.part_rows("scheme", data))
     f16, f32 = startup("float16", data), startup("float32", data)
     v["h16_ms"], v["h32_ms"] = f"{f16['startup_s'] * 1e3:.2f}", f"{f32['startup_s'] * 1e3:.2f}"
-    v["rate16"] = f"{f16['rate_tflops']:.0f}"
     rows = model_rows()
     misses = [abs(r["miss"]) for r in rows]
     worst = max(rows, key=lambda r: abs(r["miss"]))

@@ -26,7 +26,7 @@ def ex02_2(tile: int = 64) -> dict:
     smem = model.tile_shared_bytes(tile)
     by_smem = lim["shared_bytes"] // (smem + lim["shared_reserved_per_block"])
     return {"ex02_2_threads": tile * tile, "ex02_2_max_threads": 1024, "ex02_2_smem_kb": smem / 1024,
-            "ex02_2_blocks_by_smem": by_smem, "ex02_2_blocks_by_threads": lim["threads"] // (tile * tile),
+            "ex02_2_blocks_by_smem": by_smem,
             "ex02_2_smem_sm_kb": lim["shared_bytes"] / 1024}
 
 
@@ -73,7 +73,6 @@ def ex02_5(kernels=("tiled16",), shape=NONSQUARE_SIM) -> dict:
             "ex02_5_grid_y": -(-m // tile), "ex02_5_k_steps": -(-k // tile),
             "ex02_5_ragged": any(d % tile for d in NONSQUARE),
             "ex02_5_sim_shape": "×".join(map(str, (shape[0], shape[2], shape[1]))),
-            "ex02_5_gflop": model.flops(m, n, k) / 1e9,
             "ex02_5_ok": all(c["ok"] for c in checks),
             "ex02_5_rel_frobenius": common.error_class(max(c["rel_frobenius"] for c in checks)),
             "ex02_5_sim_steps": sim_steps, "ex02_5_sim_padded": sim_steps * tile - shape[2]}

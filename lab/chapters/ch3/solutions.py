@@ -17,8 +17,7 @@ def ex03_1(patch: int = 16, n: int = 4096) -> dict:
             "ex03_1_spills": patch * patch > limits["max_regs_thread"], "ex03_1_tile": tile,
             "ex03_1_blocks_4096": model.tile_grid(n, n, tile, tile),
             "ex03_1_blocks_2048": model.tile_grid(2048, 2048, tile, tile),
-            "ex03_1_sms": results.load("patch_sweep")["provenance"]["sm_count"],
-            "ex03_1_smem_kb": 2 * tile * 16 * 4 / 1024}
+            "ex03_1_sms": results.load("patch_sweep")["provenance"]["sm_count"]}
 
 
 def ex03_2() -> dict:

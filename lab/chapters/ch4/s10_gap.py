@@ -34,7 +34,7 @@ def gap_values() -> dict:
             "gap_inst_more": f"{ours['inst'] / cub['inst'] - 1:.1%}",
             "gap_predicted": f"{issue_ratio * inst_ratio:.3f}",
             "gap_measured": f"{cub['us'] / ours['us']:.3f}",
-            "gap_regs_cublas": f"{cub['regs']:.0f}", "gap_regs_ours": f"{ours['regs']:.0f}",
+            "gap_regs_cublas": f"{cub['regs']:.0f}",
             "gap_warps_cublas": f"{cub['warps']:.1f}%", "gap_warps_ours": f"{ours['warps']:.1f}%",
             "gap_sb_ours": f"{ours['sb']:.2f}", "gap_sb_cublas": f"{cub['sb']:.2f}",
             "gap_dispatch_ours": f"{ours['dispatch']:.2f}",

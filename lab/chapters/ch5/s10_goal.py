@@ -59,7 +59,7 @@ def compile_values(reports: dict) -> dict:
     ops = sorted(set(re.findall(r"\b(?:HMMA|LDSM|LDGSTS)\.[\w.]+", rep.sass)))
     target = next(ln for ln in rep.sass.splitlines() if ln.strip().startswith(".target"))
     return {"fp16_regs": str(fp16["registers"]), "fp16_warps": str(fp16["warps"]),
-            "fp16_hmma_share": f"{fp16['share']:.0%}", "fp16_spills": str(fp16["spills"]),
+            "fp16_hmma_share": f"{fp16['share']:.0%}",
             "naive_loop_loads": str(naive["loads"]), "naive_loop_hmma": str(naive["hmma"]),
             "wmma_loop_loads": str(wmma["loads"]), "wmma_loop_hmma": str(wmma["hmma"]),
             "wmma_loop_movm": str(reports["wmma_m16n16k16_f32"].loop_mix.get("MOVM", 0)),
@@ -115,5 +115,4 @@ def values() -> dict:
     return {"goal_pct": f"{lad['tc_fp16']['ratio_to_cublas_fp16']:.1%}",
             "bf16_pct": f"{lad['tc_bf16']['tflops'] / lad['cublas_bf16']['tflops']:.1%}",
             "ladder_gain": f"{lad['tc_fp16']['tflops'] / lad['tc_naive_fp16']['tflops']:.0f}",
-            "fp16_tflops": f"{lad['tc_fp16']['tflops']:.0f}",
             "acc_regs": str(fp16.wm * fp16.wn // 32)}

@@ -71,6 +71,5 @@ def values() -> dict:
             "cublas_fp16_tflops": f"{lad['cublas_fp16']['tflops']:.0f}",
             "naive_hbm": f"{c1['hbm'] / 1e12:.1f}",
             "naive_of_hbm": f"{c1['measured'] / c1['hbm']:.0%}",
-            "naive_loads": str(c1["loads"]), "naive_lines": str(c1["lines"]),
             "naive_l1": f"{c1['l1'] / 1e12:.1f}",
             "naive_of_l1": f"{c1['measured'] / c1['l1']:.0%}"}

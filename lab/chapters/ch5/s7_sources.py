@@ -19,5 +19,4 @@ def values() -> dict:
     t4 = {r["what"]: r["tflops"] for r in seeds.TENSOR_CORES_T4}
     hand = t4["hand-written WMMA, FP16 in -> FP32 out"]
     return {"t4_hand_pct": f"{hand / t4['cuBLAS FP16 in -> FP32 out']:.0%}",
-            "t4_hand_tflops": f"{hand:.1f}",
             "t4_hbm_line": f"{8 * seeds.READ_ROOF_T4_GBPS / 1e3:.1f}"}

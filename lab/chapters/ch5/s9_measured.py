@@ -171,7 +171,6 @@ def profile_values() -> dict:
             "prof_l2_hit": f"{prof['l2_hit_pct']:.0f}%",
             "prof_tensor_active": f"{prof['tensor_active_pct']:.0f}%",
             "prof_top_stall": next(iter(prof["stalls"])),
-            "prof_regs": f"{prof['registers']:.0f}",
             "tc_head_ratio": f"{tc['ratio_to_cublas']:.3f}",
             "tc_head_lo": f"{tc['ratio_min']:.3f}", "tc_head_hi": f"{tc['ratio_max']:.3f}",
             "tc_head_processes": str(tc["processes"])}
@@ -200,7 +199,7 @@ def values() -> dict:
     theirs = next(r for r in pad.values() if r["kernel"] == "cublas_fp16")
     l2 = machine()["l2_bytes"]
     return {
-        "smem_gain": f"{steps['tc_smem']:.1f}", "warp64_gain": f"{steps['tc_warp64']:.1f}",
+        "smem_gain": f"{steps['tc_smem']:.1f}",
         "pipeline_gain": f"{steps['tc_pipeline'] - 1:.0%}",
         "swizzle_gain": f"{steps['tc_swizzle']:.1f}",
         "swizzle_rank": _ordinal(steps["tc_swizzle"], steps.values()),
@@ -220,7 +219,6 @@ def values() -> dict:
         "tc_swizzle_tflops": f"{lad['tc_swizzle']['tflops']:.0f}",
         "tc_swizzle_of_pred": f"{of_pred['tc_swizzle']:.0%}",
         "tc_fp16_tflops": f"{lad['tc_fp16']['tflops']:.0f}",
-        "tc_fp16_of_pred": f"{of_pred['tc_fp16']:.0%}",
         "tune_two_low": f"{min(two):.0f}", "tune_two_high": f"{max(two):.0f}",
         "tune_one": ", ".join(f"{r['tflops']:.0f}" for r in one),
         "tune_order_low": f"{min(order):.0f}", "tune_order_high": f"{max(order):.0f}",

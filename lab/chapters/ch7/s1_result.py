@@ -78,4 +78,5 @@ def values() -> dict:
             "result_tmastore_fp16_4096_queued": f"{t7['queued_ratio_to_cublas']:.3f}",
             "result_cluster_fp16_4096_queued":
                 f"{common.summary('wgmma_cluster_fp16', 4096)['queued_ratio_to_cublas']:.3f}",
-            "result_processes": str(results.load("hopper_profile")["parameters"]["processes"])}
+            "result_processes": str(results.load("hopper_profile")["parameters"]["processes"]),
+            "the_gpu": page.gpu_label(results.load("hopper_profile")["provenance"]["gpu"])}

@@ -95,8 +95,6 @@ def values() -> dict:
         "tmastore_queued_lo": f"{min(r['queued_tflops'] for r in t7):.0f}",
         "tmastore_queued_hi": f"{max(r['queued_tflops'] for r in t7):.0f}",
         "cublas_queued_tflops": f"{np.median([r['queued_tflops'] for r in cu]):.0f}",
-        "cluster_queued_ratio":
-            f"{common.summary('wgmma_cluster_fp16', 4096)['queued_ratio_to_cublas']:.3f}",
         "cublas_sustained_tflops": f"{common.summary('cublas_fp16', 4096)['tflops']:.0f}",
         "cublas_sustained_mhz": f"{np.median([r['sm_mhz_median'] for r in cu]):.0f}",
         "cublas_short_tflops": f"{ladder_cublas['tflops']:.0f}",

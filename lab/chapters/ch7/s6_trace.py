@@ -91,7 +91,7 @@ def _k_slice_us(shape: tuple) -> tuple[float, float]:
 
 
 def values() -> dict:
-    big, dec, d14 = (4096, 4096, 4096), (128, 4096, 14336), (128, 14336, 4096)
+    big, dec = (4096, 4096, 4096), (128, 4096, 14336)
     st = _row("steps", FINISHER + ", traced", big)
     sd = _row("steps", FINISHER + ", traced", dec)
 
@@ -128,13 +128,9 @@ def values() -> dict:
         "tr_dec_end_median_us": f"{sd['end_median_us']:.0f}",
         "tr_dec_end_max_us": f"{sd['end_max_us']:.0f}",
         "tr_dec_add_us": f"{sd['add_median_us']:.1f}",
-        "tr_dec_wait_us": f"{sd['wait_median_us']:.1f}",
         "tr_dec_torch_us": f"{us('torch.mm', dec):.0f}",
-        "tr_dec_sk_us": f"{us(FINISHER, dec):.0f}",
-        "tr_dec_best_blocks": best["kernel"].rsplit(", ", 1)[1].split()[0],
         "tr_dec_best_us": f"{best['median_ms'] * 1e3:.0f}",
         "tr_dec_best_ratio": f"{us('torch.mm', dec) / (best['median_ms'] * 1e3):.2f}",
-        "tr_d14_r11_ratio": f"{ratio('rung 11', d14):.2f}",
         "tr_checks": str(sum(1 for r in results.load("streamk_trace")["rows"] if r["part"] == "check")),
         "tr_atomic_dec_us": f"{us(ATOMIC, dec):.0f}",
         "tr_atomic_best_blocks": best_at["kernel"].rsplit(", ", 1)[1].split()[0],
@@ -142,9 +138,7 @@ def values() -> dict:
         "tr_atomic_best_ratio": f"{us('torch.mm', dec) / (best_at['median_ms'] * 1e3):.2f}",
         "tr_atomic_4096_us": f"{us(ATOMIC, big):.0f}",
         "tr_atomic_publish_us": f"{sa['publish_median_us']:.1f}",
-        "tr_atomic_dec_add_us": f"{sad['add_median_us']:.1f}",
         "tr_atomic_dec_end_max_us": f"{sad['end_max_us']:.0f}",
-        "tr_atomic_d14": f"{ratio(ATOMIC, d14):.2f}",
         "tr_atomic_one": f"{us(ATOMIC, (1, 4096, 4096)):.0f}",
         "tr_finisher_one": f"{us(FINISHER, (1, 4096, 4096)):.0f}",
     }

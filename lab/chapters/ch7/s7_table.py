@@ -50,9 +50,7 @@ def values() -> dict:
         "tab_processes": str(data["parameters"]["processes"]),
         "tab_checks": f"{len(checks):,}",
         "tab18_4096_fp16": ratio(TABLE, "float16"),
-        "tab18_4096_bf16": ratio(TABLE, "bfloat16"),
         "tab19_4096_fp16": ratio(F32_TABLE, "float16"),
-        "tab19_4096_bf16": ratio(F32_TABLE, "bfloat16"),
         "tab_p15_inst_m": inst("past:" + UNIFORM),
         "tab_p18_inst_m": inst("past:" + TABLE),
         "tab_p15_kcycles": kcycles("past:" + UNIFORM),
@@ -113,7 +111,4 @@ def evidence_values() -> dict:
 
     rows = evidence_rows()
     words = [verdict_word(r["lowest"], r["highest"]) for r in rows]
-    return {"ev_past_rows": f"{words.count('past')} of {len(rows)}",
-            "ev18_4096_fp16_word": words[0], "ev19_4096_fp16_word": words[4],
-            "ev18_4096_fp16_tflops": f"{rows[0]['ours']:.0f}",
-            "ev19_4096_fp16_tflops": f"{rows[4]['ours']:.0f}"}
+    return {"ev_past_rows": f"{words.count('past')} of {len(rows)}"}

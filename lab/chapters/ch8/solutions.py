@@ -51,7 +51,7 @@ def ex08_2(n: int = 4096) -> dict:
             "ex08_2_a100_alu_ms": r4["times_s"]["FP32 ALUs"] * 1e3,
             "ex08_2_a100_tflops_8": r8["tflops"], "ex08_2_a100_tflops_4": r4["tflops"],
             "ex08_2_h200_model_tflops_8": h8["tflops"], "ex08_2_h200_model_tflops_4": h4["tflops"],
-            "ex08_2_h200_bound_4": h4["bound"], "ex08_2_h200_bound_8": h8["bound"],
+            "ex08_2_h200_bound_4": h4["bound"],
             "ex08_2_h200_model_ratio": h4["tflops"] / h8["tflops"],
             "ex08_2_gpu": page.gpu_label(data["provenance"]["gpu"]),
             "ex08_2_patch4_tflops": p4["tflops"], "ex08_2_patch8_tflops": p8["tflops"],

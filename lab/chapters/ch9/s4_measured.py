@@ -129,13 +129,13 @@ def values(data: dict | None = None) -> dict:
     lt32 = [abs(t[("cublaslt_fp32", n)]["tflops"] / t[("cublas_fp32", n)]["tflops"] - 1)
             for n in SIZES if ("cublaslt_fp32", n) in t and ("cublas_fp32", n) in t]
     skipped = data["parameters"].get("skipped") or {}
-    return {"tc_4096": rate("tc_fp16", 4096), "cublas16_4096": rate("cublas_fp16", 4096),
-            "lt_4096": rate("cublaslt_fp16", 4096), "triton_4096": rate("triton_fp16", 4096),
+    return {"the_gpu": page.gpu_label(data["provenance"]["gpu"]),
+            "tc_4096": rate("tc_fp16", 4096), "cublas16_4096": rate("cublas_fp16", 4096),
+            "triton_4096": rate("triton_fp16", 4096),
             "triton_4097": rate("triton_fp16", 4097), "cublas_4097": rate("cublas_fp16", 4097),
             "tc_4097": rate("tc_fp16", 4097),
             "triton_of_cublas_4096": ratio("triton_fp16", "cublas_fp16", 4096),
             "triton_of_cublas_4097": ratio("triton_fp16", "cublas_fp16", 4097),
-            "tc_of_cublas_4096": ratio("tc_fp16", "cublas_fp16", 4096),
             "lt_vs_cublas_out16": ratio("cublaslt_fp16", "cublas_fp16_out16", 4096),
             "triton_fp32_4096": rate("triton_fp32", 4096),
             "warptile_4096": rate("warptile_tuned", 4096),

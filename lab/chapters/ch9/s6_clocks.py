@@ -106,10 +106,8 @@ def _clock_values(data: dict) -> dict:
     cub, tc, fp32 = s["cublas_fp16"], s["tc_fp16"], s["warptile_tuned"]
     samples = [r for r in data["rows"] if r["part"] == "sample"]
     limit = data["parameters"].get("power_limit_w")
-    mhz = sorted({r["sm_mhz"] for r in samples})
     watts_max = max(r["power_w"] for r in samples)
-    return {"max_mhz": f"{data['parameters']['max_sm_mhz']:.0f}",
-            "tc_mhz": f"{tc['sm_mhz_median']:.0f}", "cublas_mhz": f"{cub['sm_mhz_median']:.0f}",
+    return {"tc_mhz": f"{tc['sm_mhz_median']:.0f}", "cublas_mhz": f"{cub['sm_mhz_median']:.0f}",
             "fp32_mhz": f"{fp32['sm_mhz_median']:.0f}",
             "tc_watts": f"{tc['power_w_mean']:.0f}", "cublas_watts": f"{cub['power_w_mean']:.0f}",
             "power_limit": f"{limit:.0f}" if limit else "—",
@@ -121,8 +119,6 @@ def _clock_values(data: dict) -> dict:
             "roof_boost": f"{cub['roof_boost_tflops']:.0f}",
             "roof_sampled": f"{cub['roof_sampled_tflops']:.0f}",
             "idle_mhz": f"{s['idle']['sm_mhz_median']:.0f}",
-            "all_mhz": (f"{mhz[0]:.0f} MHz in every sample" if len(mhz) == 1
-                        else f"between {mhz[0]:.0f} and {mhz[-1]:.0f} MHz"),
             "fp32_watts": f"{fp32['power_w_mean']:.0f}",
             "idle_watts": f"{s['idle']['power_w_mean']:.0f}",
             "watts_max": f"{watts_max:.0f}",

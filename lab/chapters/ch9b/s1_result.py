@@ -95,18 +95,14 @@ def values() -> dict:
     t = {x["target"]: x for x in targets()}
     g, lo = rows("gpu_only"), rows("loop")
     checks = [r for r in results.rows(SUITE) if r.get("group") == "check"]
-    host = rows("host")
     return {"result_shapes": str(len({(r["group"], r["m"], r["n"], r["k"]) for r in g})),
             "result_rows": str(len(g)),
             "result_processes": str(g[0].get("processes", 1)),
             "result_geo_gpu": f"{geomean(r['ratio_to_cublas'] for r in g):.3f}",
             "result_geo_loop": f"{geomean(r['ratio_to_cublas'] for r in lo):.3f}",
             "result_below_gpu": str(sum(r["ratio_to_cublas"] < 0.9 for r in g)),
-            "result_below_loop": str(sum(r["ratio_to_cublas"] < 0.9 for r in lo)),
             "result_targets_met": str(sum(x["met"] == "yes" for x in t.values())),
             "result_targets": str(len(t)),
-            "result_host_us": f"{sorted(r['host_us'] for r in host)[len(host) // 2]:.1f}",
-            "result_host_torch_us": f"{sorted(r['host_us'] for r in rows('host', impl='cublas'))[len(host) // 2]:.1f}",
             "result_variant_checks": str(len(checks)),
             "result_read_roof": f"{read_roof()[0] / 1e12:.2f} TB/s ({read_roof()[1]})",
             "result_gpu": results.load(SUITE)["provenance"].get("gpu", "?").removeprefix("NVIDIA ")}
