@@ -157,7 +157,7 @@ def ladder_figure():
                 label=None if r["track"] in seen else r["track"])
         seen.add(r["track"])
         ax.text(max(r["fraction"], r["hi"] or 0) + 0.012, y, f"{r['tflops']:.0f} TFLOP/s",
-                va="center", fontsize=7)
+                va="center", fontsize=8)
     ax.axvline(1.0, color="0.3", linewidth=1, linestyle="--")
     ax.set_yticks(range(len(rows)), [f"{r['rung']}  (ch. {r['chapter']})" for r in rows],
                   fontsize=8)

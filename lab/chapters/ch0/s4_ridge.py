@@ -44,7 +44,7 @@ def roofline_figure():
              ("best at 4096³: 683", model.ideal_intensity(4096, 4096, 4096)))
     for label, x in marks:
         ax.axvline(x, color="grey", linewidth=0.8, alpha=0.6)
-        ax.text(x * 1.1, 0.013, label, rotation=90, fontsize=7, va="bottom")
+        ax.text(x * 1.1, 0.013, label, rotation=90, fontsize=8, va="bottom")
     ax.axvline(roofs["ridge"], color="C0", linewidth=0.8, linestyle=":",
                label=f"{name} ridge ({roofs['ridge']:.1f} FLOP/B)")
     ax.set_ylim(0.01, 200)

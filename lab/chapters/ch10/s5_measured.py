@@ -66,7 +66,7 @@ def rate_figure():
         ax.set_xlabel("n (square product)")
         ax.set_ylabel("TFLOP/s per GPU")
         ax.grid(True, alpha=0.25)
-    axes[0].legend(fontsize=7, loc="lower right")
+    axes[0].legend(fontsize=9.5, loc="lower right")
     fig.tight_layout()
     return fig
 

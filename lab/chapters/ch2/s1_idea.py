@@ -21,13 +21,13 @@ def tile_walk_figure(steps: int = 6, block_row: int = 2, block_col: int = 4, ste
         ax.set_yticks(range(steps + 1))
         ax.tick_params(labelbottom=False, labelleft=False, length=0)
         ax.grid(True, color="0.8")
-        ax.set_title(title, fontsize=9)
+        ax.set_title(title, fontsize=9.5)
 
     def cell(ax, col, row, colour, alpha, label=None, text_colour="black"):
         ax.add_patch(mpatches.Rectangle((col, row), 1, 1, facecolor=colour, alpha=alpha,
                                         edgecolor="0.4", linewidth=0.6))
         if label is not None:
-            ax.text(col + 0.5, row + 0.5, label, ha="center", va="center", fontsize=8,
+            ax.text(col + 0.5, row + 0.5, label, ha="center", va="center", fontsize=9,
                     color=text_colour)
 
     for s in range(steps):
@@ -41,7 +41,7 @@ def tile_walk_figure(steps: int = 6, block_row: int = 2, block_col: int = 4, ste
                mpatches.Patch(facecolor="C0", alpha=0.12, label="steps still to come"),
                mpatches.Patch(facecolor="C2", alpha=0.85,
                               label="the block's outputs, summed in registers")]
-    fig.legend(handles=handles, loc="lower center", ncol=2, fontsize=8, frameon=False,
+    fig.legend(handles=handles, loc="lower center", ncol=2, fontsize=9, frameon=False,
                bbox_to_anchor=(0.5, -0.02))
     fig.tight_layout(rect=(0, 0.12, 1, 1))
     return fig

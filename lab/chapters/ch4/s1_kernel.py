@@ -97,7 +97,7 @@ def warp_tile_figure():
     handles = [Rectangle((0, 0), 1, 1, facecolor=c) for c in ("#f6c99b", "C3", "C0", "C2")]
     fig.legend(handles, ["outputs of warp 0 (32 threads)", "one thread: four 4×4 pieces",
                          "rows of A warp 0 reads per k", "columns of B warp 0 reads per k"],
-               loc="lower center", ncol=2, fontsize=8, frameon=False)
+               loc="lower center", ncol=2, fontsize=9, frameon=False)
     fig.tight_layout(rect=(0, 0.1, 1, 1))
     return fig
 

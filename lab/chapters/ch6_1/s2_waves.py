@@ -116,7 +116,7 @@ def waves_figure():
         ax.set_title(f"n = {n}: {w['tiles']:,} tiles, {w['waves']} waves", fontsize=9)
         ax.set_xlabel(f"block slots ({sms} SMs × {w['per_wave'] // sms} blocks)", fontsize=8)
         ax.set_ylabel("wave", fontsize=8)
-        ax.tick_params(labelsize=7)
+        ax.tick_params(labelsize=8)
     return page.figure(plots.finish(fig, axes[-1], loc="below"))
 
 
@@ -201,8 +201,8 @@ def wave_measured_figure():
         ax.set_title(f"{title}, M = {params['m']}, K = {params['k']}", fontsize=9)
         ax.set_xlabel("N", fontsize=8)
         ax.set_ylabel("time per call (µs)", fontsize=8)
-        ax.tick_params(labelsize=7)
-        ax.legend(fontsize=6.5, loc="upper left")
+        ax.tick_params(labelsize=8)
+        ax.legend(fontsize=8, loc="upper left")
     fig.tight_layout()
     return page.figure(fig)
 

@@ -73,7 +73,7 @@ def epilogue_figure():
     for i, (v, label) in enumerate(VARIANTS.items()):
         ax.bar(xs + i * width, [r.get(v, 0.0) for r in pick], width, label=label, color=f"C{i}")
     ax.set_xticks(xs + width * (len(VARIANTS) - 1) / 2)
-    ax.set_xticklabels([f"{r['design'].upper()}\n{r['epilogue']}" for r in pick], fontsize=6)
+    ax.set_xticklabels([f"{r['design'].upper()}\n{r['epilogue']}" for r in pick], fontsize=7.5)
     return page.figure(plots.finish(fig, ax, loc="below"))
 
 

@@ -58,8 +58,8 @@ def speed_figure():
     x = np.arange(len(labels))
     ax.bar(x - 0.2, ours, 0.4, label="ours")
     ax.bar(x + 0.2, theirs, 0.4, label="cuBLAS(Lt), same format, scaling, output")
-    ax.set_xticks(x, labels, fontsize=8)
-    ax.legend(fontsize=8, loc="lower left")
+    ax.set_xticks(x, labels, fontsize=9)
+    ax.legend(fontsize=9, loc="lower left")
     return page.figure(fig)
 
 

@@ -39,7 +39,7 @@ def _draw_step(fig, step: int, steps: list[dict]) -> None:
         ax.set_ylim(SIZE + 0.5, -0.5)
         ax.set_aspect("equal")
         ax.axis("off")
-        ax.set_title(title, fontsize=8)
+        ax.set_title(title, fontsize=9)
     a_ax, b_ax, c_ax = axes[:3]
     for r in steps[:step]:                           # finished slices of finished tiles shade C
         if r["slice"] == SIZE // SLICE - 1:
@@ -73,7 +73,7 @@ def _draw_step(fig, step: int, steps: list[dict]) -> None:
              f"  global loads {r['tiled_global']}  "
              f"({_intensity(r['fma'], r['tiled_global']):.2f} FLOP/B)",
              f"  shared loads {r['tiled_shared_loads']}"]
-    txt.text(0.0, 0.95, "\n".join(lines), va="top", ha="left", fontsize=7.5,
+    txt.text(0.0, 0.95, "\n".join(lines), va="top", ha="left", fontsize=9,
              family="monospace", transform=txt.transAxes)
 
 

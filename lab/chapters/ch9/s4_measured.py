@@ -62,7 +62,7 @@ def library_figure():
     ax.yaxis.set_major_locator(FixedLocator(ticks))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     ax.yaxis.set_minor_locator(NullLocator())
-    ax.set_xticks(xs, names, rotation=30, ha="right", fontsize=8)
+    ax.set_xticks(xs, names, rotation=30, ha="right", fontsize=9)
     ax.grid(True, axis="x", alpha=0)
     from matplotlib.lines import Line2D
 
@@ -70,7 +70,7 @@ def library_figure():
                for m, n in zip(markers, SIZES)]
     handles += [Line2D([], [], linestyle="none", marker="o", color=c, label=layer)
                 for layer, c in colours.items()]
-    ax.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+    ax.legend(handles=handles, fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0),
               frameon=False)
     fig.tight_layout()
     return fig

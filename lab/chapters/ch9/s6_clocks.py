@@ -28,7 +28,7 @@ def clock_figure():
         for ax in (top, middle, bottom):
             ax.axvspan(ph["start_s"], ph["end_s"], color=f"C{i + 2}", alpha=0.12)
         top.text((ph["start_s"] + ph["end_s"]) / 2, top.get_ylim()[0], ph["phase"],
-                 ha="center", va="bottom", fontsize=8)
+                 ha="center", va="bottom", fontsize=9)
         chunks = [r for r in data["rows"] if r["part"] == "chunk" and r["kernel"] == ph["phase"]]
         if chunks:
             median = float(np.median([r["tflops"] for r in chunks]))
@@ -40,7 +40,7 @@ def clock_figure():
     bottom.set_xlabel("time (s)")
     for ax, loc in ((top, "upper right"), (middle, "center right"), (bottom, "lower right")):
         ax.grid(True, alpha=0.25)
-        ax.legend(fontsize=8, loc=loc)
+        ax.legend(fontsize=9, loc=loc)
     fig.tight_layout()
     return fig
 

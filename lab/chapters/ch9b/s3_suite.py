@@ -45,11 +45,11 @@ def suite_figure():
         if group == "decode":
             ticks = [i for i, r in enumerate(rs) if r["m"] == 1]
             ax.set_xticks(ticks, [f"{r['n']}×{r['k']}" for r in rs if r["m"] == 1],
-                          fontsize=7, rotation=45, ha="right")
+                          fontsize=8, rotation=45, ha="right")
             ax.set_xlabel("each N×K, then M = 1 … 256", fontsize=8)
         else:
             step = 1 if len(rs) <= 16 else 4
-            ax.set_xticks(list(xs)[::step], [shape(r) for r in rs][::step], fontsize=7,
+            ax.set_xticks(list(xs)[::step], [shape(r) for r in rs][::step], fontsize=8,
                           rotation=45, ha="right")
     axes[0].legend(fontsize=8, loc="upper right", frameon=False, ncol=3)
     fig.tight_layout()
