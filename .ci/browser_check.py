@@ -164,9 +164,11 @@ def _within(origin: str, problems: list[str]):
 
 
 def check(root: Path, todo: list[Path], shots: Path, quiet: bool = False,
-          counts: dict[str, int] | None = None) -> dict[str, list[str]]:
+          counts: dict[str, int] | None = None, ahead: int = 0) -> dict[str, list[str]]:
     """Open each page of ``todo`` (paths under ``root``) and return its problems by page;
-    ``counts``, if given, receives each page's words with every fold opened."""
+    ``counts``, if given, receives each page's words with every fold opened. ``ahead``: pages
+    that load while one is measured (for small pages, whose time is the wait for an idle
+    network; the book's pages keep the browser busy, and load one at a time)."""
     from playwright.sync_api import sync_playwright
 
     shots.mkdir(parents=True, exist_ok=True)
@@ -180,14 +182,24 @@ def check(root: Path, todo: list[Path], shots: Path, quiet: bool = False,
                   "--disable-background-networking", "--disable-component-update",
                   "--disable-sync"])
         context = browser.new_context(viewport={"width": WIDTH, "height": 900})
-        for rel in todo:
+
+        def opened(rel: Path):
+            """A new page, watched from its first request, its navigation to ``rel`` begun."""
             page = context.new_page()
             problems: list[str] = []
             page.on("console", lambda m, p=problems: p.append(f"console {m.type}: {m.text}")
                     if m.type == "error" else None)
             page.on("pageerror", lambda e, p=problems: p.append(f"page error: {e}"))
             page.route("**/*", _within(origin, problems))
-            page.goto(f"{origin}/{rel.as_posix()}", wait_until="networkidle")
+            page.goto(f"{origin}/{rel.as_posix()}", wait_until="commit")
+            return page, problems
+
+        queue, loading = iter(todo), []
+        for rel in todo:
+            while len(loading) < 1 + ahead and (nxt := next(queue, None)) is not None:
+                loading.append(opened(nxt))
+            page, problems = loading.pop(0)
+            page.wait_for_load_state("networkidle")
             page.evaluate("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
             page.wait_for_timeout(200)
             seen = page.evaluate(MEASURE, {"openRows": OPEN_ROWS})
@@ -272,7 +284,7 @@ def self_test(shots: Path) -> int:
             (root / name).write_text(f"<!doctype html><html><head><meta charset='utf-8'>"
                                      f"<style>main{{max-width:800px}}</style></head>"
                                      f"<body><main>{body}</main></body></html>")
-        found = check(root, [Path(n) for n in PLANTS], shots, quiet=True)
+        found = check(root, [Path(n) for n in PLANTS], shots, quiet=True, ahead=3)
     bad = words.self_test()
     for name, (_, expected) in PLANTS.items():
         got = found[name]
