@@ -63,7 +63,8 @@ class Choice:
     why: tuple = field(default=())
     splits: int = 1
     bn: int = 0                # tile width of the small-M kernel (0: the kernel's own)
-    bm: int = 0                # its tile rows when not chosen by M (0: by M)
+    bm: int = 0                # its tile rows when not the kernel's own (small-M: by M;
+                               # wgmma: 128, two consumer warpgroups; 64: one)
     blocks: int = 0            # stream-K's block count when capped (0: one per SM)
     fixup: str = ""            # stream-K's fix-up when not the kernel's own (the finisher's)
     widen: bool = False        # 16-bit inputs widened to FP32 for a SIMT kernel
@@ -74,8 +75,8 @@ class Choice:
 
     def __str__(self) -> str:
         how = [self.kernel + (f" (split-K, {self.splits} slices)" if self.splits > 1 else "")
-               + (f" ({f'{self.bm}-row, ' if self.bm else ''}{self.bn}-column tiles)"
-                  if self.bn else "") + (f" (on {self.blocks} blocks)" if self.blocks else "")
+               + (f" ({f'{self.bm}-row, ' if self.bm else ''}{self.bn or RUNG_BN}-column "
+                  "tiles)" if self.bn or self.bm else "") + (f" (on {self.blocks} blocks)" if self.blocks else "")
                + (f" (fix-up {self.fixup})" if self.fixup else "")]
         if self.widen:
             how.append(f"inputs widened {self.dtype} -> float32 first")
@@ -95,13 +96,17 @@ class Choice:
 #: rung 19's (the FP32 C's), on a tile of :data:`TILES`.
 HOPPER_RUNG = {"f16": "wgmma_table", "f32": "wgmma_handoff_table"}
 HOPPER_STREAMK = "wgmma_streamk"
-#: The tile menu (rows × columns of C per block; two consumer warpgroups of 64 rows), each with
-#: as many stages as fit beside its staging, and a prior: the share of the 128×256 tile's
-#: rate a tile keeps when every SM is busy (a narrower tile reads more A per multiply-add and
-#: issues smaller wgmma). The heuristic ranks the tiles by waves × tile area / prior; the
-#: first call at a shape times the best few (:data:`MENU_TIMED`) and keeps the fastest.
-RUNG_BN = 256                  # the rungs' own tile width (a choice's bn 0)
-TILES = {(128, 256): 1.0, (128, 192): 0.95, (128, 128): 0.85, (128, 64): 0.65}
+#: The tile menu (rows × columns of C per block; a consumer warpgroup per 64 rows: 128-row tiles
+#: have two, 64-row tiles one), each with as many stages as fit beside its staging, and a
+#: prior: the share of the 128×256 tile's rate a tile keeps when every SM is busy (a narrower
+#: tile reads more A per multiply-add and issues smaller wgmma; one consumer warpgroup has no
+#: partner to cover its waits). The heuristic ranks the tiles by waves × tile area / prior; the
+#: first call at a shape times the best few (:data:`MENU_TIMED`) and keeps the fastest. The
+#: 64-row tiles serve shapes with too few tiles to fill the SMs (512³ is 8 tiles of 128×256,
+#: 64 of 64×64).
+RUNG_BM, RUNG_BN = 128, 256    # the rungs' own tile (a choice's bm 0, bn 0)
+TILES = {(128, 256): 1.0, (128, 192): 0.95, (128, 128): 0.85, (128, 64): 0.65,
+         (64, 256): 0.75, (64, 128): 0.7, (64, 64): 0.5}
 #: Tiles timed on a first call: the heuristic's two best and the next ones within this factor
 #: of its estimate, at most :data:`MENU_TIMED` in all.
 MENU_SLACK, MENU_TIMED = 1.3, 3
@@ -128,10 +133,11 @@ def menu(m: int, n: int, sms: int) -> list[tuple[float, int, int]]:
     return sorted(out)
 
 
-def _hopper_choice(rung: str, m, n, k, dtype, out_dtype, cc, why, sms=0, bn=0) -> Choice:
+def _hopper_choice(rung: str, m, n, k, dtype, out_dtype, cc, why, sms=0, bn=0, bm=0
+                   ) -> Choice:
     """Hopper ``rung`` for this product: its registered name and how C is written (a 16-bit
     rung writes a 16-bit C itself; an FP32 rung asked for a 16-bit C goes through a workspace
-    and the narrowing pass); a tile-table rung on ``bn``-column tiles (0: its own) with the
+    and the narrowing pass); a tile-table rung on ``bm``×``bn`` tiles (0: its own) with the
     balanced block count (:func:`balanced_blocks`) for ``sms`` SMs."""
     name = rung + ("_bf16" if dtype == "bfloat16" else "_fp16")
     wide = out_dtype == "float32"
@@ -139,11 +145,12 @@ def _hopper_choice(rung: str, m, n, k, dtype, out_dtype, cc, why, sms=0, bn=0) -
     if wide and native:
         raise ValueError(f"{rung} writes a 16-bit C only")
     bn = 0 if bn == RUNG_BN else bn
+    bm = 0 if bm == RUNG_BM else bm
     blocks = 0
     if rung in HOPPER_RUNG.values() and sms:
-        bm, width = 128, bn or 256
-        blocks = balanced_blocks(-(-m // bm) * -(-n // width), sms)
-    return Choice(name, m, n, k, dtype, out_dtype, tuple(cc), tuple(why), bn=bn,
+        rows, width = bm or RUNG_BM, bn or RUNG_BN
+        blocks = balanced_blocks(-(-m // rows) * -(-n // width), sms)
+    return Choice(name, m, n, k, dtype, out_dtype, tuple(cc), tuple(why), bn=bn, bm=bm,
                   blocks=blocks, native_out=native, narrow=not native and not wide)
 
 
@@ -156,15 +163,17 @@ def _streamk(m, n, k, dtype, out_dtype, cc, sms, why) -> list[Choice]:
     return [replace(first, fixup="atomic"), replace(first, fixup="atomic", bn=128)]
 
 
-def hopper_config(kernel: str, blocks: int = 0, fixup: str = "", bn: int = 0):
+def hopper_config(kernel: str, blocks: int = 0, fixup: str = "", bn: int = 0, bm: int = 0):
     """The configuration ``lab.gemm`` runs for a Hopper choice: the registered ``kernel``'s on
-    ``bn``-column tiles (with as many stages as fit) when given, capped at ``blocks``
-    persistent blocks, with stream-K's ``fixup`` when given."""
+    ``bm``×``bn`` tiles (with as many stages as fit; a consumer warpgroup per 64 rows) when
+    given, capped at ``blocks`` persistent blocks, with stream-K's ``fixup`` when given."""
     from lab.kernels import get_spec
 
     cfg = get_spec(kernel).config
-    if bn:
-        cfg = cfg.tile(cfg.bm, bn)
+    if bm and bm != cfg.bm:
+        cfg = replace(cfg, consumers=bm // 64)
+    if bn or bm:
+        cfg = cfg.tile(bm or cfg.bm, bn or cfg.bn)
     if blocks or fixup:
         cfg = replace(cfg, grid=blocks, fixup=fixup or cfg.fixup)
     return cfg.validate()
@@ -178,7 +187,8 @@ def variants() -> list:
     out = []
     for kind in ("fp16", "bf16"):
         for rung in HOPPER_RUNG.values():
-            out += [hopper_config(f"{rung}_{kind}", bn=bn) for (_, bn) in TILES if bn != 256]
+            out += [hopper_config(f"{rung}_{kind}", bn=bn, bm=bm) for (bm, bn) in TILES
+                    if (bm, bn) != (RUNG_BM, RUNG_BN)]
         streamk = f"{HOPPER_STREAMK}_{kind}"
         out += [hopper_config(streamk, fixup="atomic"),
                 hopper_config(streamk, fixup="atomic", bn=128)]
@@ -210,14 +220,15 @@ def _hopper(m, n, k, dtype, out_dtype, cc, sms, why) -> Choice:
                f"kernel (persistent, warp-specialised, tile order from a table{c16}); "
                f"{bm}x{bn} tiles: {tiles} tiles in {_waves(tiles, sms)} wave(s) of {blocks} "
                f"blocks on {sms} SMs (the tile menu ranked by waves x tile area / prior)")
-    first = _hopper_choice(rung, m, n, k, dtype, out_dtype, cc, why, sms, bn)
-    others = [_hopper_choice(rung, m, n, k, dtype, out_dtype, cc, why, sms, w)
-              for _, w in timed[1:]]
+    first = _hopper_choice(rung, m, n, k, dtype, out_dtype, cc, why, sms, bn, bm)
+    others = [_hopper_choice(rung, m, n, k, dtype, out_dtype, cc, why, sms, w, r)
+              for r, w in timed[1:]]
     if tiles < sms:
         others += _streamk(m, n, k, dtype, out_dtype, cc, sms, ("stream-K",))
     if others:
-        why.append(", ".join(f"{c.bn or 256}-column tiles" if not c.fixup else
-                             f"stream-K on {c.bn or 256}-column tiles" for c in others)
+        why.append(", ".join(f"{c.bm or RUNG_BM}x{c.bn or RUNG_BN} tiles" if not c.fixup else
+                             f"stream-K on {c.bm or RUNG_BM}x{c.bn or RUNG_BN} tiles"
+                             for c in others)
                    + " timed beside it on the first call at this shape (kept on disk)")
     return replace(first, why=tuple(why), candidates=tuple(others))
 
@@ -289,7 +300,8 @@ def _small_m(m, n, k, dtype, out_dtype, cc, sms, why) -> Choice:
     """M <= SMALL_M: the small-M kernel on 128- and 64-column tiles, each with the split
     factor that fills one wave of the SMs and half of it, timed on the first call; above 64
     rows also 64-row tiles (two tile rows: more, lighter blocks); on 9.0 the unsplit wgmma
-    kernel on 128- and 64-column tiles and, for a 16-bit C, the stream-K wgmma kernel."""
+    kernel on 128- and 64-column tiles (64 rows, one consumer warpgroup, up to M = 64; 128
+    above) and, for a 16-bit C, the stream-K wgmma kernel."""
     from lab.kernels import small_m
 
     kind = "f16" if dtype == "float16" else "bf16"
@@ -318,11 +330,12 @@ def _small_m(m, n, k, dtype, out_dtype, cc, sms, why) -> Choice:
     others = [replace(first, splits=f, bn=w, bm=r) for w, f, r in found[1:]]
     wgmma = []
     if tuple(cc) == (9, 0):
-        # the unsplit tile-table kernel on 128-row tiles, however few rows: its TMA loads and
-        # wgmma stream B near the HBM read rate even with half its rows (or more) empty
-        wgmma.append("the tile-table wgmma kernel")
+        # the unsplit tile-table kernel, on 64-row tiles up to 64 rows: its TMA loads and
+        # wgmma stream B near the HBM read rate even with most of its rows empty
+        rows = 64 if m <= 64 else RUNG_BM
+        wgmma.append(f"the tile-table wgmma kernel ({rows}-row tiles)")
         others += [_hopper_choice(_hopper_rung(out_dtype), m, n, k, dtype, out_dtype, cc,
-                                  ("the wgmma kernel, unsplit",), sms, bn)
+                                  ("the wgmma kernel, unsplit",), sms, bn, rows)
                    for bn in (128, 64)]
         if out_dtype != "float32":
             wgmma.append("the stream-K wgmma kernel")

@@ -37,7 +37,8 @@ from dataclasses import replace
 import numpy as np
 
 from lab import convert, device, timing
-from lab.dispatch import (MIN_CC, SM_DEFAULT, SMALL_M, Choice, GemmError,  # noqa: F401
+from lab.dispatch import (MIN_CC, RUNG_BM, RUNG_BN, SM_DEFAULT, SMALL_M, Choice,  # noqa: F401
+                          GemmError,
                           choose, hopper_config, variants)
 from lab.lru import LRU
 from lab import enqueue
@@ -158,7 +159,8 @@ def tune(choice: Choice, a, b, c, handle: int = 0) -> Choice:
 
 def _label(c: Choice) -> str:
     """A candidate in a few characters: kernel, tile, split factor, blocks, fix-up."""
-    return (f"{c.kernel}{f'/{c.bm or chr(77)}x{c.bn}' if c.bn else ''}"
+    rows = c.bm or ("M" if c.kernel.startswith("tc_small_m") else RUNG_BM)
+    return (f"{c.kernel}{f'/{rows}x{c.bn or RUNG_BN}' if c.bn or c.bm else ''}"
             f"{'/' + str(c.splits) if c.splits > 1 else ''}"
             f"{f'/{c.blocks} blocks' if c.blocks else ''}{'/' + c.fixup if c.fixup else ''}")
 
@@ -203,7 +205,7 @@ def _launcher(choice: Choice):
         return _SMALL.get_or_make(key, lambda: small_m.launcher(*key))
     if choice.kernel.startswith("wgmma_"):
         # the kernel itself, not the registry's launcher (which widens a 16-bit C)
-        cfg = hopper_config(choice.kernel, choice.blocks, choice.fixup, choice.bn)
+        cfg = hopper_config(choice.kernel, choice.blocks, choice.fixup, choice.bn, choice.bm)
         return _HOPPER.get_or_make(cfg, lambda: wgmma.launcher(cfg))
     if choice.splits > 1:
         return splitk.launcher(choice.kernel, choice.splits)

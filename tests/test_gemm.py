@@ -300,8 +300,9 @@ def test_less_than_one_wave_of_wgmma_tiles_times_stream_k():
 
 def test_variants_are_the_configurations_gemm_builds_beyond_the_registry():
     got = lab.gemm.variants()
-    assert len(got) == 16          # (2 outputs × 3 narrower tiles + 2 stream-K) × 2 types
+    assert len(got) == 28          # (2 outputs × 6 other tiles + 2 stream-K) × 2 types
     assert {c.bn for c in got} == {256, 192, 128, 64}
+    assert {(c.bm, c.consumers) for c in got} == {(128, 2), (64, 1)}
     assert all(c.fixup == "atomic" for c in got if c.streamk)
     assert {c.kind for c in got} == {"f16", "bf16"}
     assert all(c.shared_bytes + 1024 <= 227 * 1024 and c.stages >= 3 for c in got)
@@ -312,8 +313,9 @@ def test_the_suite_checks_what_the_launcher_runs():
     configurations the suite checks (lab.gemm.variants), built the same way."""
     checked = set(lab.gemm.variants())
     for shape in [(128, 14336, 4096), (8192, 64, 8192), (128, 4096, 14336), (512, 4096, 4096),
-                  (3072, 3072, 3072), (12345, 768, 2048)]:
+                  (3072, 3072, 3072), (12345, 768, 2048), (64, 4096, 4096), (512, 512, 512),
+                  (1024, 1024, 1024)]:
         for c in lab.gemm.explain(*host(*shape), cc=(9, 0), sms=132).candidates:
-            if c.kernel.startswith("wgmma_") and (c.bn or c.fixup):
-                cfg = lab.gemm.hopper_config(c.kernel, 0, c.fixup, c.bn)
+            if c.kernel.startswith("wgmma_") and (c.bn or c.bm or c.fixup):
+                cfg = lab.gemm.hopper_config(c.kernel, 0, c.fixup, c.bn, c.bm)
                 assert cfg in checked, (shape, c)

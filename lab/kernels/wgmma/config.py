@@ -295,6 +295,10 @@ class HopperConfig:
                                  and self.epilogue == "tma" and not self.fp8):
             problems.append("stream-K is for the persistent specialized 16-bit kernel with the "
                             "TMA store, without clusters")
+        if self.streamk and self.consumers < 2 and not self.pingpong:
+            problems.append("stream-K is built and checked with two or more consumer "
+                            "warpgroups (on 64-row tiles with one, a launch with more tiles "
+                            "than blocks read past its buffers)")
         if self.fixup not in ("finisher", "atomic"):
             problems.append(f"fixup must be 'finisher' or 'atomic', not {self.fixup!r}")
         elif self.fixup == "atomic" and not self.streamk:
