@@ -58,32 +58,36 @@ BOOK = Path(__file__).resolve().parents[1] / "book"
 CHAPTERS = Path(page.__file__).parent / "chapters"
 
 
-def _glued(notebook: Path) -> tuple[str | None, set[str]]:
-    """The chapter a notebook imports (``from lab.chapters import X``) and the names its prose
-    glues (``{glue:...}`name``` roles and ``{glue}`` directives)."""
+def _glued(notebook: Path) -> tuple[list[str], set[str]]:
+    """The chapters a notebook imports (``from lab.chapters import X``; an appendix page may
+    import several: ``from lab.chapters import ch8, ch9``) and the names its prose glues
+    (``{glue:...}`name``` roles and ``{glue}`` directives)."""
     nb = json.loads(notebook.read_text())
-    chapter, names = None, set()
+    chapters, names = [], set()
     for cell in nb["cells"]:
         text = "".join(cell["source"])
-        if cell["cell_type"] == "code" and chapter is None:
-            if m := re.search(r"^from lab\.chapters import (\w+)", text, re.M):
-                chapter = m[1]
+        if cell["cell_type"] == "code" and not chapters:
+            if m := re.search(r"^from lab\.chapters import (\w+(?:\s*,\s*\w+)*)", text, re.M):
+                chapters = [c.strip() for c in m[1].split(",")]
         elif cell["cell_type"] == "markdown":
             names |= set(re.findall(r"\{glue(?::\w+)?\}`([^`]+)`", text))
             names |= set(re.findall(r"```\{glue(?::\w+)?\}\s+(\S+)", text))
-    return chapter, names
+    return chapters, names
 
 
 @pytest.mark.parametrize("notebook", sorted(BOOK.glob("*.ipynb")), ids=lambda p: p.stem)
 def test_every_glued_name_is_written_once_in_its_chapter(notebook):
-    """grep on a name seen on the page lands in one module of the chapter: the one whose
-    string literal names the value where it is computed."""
-    chapter, names = _glued(notebook)
-    if chapter is None or not names:
+    """grep on a name seen on the page lands in one module of the chapter (of the chapters,
+    for an appendix page that imports several): the one whose string literal names the value
+    where it is computed."""
+    chapters, names = _glued(notebook)
+    if not chapters or not names:
         pytest.skip("no chapter glues names on this page")
-    where = CHAPTERS / chapter
-    files = sorted(where.glob("*.py")) if where.is_dir() else [where.with_suffix(".py")]
-    found = {f.name: page._literals(f) for f in files}
+    files = []
+    for chapter in chapters:
+        where = CHAPTERS / chapter
+        files += sorted(where.glob("*.py")) if where.is_dir() else [where.with_suffix(".py")]
+    found = {f.relative_to(CHAPTERS).as_posix(): page._literals(f) for f in files}
     wrong = {n: [f for f, lits in found.items() if n in lits] for n in sorted(names)}
     wrong = {n: fs for n, fs in wrong.items() if len(fs) != 1}
     assert not wrong, f"{notebook.name}: glued names not written in exactly one module: {wrong}"
