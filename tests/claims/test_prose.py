@@ -59,11 +59,13 @@ LITERAL: dict[str, dict[str, str]] = {
                      "20 ms": "the sampling period the experiment sets",
                      "989 TFLOP/s": "the datasheet's dense FP16 peak, the exercise's given"},
     "09b_calling": {"33 MB": "the size of B at the shape named in the sentence"},
-    "10_multi_gpu": {"5%": "the chunk rule's allowance",
-                     "15%": "the model's goal",
+    "10_multi_gpu": {"15%": "the model's goal",
                      "400 Gb/s": "the network port assumed, named as an assumption",
                      "90%": "the exercise's target",
                      "30 µs": "the exercise's given"},
+    "solutions_c": {"989 TFLOP/s": "the datasheet's dense FP16 peak, exercise 9.2's given",
+                    "90%": "exercise 10.1's target",
+                    "30 µs": "exercise 10.3's given"},
     "gpu": {"80GB": "a GPU's product name",
             "20 GB": "the memory a process needs (a requirement)",
             "16 GB": "the T4's memory (datasheet)"},
@@ -80,6 +82,8 @@ OTHER_GPUS: dict[str, tuple[str, ...]] = {
     "08_model": ("A100", "is an H100 with", "model's H200", "whose FP32 roof grew",
                  "on the H100 and H200", "no longer bound by HBM on the H200"),  # the model's GPUs
     "09_libraries": ("data sheet",),                                         # a datasheet clock
+    "solutions_c": ("no longer bound by HBM on the H200", "model's H200",
+                    "whose FP32 roof grew"),                                  # the model's GPU
     "gpu": ("",),        # the page on measuring your own GPU beside the reference set: every paragraph
 }
 

@@ -17,18 +17,18 @@ from lab.chapters.ch10.s1_splits import split_figure
 from lab.chapters.ch10.s2_prediction import WORLD, N_REF, LABELS, bytes_rows, FORMULAS, bytes_table
 from lab.chapters.ch10.s3_schemes import source
 from lab.chapters.ch10.s4_simulated import SIM_SHAPE, simulated_rows, simulated_table
-from lab.chapters.ch10.s5_measured import (KERNEL_OF, measured_rows, measured_table, share_table,
-                                           rate_figure, bandwidth_table, link, evidence_box)
-from lab.chapters.ch10.s6_model import (startup, predict, GOAL, model_rows, model_table, verdicts,
+from lab.chapters.ch10.s5_measured import (KERNEL_OF, rate_figure, bandwidth_table, link,
+                                           evidence_box)
+from lab.chapters.ch10.s6_model import (startup, predict, GOAL, model_rows, model_table, miss_table,
                                         _overlap_pairs)
 from lab.chapters.ch10.s7_beyond import MODEL_GPUS, GRIDS, scaling_figure
 
 
 __all__ = ["source", "figure", "EXPERIMENT", "split_figure", "WORLD", "N_REF", "LABELS",
            "bytes_rows", "FORMULAS", "bytes_table", "SIM_SHAPE", "simulated_rows",
-           "simulated_table", "KERNEL_OF", "measured_rows", "measured_table", "share_table",
-           "rate_figure", "bandwidth_table", "startup", "predict", "GOAL", "model_rows",
-           "model_table", "verdicts", "MODEL_GPUS", "GRIDS", "scaling_figure", "link",
+           "simulated_table", "KERNEL_OF", "rate_figure", "bandwidth_table", "startup", "predict",
+           "GOAL", "model_rows", "model_table", "miss_table", "MODEL_GPUS", "GRIDS",
+           "scaling_figure", "link",
            "measured_values", "values", "glue", "evidence_box"]
 
 

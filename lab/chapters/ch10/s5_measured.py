@@ -1,4 +1,5 @@
-"""Chapter 10, section 5: the schemes measured on two H200s: times, shares, rates and the link."""
+"""Chapter 10, section 5: the schemes measured on two H200s: rates, the evidence box and the
+link."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,41 +12,6 @@ from lab.chapters.ch10.s2_prediction import LABELS, N_REF, WORLD
 
 
 KERNEL_OF = {"float16": "tc_fp16", "float32": "warptile_tuned"}
-
-
-def measured_rows(dtype: str = "float16") -> list[dict]:
-    data = results.load("multi_gpu")
-    out = []
-    for r in s0_rows.part_rows("one_gpu", data, dtype=dtype) + s0_rows.part_rows("scheme", data, dtype=dtype):
-        out.append({"n": r["n"], "scheme": LABELS[r["scheme"]], "ms": r["median_ms"],
-                    "spread": f"{r['min_ms']:.3g}–{r['max_ms']:.3g}",
-                    "per_gpu": r["tflops_per_gpu"], "speedup": r.get("speedup", 1.0),
-                    "eff": r.get("efficiency", 1.0)})
-    return sorted(out, key=lambda r: r["n"])
-
-
-def measured_table(dtype: str = "float16"):
-    rows = measured_rows(dtype)
-    return page.table(rows, ["n", "scheme", "ms", "spread", "per_gpu", "speedup", "eff"],
-                      show=lambda r: r["n"] in (4096, 16384), headers={"ms": "median (ms)", "spread": "min–max (ms)",
-                       "per_gpu": "TFLOP/s per GPU", "speedup": "× one GPU",
-                       "eff": "efficiency"},
-                      title=f"{dtype} inputs, {KERNEL_OF[dtype]} on each GPU",
-                      source=results.source_line(EXPERIMENT))
-
-
-def share_table(dtype: str = "float16"):
-    """Per scheme and size: arithmetic alone, communication alone, the whole, and the share."""
-    rows = s0_rows.part_rows("scheme", dtype=dtype)
-    out = [{"n": r["n"], "scheme": LABELS[r["scheme"]], "compute": r["compute_ms"],
-            "comm": r["comm_ms"], "whole": r["median_ms"], "exposed": r["exposed_comm_ms"],
-            "share": r["comm_share"]} for r in rows if r["scheme"] != "column"]
-    return page.table(sorted(out, key=lambda r: r["n"]),
-                      ["n", "scheme", "compute", "comm", "whole", "exposed", "share"],
-                      show=lambda r: r["n"] in (4096, 16384),
-                      headers={"compute": "compute alone (ms)", "comm": "comm alone (ms)",
-                       "whole": "whole (ms)", "exposed": "not hidden (ms)",
-                       "share": "comm / whole"}, source=results.source_line(EXPERIMENT))
 
 
 def rate_figure():
@@ -72,16 +38,17 @@ def rate_figure():
 
 
 def bandwidth_table():
+    """Bus bandwidth of each collective by buffer size: one row per buffer, one column per
+    collective (the medians and algorithm bandwidths are in the results file)."""
     rows = s0_rows.part_rows("bandwidth")
-    out = [{"what": r["what"], "mib": r["bytes"] / 2**20, "ms": r["median_ms"],
-            "alg": r["algbw_gbps"], "bus": r["busbw_gbps"]} for r in rows]
-    largest = {}
-    for i, r in enumerate(out):
-        if r["mib"] >= out[largest.get(r["what"], i)]["mib"]:
-            largest[r["what"]] = i
-    return page.table(out, ["what", "mib", "ms", "alg", "bus"], show=sorted(largest.values()),
-                      headers={"what": "collective", "mib": "buffer (MiB)", "ms": "median (ms)",
-                       "alg": "algbw (GB/s)", "bus": "busbw (GB/s)"},
+    whats = list(dict.fromkeys(r["what"] for r in rows))
+    by = {}
+    for r in rows:
+        by.setdefault(r["bytes"], {"mib": r["bytes"] / 2**20})[r["what"]] = r["busbw_gbps"]
+    return page.table([by[b] for b in sorted(by)], ["mib", *whats],
+                      {"mib": "buffer (MiB)", **{w: w.replace("_", "-") for w in whats}},
+                      title="Bus bandwidth (busbw, GB/s, as nccl-tests defines it) of each "
+                            "collective on two GPUs",
                       source=results.source_line(EXPERIMENT))
 
 

@@ -1,8 +1,9 @@
 """Chapter 10's exercises, worked: one function per exercise, ``ex10_N``.
 
 Exercises 1–3 work from the model (:mod:`lab.model`, chapter 10 section) with the numbers their
-statements give; exercise 4 runs the schemes on three simulated ranks. :func:`glue` glues them
-for the chapter (names ``ex10_N_key``).
+statements give; exercise 4 runs the schemes on three simulated ranks. :func:`glue_givens`
+glues the numbers the statements give, for the chapter; :func:`glue` glues the solutions'
+numbers for the appendix page of solutions (names ``ex10_N_key``).
 """
 from __future__ import annotations
 
@@ -68,12 +69,21 @@ def ex10_4(world: int = 3) -> dict:
             "worst": max(v.err_over_bound for v in verdicts.values())}
 
 
+def givens() -> dict:
+    """The numbers the exercises' statements give, as text."""
+    return {"ex10_rate": tables.fmt(RATE_TFLOPS), "ex10_bus": tables.fmt(BUS_GBPS)}
+
+
+def glue_givens():
+    """Glue :func:`givens` for the chapter's exercises and return them as one checked block."""
+    return page.glue(givens())
+
+
 def values() -> dict:
     """Every number the solutions state, as text (names ``ex10_N_key``)."""
     one, two, three, four = ex10_1(), ex10_2(), ex10_3(), ex10_4()
     f = tables.fmt
-    v = {"ex10_rate": f(RATE_TFLOPS), "ex10_bus": f(BUS_GBPS),
-         "ex10_1_n": str(one["n"]), "ex10_1_eff": f"{one['efficiency']:.1%}",
+    v = {"ex10_1_n": str(one["n"]), "ex10_1_eff": f"{one['efficiency']:.1%}",
          "ex10_1_n_closed": f"{one['n_closed']:.0f}"}
     v["ex10_2_1x16_mib"] = f(two["bytes"]["1x16"] / 2**20)
     v["ex10_2_2x8_mib"] = f(two["bytes"]["2x8"] / 2**20)
@@ -93,5 +103,5 @@ def values() -> dict:
 
 
 def glue():
-    """Glue :func:`values` for the chapter's prose and return them as one checked text block."""
+    """Glue :func:`values` for the solutions' prose and return them as one checked text block."""
     return page.glue(values())

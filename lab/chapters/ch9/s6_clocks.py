@@ -63,13 +63,10 @@ def roof_rows(data: dict | None = None) -> list[dict]:
 
 def roof_table():
     data = results.load("clocks")
-    return page.table(roof_rows(data), ["provider", "mhz", "mhz_range", "watts", "temp",
-                                        "tflops", "roof_boost", "roof_sampled", "of_boost",
+    return page.table(roof_rows(data), ["provider", "mhz", "watts", "tflops", "of_boost",
                                         "of_sampled"],
-                      {"mhz": "SM clock, median (MHz)", "mhz_range": "min–max (MHz)",
-                       "watts": "power, mean (W)", "temp": "max °C", "tflops": "TFLOP/s",
-                       "roof_boost": "roof at max clock", "roof_sampled": "roof at sampled",
-                       "of_boost": "share of max-clock roof",
+                      {"mhz": "SM clock, median (MHz)", "watts": "power, mean (W)",
+                       "tflops": "TFLOP/s", "of_boost": "share of max-clock roof",
                        "of_sampled": "share of sampled roof"},
                       source=results.source_line("clocks"))
 
@@ -106,29 +103,21 @@ def _clock_values(data: dict) -> dict:
     cub, tc, fp32 = s["cublas_fp16"], s["tc_fp16"], s["warptile_tuned"]
     samples = [r for r in data["rows"] if r["part"] == "sample"]
     limit = data["parameters"].get("power_limit_w")
-    watts_max = max(r["power_w"] for r in samples)
     return {"tc_mhz": f"{tc['sm_mhz_median']:.0f}", "cublas_mhz": f"{cub['sm_mhz_median']:.0f}",
             "fp32_mhz": f"{fp32['sm_mhz_median']:.0f}",
-            "tc_watts": f"{tc['power_w_mean']:.0f}", "cublas_watts": f"{cub['power_w_mean']:.0f}",
             "power_limit": f"{limit:.0f}" if limit else "—",
             "cublas_of_boost": pct(cub["of_roof_boost"]),
             "cublas_of_sampled": pct(cub["of_roof_sampled"]),
-            "tc_of_boost": pct(tc["of_roof_boost"]),
-            "tc_of_sampled": pct(tc["of_roof_sampled"]),
             "clock_loss": pct(1 - cub["clock_ratio"]),
             "roof_boost": f"{cub['roof_boost_tflops']:.0f}",
             "roof_sampled": f"{cub['roof_sampled_tflops']:.0f}",
             "idle_mhz": f"{s['idle']['sm_mhz_median']:.0f}",
-            "fp32_watts": f"{fp32['power_w_mean']:.0f}",
             "idle_watts": f"{s['idle']['power_w_mean']:.0f}",
-            "watts_max": f"{watts_max:.0f}",
-            "watts_max_share": pct(watts_max / limit) if limit else "—",
             "temp_max": f"{max(r['temp_c'] for r in samples):.0f}",
             "tc_sustained": f"{tc['tflops']:.0f}", "cublas_sustained": f"{cub['tflops']:.0f}",
             "fp32_sustained": f"{fp32['tflops']:.1f}",
             "tc_dip": _chunk_dip(data, "tc_fp16"), "cublas_dip": _chunk_dip(data, "cublas_fp16"),
             "fp32_dip": _chunk_dip(data, "warptile_tuned"),
-            "fp32_of_boost": pct(fp32["of_roof_boost"]),
             "tc_first": _first_chunk(data, "tc_fp16"),
             "cublas_first": _first_chunk(data, "cublas_fp16"),
             "fp32_first": _first_chunk(data, "warptile_tuned"),
