@@ -108,8 +108,6 @@ def values() -> dict:
     v["model_median"] = f"{float(np.median(misses)):.0%}"
     v["model_worst"] = f"{worst['miss']:+.0%}"
     v["model_worst_where"] = f"{worst['dtype']}, n = {worst['n']}, {worst['scheme']}"
-    v["misses_list"] = "; ".join(f"{r['key'].replace('_', ' ')} {r['dtype']} n = {r['n']} "
-                                 f"({r['miss']:+.0%})" for r in rows if abs(r["miss"]) > GOAL)
     bad = sorted({r["n"] for r in rows if abs(r["miss"]) > GOAL})
     v["misses_sizes"] = ", ".join(map(str, bad)) or "none"
     ns = sorted({r["n"] for r in rows})
