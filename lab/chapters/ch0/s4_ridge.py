@@ -1,7 +1,7 @@
 """Chapter 0, section 4: the ridge point, beside the sources' machines, and the roofline."""
 from __future__ import annotations
 
-from lab import model, page, plots, results, roofline, seeds
+from lab import model, page, plots, roofline, seeds
 
 
 def machine_rows() -> list[dict]:
@@ -21,8 +21,7 @@ def machine_rows() -> list[dict]:
 def ridge_table():
     """Roofs and ridge points: the selected GPU measured, the sources' machines quoted."""
     return page.table(machine_rows(), ["machine", "tflops", "gbps", "ridge", "source"],
-                      {"tflops": "TFLOP/s", "gbps": "GB/s", "ridge": "ridge (FLOP/B)"},
-                      source=results.source_line("roofline"))
+                      {"tflops": "TFLOP/s", "gbps": "GB/s", "ridge": "ridge (FLOP/B)"})
 
 
 def roofline_figure():

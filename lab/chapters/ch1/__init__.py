@@ -21,10 +21,10 @@ from lab.chapters.ch1.s2_warp import (LANES, SECTOR_BYTES, ROW, MAPPINGS, warp_c
                                       touched, sectors, access_rows, access_table, warp_figure)
 from lab.chapters.ch1.s4_check import CHECK_SHAPES, check_table
 from lab.chapters.ch1.s5_compilers import (SASS_NUMBA, SASS_TWINS, PAIRS, loop_row, twin_reports,
-                                           sass_rows, sass_table, mix_table, ratio_table)
+                                           sass_rows, sass_table, ratio_table)
 from lab.chapters.ch1.s6_sources import seed_rows, seed_table
 from lab.chapters.ch1.s7_coalescing import (load_sectors, swap_rows, swap_table, sweep_rows,
-                                            l2_bytes, sweep_table, sweep_figure)
+                                            l2_bytes, sweep_figure)
 from lab.chapters.ch1.s8_analysis import (metrics_rows, metrics_table, bandwidth_rows,
                                           bandwidth_table)
 from lab.chapters.ch1.s9_dram import ncu_table
@@ -37,8 +37,8 @@ __all__ = ["figure", "source", "example_inputs", "verdict", "launch_rows", "laun
            "SECTOR_BYTES", "ROW", "MAPPINGS", "warp_coordinates", "touched", "sectors",
            "access_rows", "access_table", "warp_figure", "CHECK_SHAPES", "check_table",
            "SASS_NUMBA", "SASS_TWINS", "PAIRS", "loop_row", "twin_reports", "sass_rows",
-           "sass_table", "mix_table", "ratio_table", "seed_rows", "seed_table", "load_sectors",
-           "swap_rows", "swap_table", "sweep_rows", "l2_bytes", "sweep_table", "sweep_figure",
+           "sass_table", "ratio_table", "seed_rows", "seed_table", "load_sectors",
+           "swap_rows", "swap_table", "sweep_rows", "l2_bytes", "sweep_figure",
            "metrics_rows", "metrics_table", "bandwidth_rows", "bandwidth_table", "ncu_table",
            "measure_here", "values", "glue"]
 

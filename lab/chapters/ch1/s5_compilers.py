@@ -52,20 +52,6 @@ def sass_table():
                        "per_ffma": "per FFMA"})
 
 
-def mix_table():
-    """The hottest loop's instructions by opcode: literal and typed Numba kernels, the RTX 3090 tutorial's
-    kernel under nvcc."""
-    mixes = {k: compiler.report(k)[0].loop_mix for k in SASS_NUMBA}
-    for r in twin_reports()[:1]:
-        mixes[r.kernel] = r.loop_mix
-    opcodes = []
-    for mix in mixes.values():
-        opcodes += [op for op in mix if op not in opcodes]
-    rows = [{"opcode": op, **{k: mix.get(op, 0) for k, mix in mixes.items()}} for op in opcodes]
-    busiest = sorted(range(len(rows)), key=lambda i: -max(rows[i][k] for k in mixes))[:10]
-    return page.table(rows, ["opcode", *mixes], show=sorted(busiest))
-
-
 def ratio_table(pairs=PAIRS):
     """Numba against CUDA C, kernel by kernel (:func:`lab.chapters.common.ratio_table`)."""
     return common.ratio_table(pairs)
@@ -90,6 +76,4 @@ def values() -> dict:
     v["ratio_naive_1024"] = f"{ratio[('naive', 's003_naive', 1024)]:.2f}"
     v["ratio_naive_4096"] = f"{ratio[('naive', 's003_naive', 4096)]:.2f}"
     v["slowdown_literal"] = f"{1 / ratio[('naive_literal', 's003_naive', 1024)]:.1f}"
-    worst = min(r for (k, _, _), r in ratio.items() if k != "naive_literal" and r)
-    v["ratio_worst"] = f"{worst:.2f}"
     return v

@@ -36,7 +36,7 @@ def swap_table():
     """Slowdown of the swapped mapping."""
     return page.table(swap_rows(), ["gpu", "kernels", "n", "fast", "slow", "ratio"],
                       {"gpu": "GPU", "fast": "sources' mapping (ms)", "slow": "swapped (ms)",
-                       "ratio": "slowdown"}, source=results.source_line("naive_tiled"))
+                       "ratio": "slowdown"})
 
 
 def sweep_rows() -> list[dict]:
@@ -60,15 +60,6 @@ def l2_bytes() -> int:
     """The L2 capacity the results file records (the roofline file's where it does not)."""
     return (results.load("naive_tiled")["provenance"].get("l2_bytes")
             or roofline.measured()["l2_bytes"])
-
-
-def sweep_table():
-    """The size sweep of the two mappings."""
-    return page.table(sweep_rows(), ["n", "footprint", "fits", "naive_ms", "swapped_ms",
-                                     "tflops", "ratio"],
-                      {"footprint": "A+B+C (MB)", "fits": "fits L2", "naive_ms": "naive (ms)",
-                       "swapped_ms": "swapped (ms)", "tflops": "naive TFLOP/s",
-                       "ratio": "slowdown"}, source=results.source_line("naive_tiled"))
 
 
 def sweep_figure():
@@ -129,24 +120,17 @@ def values() -> dict:
     mean_in = sum(r["ratio"] for r in inside) / max(len(inside), 1)
     mean_out = sum(r["ratio"] for r in outside) / max(len(outside), 1)
     step = mean_out / mean_in if inside and outside else 1.0
-    v["sweep_trend"] = ("rises" if step > 1.15 else "falls" if step < 1 / 1.15
-                        else "stays about the same")
     lo, hi = min(r["ratio"] for r in rows), max(r["ratio"] for r in rows)
     if step > 1.15:
         v["sweep_reading"] = (
             "The step at the L2 line is the second cost: once the operands no longer fit, "
             "the swapped kernel's evicted sectors come back from HBM, and the L2 is what kept "
             "the penalty smaller below the line.")
-        v["swap_takeaway"] = "more once the operands outgrow the L2"
     else:
         v["sweep_reading"] = (
-            "There is no step at the L2 line, so the swap does not cost DRAM bytes here: the "
-            "sectors it needs again are still in the L1 or the L2 at every size. What it costs "
-            f"is requests, {per_k['naive_swapped']} sectors per load step where the sources' "
-            f"mapping needs {per_k['naive']}, which the L1 works through one after another "
-            f"whatever the L2 holds. The measured slowdown, {lo:.1f} to {hi:.1f} across the "
-            f"sizes, is of the order of that request ratio "
-            f"({per_k['naive_swapped'] / per_k['naive']:.2f}), and so is the T4's "
-            f"{seeds.SWAPPED_SLOWDOWN_T4:.2f}. A large L2 does not rescue an uncoalesced kernel.")
-        v["swap_takeaway"] = "about as much on either side of the L2 line"
+            "There is no step at the L2 line: the sectors the swap needs again are still cached "
+            "at every size, so it costs requests, not DRAM bytes, which the L1 works through one "
+            f"after another. The measured slowdown, {lo:.1f} to {hi:.1f}, is of the order of "
+            f"the request ratio, and so is the T4's {seeds.SWAPPED_SLOWDOWN_T4:.2f}. A large L2 "
+            "does not rescue an uncoalesced kernel.")
     return v

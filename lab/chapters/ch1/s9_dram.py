@@ -32,10 +32,9 @@ def values() -> dict:
     it could not."""
     rows = ncu_rows()
     if not ncu_ok():
-        return {"ncu_status": "Nsight Compute could not read this GPU's counters, so only the "
-                              "model's column is shown",
-                "ncu_sentence": "Without the counters, the effective-bandwidth argument above "
-                                "is the evidence that caches absorb most of the model's traffic."}
+        return {"ncu_sentence": "Nsight Compute could not read this GPU's counters, so only "
+                                "the model's column is shown; the effective-bandwidth argument "
+                                "above is the evidence that caches absorb most of the traffic."}
     by = {r["kernel"]: r for r in rows}
     nv, sw = by["naive"], by["naive_swapped"]
     n = nv["n"]
@@ -54,9 +53,6 @@ def values() -> dict:
         f"much from L2 and {sw['dram_read_bytes'] / nv['dram_read_bytes']:.2f} times as much "
         f"from DRAM as the sources' mapping, yet takes "
         f"{size[('naive_swapped', n)]['median_ms'] / size[('naive', n)]['median_ms']:.1f} times "
-        "as long: its extra cost is in the L1's handling of requests, as the sweep suggested. "
-        f"DRAM writes are almost nil (at most {max(r['dram_write_bytes'] or 0 for r in rows):g} "
-        f"bytes) because C ({4 * n ** 2 / 1e6:.1f} MB) is still in the write-back L2 when the "
-        "profiled launch ends.")
-    return {"ncu_status": "Nsight Compute counted every kernel", "ncu_sentence": sentence,
+        "as long: its extra cost is in the L1's handling of requests, as the sweep suggested.")
+    return {"ncu_sentence": sentence,
             "one_pass_mb": f"{one_pass / 1e6:.1f}"}

@@ -20,7 +20,7 @@ from lab.chapters.ch2.s4_check import KERNELS, check_shapes, check_table
 from lab.chapters.ch2.s5_compiler import SASS_TWINS, sass_rows, sass_table
 from lab.chapters.ch2.s6_measured import (PAIRS, FIGURE_KERNELS, intensity, tile_rows, tile_table,
                                           size_rows, size_table, size_figure, roofline_figure,
-                                          ratio_table, sanitizer_rows, sanitizer_table)
+                                          ratio_table, sanitizer_rows)
 from lab.chapters.ch2.s7_bottleneck import (ISSUE_PER_CLOCK, SHARED_LOADS_PER_CLOCK, ncu_table,
                                             ceiling_rows, ceiling_table)
 from lab.chapters.ch2.s8_banks import (BANKS, BANK_BYTES, WARP, BANK_TILE, BANK_SHAPE, BANK_KINDS,
@@ -37,7 +37,7 @@ __all__ = ["figure", "source", "glue_banks", "example_inputs", "verdict", "tile_
            "KERNELS", "check_shapes", "check_table", "SASS_TWINS", "sass_rows", "sass_table",
            "PAIRS", "FIGURE_KERNELS", "intensity", "tile_rows", "tile_table", "size_rows",
            "size_table", "size_figure", "roofline_figure", "ratio_table", "sanitizer_rows",
-           "sanitizer_table", "ISSUE_PER_CLOCK", "SHARED_LOADS_PER_CLOCK", "ncu_table",
+           "ISSUE_PER_CLOCK", "SHARED_LOADS_PER_CLOCK", "ncu_table",
            "ceiling_rows", "ceiling_table", "BANKS", "BANK_BYTES", "WARP", "BANK_TILE",
            "BANK_SHAPE", "BANK_KINDS", "conflict_degree", "warp_accesses", "bank_degrees",
            "bank_runs", "bank_rows", "bank_table", "bank_values", "measure_here",

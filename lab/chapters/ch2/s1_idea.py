@@ -1,7 +1,7 @@
 """Chapter 2, section 1: the idea, fetch a tile once and use it T times, drawn step by step."""
 from __future__ import annotations
 from lab.chapters import common
-from lab import roofline, seeds
+from lab import seeds
 
 
 def tile_walk_figure(steps: int = 6, block_row: int = 2, block_col: int = 4, step: int = 2):
@@ -49,11 +49,7 @@ def tile_walk_figure(steps: int = 6, block_row: int = 2, block_col: int = 4, ste
 
 def values() -> dict:
     """The numbers this section's prose quotes, as strings."""
-    roofs = roofline.measured()
-    size = common.measured()
     v = {}
     v["the_gpu"] = common.gpu()
-    t32 = size[("tiled32", 4096)]["tflops"]
-    v["tiled32_vs_roof"] = f"{t32 / roofs['fma_tflops']:.0%}"
     v["seed004_edge"] = f"{seeds.TILED_EDGE_T4[0]['extra_time_pct']:g}%"
     return v

@@ -74,8 +74,7 @@ def size_table():
     """Naive against 16 × 16 tiles, size by size."""
     return page.table(size_rows(), ["n", "gpu", "naive_ms", "tiled_ms", "speedup", "tflops"],
                       {"gpu": "GPU", "naive_ms": "naive (ms)", "tiled_ms": "tiled16 (ms)",
-                       "speedup": "speed-up", "tflops": "tiled16 TFLOP/s"},
-                      source=results.source_line("naive_tiled"))
+                       "speedup": "speed-up", "tflops": "tiled16 TFLOP/s"})
 
 
 def size_figure():
@@ -173,16 +172,6 @@ def sanitizer_rows() -> list[dict]:
                                         else f"no summary (exit {r['returncode']})")
         entry[f"{r['tool']}_check"] = r["check"]
     return [dict(row, shape="×".join(map(str, shape))) for row in by_kernel.values()]
-
-
-def sanitizer_table():
-    """Errors each tool reported, and the run's own float64 check."""
-    return page.table(sanitizer_rows(), ["kernel", "memcheck_errors", "racecheck_errors",
-                                         "memcheck_check", "racecheck_check"],
-                      {"memcheck_errors": "memcheck errors", "racecheck_errors":
-                       "racecheck errors", "memcheck_check": "memcheck run",
-                       "racecheck_check": "racecheck run"},
-                      source=results.source_line("sanitizer"))
 
 
 def sanitizer_verdict() -> str:

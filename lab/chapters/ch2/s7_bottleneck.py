@@ -65,8 +65,7 @@ def ceiling_table():
     """Issue and shared-memory ceilings beside the measured speed."""
     return page.table(ceiling_rows(), ["kernel", "issue", "smem", "tflops", "of_lower"],
                       {"issue": "issue cap (TFLOP/s)", "smem": "shared cap (TFLOP/s)",
-                       "tflops": "4096³ (TFLOP/s)", "of_lower": "% of lower cap"},
-                      source=results.source_line("naive_tiled"))
+                       "tflops": "4096³ (TFLOP/s)", "of_lower": "% of lower cap"})
 
 
 def _ncu_values() -> dict:

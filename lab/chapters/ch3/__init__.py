@@ -17,9 +17,9 @@ from lab.chapters.ch3.s1_idea import model_rows, model_table, patch_figure
 from lab.chapters.ch3.s2_kernel import FOLDED, source
 from lab.chapters.ch3.s3_check import PATCH, CHECKS, check_rows, check_table
 from lab.chapters.ch3.s4_bill import (KERNELS, SIGNED, BLOCK_THREADS, compiler_rows, bill_table,
-                                      loop_table, signed_table, loop_mix_table)
+                                      loop_table, signed_table)
 from lab.chapters.ch3.s5_measured import (TWIN, TWIN_OF, PREDICTIONS, sweep, signed_sweep,
-                                          measured_table, signed_measured_table, fp32_roof,
+                                          measured_table, fp32_roof,
                                           step_rows, step_table, ceiling_rows, ceiling_table,
                                           sweep_figure, BANKS, BANK_BYTES, shared_peak_tbps)
 from lab.chapters.ch3.s6_twin import EARLIER_TWINS, twin_compile_table, twin_rows, twin_table
@@ -31,8 +31,8 @@ from lab.chapters.ch3 import s1_idea, s4_bill, s5_measured, s6_twin, s7_t4, s8_i
 __all__ = ["figure", "example_inputs", "verdict", "model_rows", "model_table", "patch_figure",
            "FOLDED", "source", "PATCH", "CHECKS", "check_rows", "check_table", "KERNELS", "SIGNED",
            "BLOCK_THREADS", "compiler_rows", "bill_table", "loop_table", "signed_table",
-           "loop_mix_table", "TWIN", "TWIN_OF", "PREDICTIONS", "sweep", "signed_sweep",
-           "measured_table", "signed_measured_table", "fp32_roof", "step_rows", "step_table",
+           "TWIN", "TWIN_OF", "PREDICTIONS", "sweep", "signed_sweep",
+           "measured_table", "fp32_roof", "step_rows", "step_table",
            "ceiling_rows", "ceiling_table", "sweep_figure", "EARLIER_TWINS", "twin_compile_table",
            "twin_rows", "twin_table", "gpu_name", "t4_rows", "t4_table", "intensity_rows",
            "intensity_table", "BANKS", "BANK_BYTES", "compile_targets", "prefetch",

@@ -67,21 +67,6 @@ def signed_table():
                        "share_s": "FFMA share int32", "share_u": "FFMA share uint32"})
 
 
-def loop_mix_table(name: str = "patch1"):
-    """The hottest loop of ``name``, signed and unsigned, instruction by instruction."""
-    signed, unsigned = report(SIGNED[name]).loop_mix, report(name).loop_mix
-    ops = sorted(set(signed) | set(unsigned), key=lambda op: (-max(signed.get(op, 0),
-                                                                  unsigned.get(op, 0)), op))
-    rows = [{"op": op, "s": signed.get(op, 0), "u": unsigned.get(op, 0)} for op in ops
-            if max(signed.get(op, 0), unsigned.get(op, 0)) >= 3]
-    shown = {r["op"] for r in rows}
-    rows.append({"op": "other", "s": sum(c for op, c in signed.items() if op not in shown),
-                 "u": sum(c for op, c in unsigned.items() if op not in shown)})
-    rows.append({"op": "total", "s": sum(signed.values()), "u": sum(unsigned.values())})
-    return page.table(rows, ["op", "s", "u"], {"op": "instruction", "s": f"{name} int32",
-                                                "u": f"{name} uint32"})
-
-
 def values() -> dict:
     """The numbers this section's prose quotes, as strings."""
     rows = {r["kernel"]: r for r in compiler_rows()}

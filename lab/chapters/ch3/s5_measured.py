@@ -53,20 +53,6 @@ def measured_table():
                       source=results.source_line("patch_sweep"))
 
 
-def signed_measured_table():
-    """The signed and the unsigned build side by side, TFLOP/s."""
-    before = signed_sweep()
-    ours = sweep()["ours"]
-    rows = [{"kernel": n, "signed": before[n]["tflops"], "unsigned": ours[n]["tflops"],
-             "gain": ours[n]["tflops"] / before[n]["tflops"]}
-            for n in KERNELS if n in before and n in ours]
-    return page.table(rows, ["kernel", "signed", "unsigned", "gain"],
-                      {"signed": "int32 TFLOP/s", "unsigned": "uint32 TFLOP/s",
-                       "gain": "speed-up"},
-                      source=results.source_line("patch_sweep_int32") + " "
-                      + results.source_line("patch_sweep"))
-
-
 def fp32_roof() -> float:
     """The measured FP32 roof of the selected GPU (``roofline``, FMA chains), TFLOP/s."""
     return next(r["tflops"] for r in results.rows("roofline") if r["kernel"] == "fma_chains")
@@ -89,8 +75,7 @@ def step_table():
     """:func:`step_rows` as a table."""
     return page.table(step_rows(), ["step", "predicted", "measured", "verdict", "share", "warps"],
                       {"predicted": "predicted ×", "measured": "measured ×",
-                       "share": "FFMA share", "warps": "warps/SM"},
-                      source=results.source_line("patch_sweep"))
+                       "share": "FFMA share", "warps": "warps/SM"})
 
 
 def ceiling_rows() -> list[dict]:
@@ -109,8 +94,7 @@ def ceiling_table():
     return page.table(ceiling_rows(), ["kernel", "share", "ceiling", "tflops", "fraction"],
                       {"share": "loop FFMA share", "ceiling": "ceiling TFLOP/s",
                        "tflops": "measured TFLOP/s", "fraction": "measured / ceiling"},
-                      source=results.source_line("roofline") + " "
-                      + results.source_line("patch_sweep"))
+                      source=results.source_line("roofline"))
 
 
 def sweep_figure():
@@ -172,11 +156,6 @@ def values() -> dict:
     v["tflops_block128"] = _f(ours["block128"]["tflops"])
     t4 = {t["patch"]: t["tflops"] for t in seeds.PATCH_SWEEP_T4}
     v["t4_gain_p4_p8"] = f"{100 * (t4[8] / t4[4] - 1):.0f}%"
-    pred = {(a, b): f"{lo}–{hi}" for a, b, lo, hi in PREDICTIONS}
-    v["pred_patch1_patch2"] = pred["patch1", "patch2"]
-    v["pred_patch2_patch4"] = pred["patch2", "patch4"]
-    v["pred_patch4_patch8"] = pred["patch4", "patch8"]
-    v["pred_patch8_block128"] = pred["patch8", "block128"]
     step = {(a, b): row for row, (a, b, *_rest) in zip(step_rows(), PREDICTIONS)}
     v["step_patch1_patch2"] = f"{step['patch1', 'patch2']['measured']:.2f}"
     v["verdict_patch1_patch2"] = step["patch1", "patch2"]["verdict"]

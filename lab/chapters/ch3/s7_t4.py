@@ -36,7 +36,7 @@ def t4_table():
                        "regs": "regs (ptxas)", "ours": f"{name} TFLOP/s",
                        "gain": f"{name} gain"},
                       source="T4 columns: the T4 study (Tesla T4, 1024³; registers estimated from "
-                             "the kernel's variables). " + results.source_line("patch_sweep"))
+                             "the kernel's variables)")
 
 
 def values() -> dict:

@@ -26,8 +26,7 @@ def intensity_table():
     """:func:`intensity_rows` as a table."""
     return page.table(intensity_rows(), ["kernel", "l2", "smem", "tflops", "need"],
                       {"l2": "L2 FLOP/B (model)", "smem": "shared FLOP/B (model)",
-                       "tflops": "TFLOP/s", "need": "shared TB/s needed"},
-                      source=results.source_line("patch_sweep"))
+                       "tflops": "TFLOP/s", "need": "shared TB/s needed"})
 
 
 def values() -> dict:

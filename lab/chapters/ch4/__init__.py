@@ -20,7 +20,7 @@ from lab.chapters.ch4.s2_check import CHECKS, check_table
 from lab.chapters.ch4.s3_compiler import COMPILED, compiler_rows, compiler_table
 from lab.chapters.ch4.s4_ladder import (PREDICTIONS, CURVES, ladder, at_size, cublas_mean,
                                         ladder_table, prediction_rows, prediction_table,
-                                        size_figure, size_table, GOAL, PREDICTED_TOTAL,
+                                        size_figure, GOAL, PREDICTED_TOTAL,
                                         gpu_name)
 from lab.chapters.ch4.s5_variants import VARIANTS, variant_rows, variant_table
 from lab.chapters.ch4.s6_edges import edge_rows, edge_table
@@ -35,7 +35,7 @@ from lab.chapters.ch4 import (s1_kernel, s3_compiler, s4_ladder, s5_variants, s6
 __all__ = ["figure", "example_inputs", "verdict", "config", "thread_pieces", "warp_footprint",
            "warp_tile_figure", "source", "CHECKS", "check_table", "COMPILED", "compiler_rows",
            "compiler_table", "PREDICTIONS", "CURVES", "ladder", "at_size", "cublas_mean",
-           "ladder_table", "prediction_rows", "prediction_table", "size_figure", "size_table",
+           "ladder_table", "prediction_rows", "prediction_table", "size_figure",
            "VARIANTS", "variant_rows", "variant_table", "edge_rows", "edge_table", "tune_rows",
            "tune_table", "sanitizer_table", "REFERENCE_PAIRS", "reference_rows", "reference_table",
            "gap_rows", "gap_values", "gap_table", "RUNGS", "GOAL", "PREDICTED_TOTAL", "prefetch",

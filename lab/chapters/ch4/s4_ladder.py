@@ -67,8 +67,7 @@ def prediction_rows() -> list[dict]:
 def prediction_table():
     """:func:`prediction_rows` as a table."""
     return page.table(prediction_rows(), ["rung", "pct", "gain", "predicted", "verdict"],
-                      {"pct": "% cuBLAS", "gain": "gain (%)"},
-                      source=results.source_line("fp32_ladder"))
+                      {"pct": "% cuBLAS", "gain": "gain (%)"})
 
 
 def size_figure():
@@ -93,22 +92,6 @@ def size_figure():
     return plots.finish(fig, ax)
 
 
-def size_table():
-    """Share of cuBLAS FP32 by size for the chapter's rungs."""
-    rows = []
-    for n in sorted({r["n"] for r in ladder()}):
-        at = at_size(n)
-        row = {"n": n, "cublas": cublas_mean(n)}
-        for name in ("block128", "vectorized", "pipelined", "warptile", "warptile_tuned"):
-            row[name] = at[name]["pct_cublas"] if name in at else None
-        rows.append(row)
-    return page.table(rows, ["n", "cublas", "block128", "vectorized", "pipelined", "warptile",
-                             "warptile_tuned"],
-                      {"cublas": "cuBLAS TFLOP/s"},
-                      title="% of cuBLAS FP32 at n³",
-                      source=results.source_line("fp32_ladder"))
-
-
 #: The goal: this share of cuBLAS FP32 at 4096³.
 GOAL = 0.80
 
@@ -128,29 +111,17 @@ def values() -> dict:
     comp = {r["kernel"]: r for r in compiler_rows()}
     b128, vec = comp["block128"], comp["vectorized"]
     tuned, edges = comp["warptile_tuned"], comp["warptile_tuned (edges)"]
-    cub = cublas_mean()
     v = {}
     v["the_gpu"] = gpu_name()
-    v["cublas_4096"] = f"{cub:.1f}"
     v["goal"] = f"{GOAL:.0%}"
-    v["target_tflops"] = f"{GOAL * cub:.1f}"
     v["lds_per_k_b128"] = f"{b128['lds_count'] / (b128['ffma'] / 64):g}"
     v["lds_per_k_vec"] = f"{vec['lds_count'] / (vec['ffma'] / 64):g}"
     v["tuned_warps"], v["tuned_blocks"] = str(tuned["warps"]), str(tuned["blocks"])
     v["tuned_threads"] = str(config("warptile_tuned").threads)
-    pred = {name: f"{lo}–{hi}" + ("%" if unit == "% of cuBLAS" else "")
-            for name, prev, lo, hi, unit in PREDICTIONS}
-    v["pred_block128"] = pred["block128"]
-    v["pred_vectorized"] = pred["vectorized"]
-    v["pred_vectorized_spread"] = pred["vectorized_spread"]
-    v["pred_pipelined"] = pred["pipelined"]
-    v["pred_warptile"] = pred["warptile"]
-    v["pred_warptile_tuned"] = pred["warptile_tuned"]
     v["pred_total"] = f"{PREDICTED_TOTAL[0]}–{PREDICTED_TOTAL[1]}%"
     got = {row["rung"]: row for row in prediction_rows()}
     v["pct_block128"] = f"{got['block128']['pct']:.1f}%"
     v["verdict_block128"] = got["block128"]["verdict"]
-    v["pct_vectorized"] = f"{got['vectorized']['pct']:.1f}%"
     v["verdict_vectorized"] = got["vectorized"]["verdict"]
     v["gain_vectorized_spread"] = f"{got['vectorized_spread']['gain']:+.1f}%"
     v["verdict_vectorized_spread"] = got["vectorized_spread"]["verdict"]

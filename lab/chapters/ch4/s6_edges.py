@@ -21,8 +21,7 @@ def edge_table():
     """:func:`edge_rows` as a table."""
     return page.table(edge_rows(), ["n", "cublas_ms", "ours_ms", "tflops", "pct"],
                       {"cublas_ms": "cuBLAS (ms)", "ours_ms": "warptile_tuned (ms)",
-                       "tflops": "TFLOP/s", "pct": "% cuBLAS"},
-                      source=results.source_line("fp32_ladder"))
+                       "tflops": "TFLOP/s", "pct": "% cuBLAS"})
 
 
 def values() -> dict:
