@@ -29,16 +29,22 @@ __all__ = ["regime_table", "kernel_table", "wave_measured_figure", "wave_model_t
            "edge_table", "tail_table", "determinism_table", "reduction_order_table",
            "split_k_table", "split_source", "splitk_figure", "splitk_table",
            "stream_k_text", "skinny_figure", "skinny_queued_table", "skinny_table",
-           "manifest_table", "values", "glue"]
+           "manifest_table", "values", "glue", "glue_solutions"]
 
 
 def values() -> dict:
-    """Every number the page's prose and solutions quote, section by section, as strings."""
+    """Every number the page's prose quotes, section by section, as strings (the exercises'
+    worked solutions, on the appendix page *Solutions: chapters 5–7*: :func:`glue_solutions`)."""
     return {**s1_reuse.values(), **s2_waves.values(), **s3_tails.values(),
-            **s4_splitk.values(), **s5_decode.values(), **s6_shape_list.values(),
-            **solutions.values()}
+            **s4_splitk.values(), **s5_decode.values(), **s6_shape_list.values()}
 
 
 def glue():
     """Glue :func:`values` into the prose; returns them as one checked text block."""
     return page.glue(values())
+
+
+def glue_solutions():
+    """Glue the exercises' worked solutions (:func:`lab.chapters.ch6_1.solutions.values`) for the
+    appendix page that shows them; returns them as one checked text block."""
+    return page.glue(solutions.values())

@@ -22,15 +22,22 @@ from lab.chapters.ch6_2.s4_tf32 import tf32_table
 __all__ = ["queued_figure", "queued_table", "seed_size_table", "size_figure",
            "size_table", "align_extra_table", "align_kernel_table", "align_path_table",
            "align_speed_table", "seed_align_table", "shuffled_table", "layout_table",
-           "tf32_table", "values", "glue"]
+           "tf32_table", "values", "glue", "glue_solutions"]
 
 
 def values() -> dict:
-    """Every number the page's prose and solutions quote, section by section, as strings."""
+    """Every number the page's prose quotes, section by section, as strings (the exercises'
+    worked solutions, on the appendix page *Solutions: chapters 5–7*: :func:`glue_solutions`)."""
     return {**s1_size.values(), **s2_alignment.values(), **s3_layouts.values(),
-            **s4_tf32.values(), **solutions.values()}
+            **s4_tf32.values()}
 
 
 def glue():
     """Glue :func:`values` into the prose; returns them as one checked text block."""
     return page.glue(values())
+
+
+def glue_solutions():
+    """Glue the exercises' worked solutions (:func:`lab.chapters.ch6_2.solutions.values`) for the
+    appendix page that shows them; returns them as one checked text block."""
+    return page.glue(solutions.values())

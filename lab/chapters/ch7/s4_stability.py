@@ -4,29 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from lab import page, plots, results
+from lab import plots, results
 from lab.chapters.ch7 import common
-
-
-def cluster_table():
-    """Rungs 7 and 8 and cuBLAS at 4096³ FP16, every timing of every process: the rate the
-    events measured, the host's time to enqueue one call, the SM clock and the board power."""
-    rows = []
-    for kernel in ("wgmma_tmastore_fp16", "wgmma_cluster_fp16", "cublas_fp16"):
-        for r in common.timings(kernel, 4096):
-            if r["dtype"] != "float16":
-                continue
-            rows.append({"kernel": kernel, "process": r["process"],
-                         "timing": "second" if r["again"] else "first",
-                         "TFLOP/s": r["tflops"], "GPU time µs (ncu)":
-                         common.profile(kernel)["duration_us"],
-                         "event time µs": 1e3 * r["median_ms"],
-                         "queued µs": 1e3 * r["queued_ms"],
-                         "host µs per call": r["host_us_per_call"],
-                         "SM MHz": r["sm_mhz_median"], "W": r["power_w_mean"]})
-    return page.table(rows, digits=3, show=lambda r: r["kernel"] != "cublas_fp16"
-                      and r["timing"] == "first" or r["kernel"] == "wgmma_cluster_fp16",
-                      source=results.source_line("hopper_profile"))
 
 
 def host_figure():

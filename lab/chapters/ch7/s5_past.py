@@ -120,6 +120,23 @@ def steps_table():
     return page.table(rows, source=results.source_line("hopper_past"))
 
 
+def rungs_table():
+    """Rungs 9 to 17 (stream-K, rung 12, has a run of its own): one row per rung, its median
+    ratio to the yardstick with the same output type at both sizes and both types, with the
+    processes' range -- the numbers each rung's paragraph stands on."""
+    rungs = (("9 wgmma_out16", "torch.mm", "cluster 16-bit out"),
+             ("10 wgmma_tile16", "torch.mm", "tmastore 16-bit out whole-tile"),
+             ("11 wgmma_grid128", "torch.mm", R11),
+             ("13 wgmma_lean", "torch.mm", STEPS),
+             ("14 wgmma_ring", "cuBLAS, FP32 C", F32_RING),
+             ("15 wgmma_uniform", "torch.mm", UNIFORM),
+             ("16 wgmma_ring_uniform", "cuBLAS, FP32 C", F32_UNIFORM),
+             ("17 wgmma_handoff", "cuBLAS, FP32 C", F32_HANDOFF))
+    rows = [{"rung": title, "against": against, **ratio_cells(kernel)}
+            for title, against, kernel in rungs]
+    return page.table(rows, source=results.source_line("hopper_past"))
+
+
 def ratio_cells(kernel: str, data: dict | None = None) -> dict:
     """One row's cells "FP16 4096³" … "BF16 8192³": the median ratio over the processes and
     their range, blank where the run has no such row (fast.cu's kernel 12: BF16 only)."""
@@ -168,9 +185,6 @@ def values() -> dict:
     def ratio(kernel, dtype, size):
         return f"{summary(kernel, dtype, size)['ratio']:.3f}"
 
-    def tflops(kernel, dtype, size):
-        return f"{summary(kernel, dtype, size)['tflops']:.0f}"
-
     def spread(kernel, dtype, size):
         r = summary(kernel, dtype, size)
         return f"{r['ratio_min']:.3f}–{r['ratio_max']:.3f}"
@@ -180,7 +194,7 @@ def values() -> dict:
     pc = profile("cublas_fp16")
     pt = profile(CUBLAS_TILE_PROFILE)
     t7, s3 = "tmastore 16-bit out", "tmastore 16-bit out 3 stages"
-    r10, r11 = "tmastore 16-bit out whole-tile", "tmastore 16-bit out whole-tile grid 128"
+    r11 = "tmastore 16-bit out whole-tile grid 128"
     f11 = "fp8 bf16 out whole-tile grid 128"
     sk = results.load("hopper_streamk")
     rsk = "tmastore 16-bit out whole-tile stream-K"
@@ -204,10 +218,7 @@ def values() -> dict:
         "sk_fix_rows": str(acc // 4 // max(1, slot // (skc.epi_boxes * wgmma.EPI_BOX))),
         "sk_4096_fp16": sk_ratio(rsk, "float16", 4096),
         "sk_8192_fp16": sk_ratio(rsk, "float16", 8192),
-        "sk_4096_bf16": sk_ratio(rsk, "bfloat16", 4096),
-        "sk_r10_8192_fp16": sk_ratio(r10, "float16", 8192),
         "sk_r11_4096_fp16": sk_ratio(r11, "float16", 4096),
-        "sk_r11_4096_bf16": sk_ratio(r11, "bfloat16", 4096),
         "sk_processes": str(min(r["processes"] for r in sk["rows"] if r["part"] == "summary")),
         "sk_p12_us": f"{p12['duration_us']:.0f}",
         "sk_p11_us": f"{p11s['duration_us']:.0f}",
@@ -229,23 +240,13 @@ def values() -> dict:
         "sk_p11_l2_read_mb": f"{p11s['l2_read_bytes'] / 1e6:.0f}",
         "sk_p11_write_mb": f"{p11s['dram_write_bytes'] / 1e6:.0f}",
         "past_r11_4096_fp16": ratio(r11, "float16", 4096),
-        "past_r11_8192_fp16": ratio(r11, "float16", 8192),
-        "past_r11_4096_bf16": ratio(r11, "bfloat16", 4096),
-        "past_r11_8192_bf16": ratio(r11, "bfloat16", 8192),
-        "past_r10_4096_fp16": ratio(r10, "float16", 4096),
-        "past_r10_8192_fp16": ratio(r10, "float16", 8192),
         "past_tms16_8192_fp16": ratio(t7, "float16", 8192),
-        "past_tms16_8192_bf16": ratio(t7, "bfloat16", 8192),
-        "past_s3_4096_fp16": ratio(s3, "float16", 4096),
         "past_s3_8192_fp16": ratio(s3, "float16", 8192),
-        "past_s3_8192_bf16": ratio(s3, "bfloat16", 8192),
         "past_p10_us": f"{p10['duration_us']:.1f}",
         "past_p11_us": f"{p11['duration_us']:.1f}",
         "past_p9_us1": f"{p9['duration_us']:.1f}",
-        "past_pc_us1": f"{pc['duration_us']:.1f}",
         "past_p9_barrier": f"{p9['stalls']['barrier']:.2f}",
         "past_p10_barrier": f"{p10['stalls']['barrier']:.2f}",
-        "past_p10_tensor": f"{p10['tensor_active_pct']:.1f}",
         "past_p11_tensor": f"{p11['tensor_active_pct']:.1f}",
         "past_p10_l2_read_mb": f"{p10['l2_read_bytes'] / 1e6:.0f}",
         "past_p11_l2_read_mb": f"{p11['l2_read_bytes'] / 1e6:.0f}",
@@ -253,7 +254,6 @@ def values() -> dict:
         "past_p11_dram_read_mb": f"{p11['dram_read_bytes'] / 1e6:.0f}",
         "past_p10_l2_hit": f"{p10['l2_hit_pct']:.1f}",
         "past_p11_l2_hit": f"{p11['l2_hit_pct']:.1f}",
-        "past_p11_blocks": f"{p11['grid_size']:.0f}",
         "past_t256_4096_fp16": ratio(CUBLAS_TILE, "float16", 4096),
         "past_t256_8192_fp16": ratio(CUBLAS_TILE, "float16", 8192),
         "past_t256_4096_bf16": ratio(CUBLAS_TILE, "bfloat16", 4096),
@@ -274,16 +274,7 @@ def values() -> dict:
         "past_processes": str(min(r["processes"] for r in results.load("hopper_past")["rows"]
                                   if r["part"] == "summary")),
         "past_out16_4096_fp16": ratio("cluster 16-bit out", "float16", 4096),
-        "past_out16_8192_fp16": ratio("cluster 16-bit out", "float16", 8192),
-        "past_out16_4096_bf16": ratio("cluster 16-bit out", "bfloat16", 4096),
-        "past_out16_8192_bf16": ratio("cluster 16-bit out", "bfloat16", 8192),
         "past_tms16_4096_fp16": ratio("tmastore 16-bit out", "float16", 4096),
-        "past_tms16_4096_bf16": ratio("tmastore 16-bit out", "bfloat16", 4096),
-        "past_out16_8192_bf16_tflops": tflops("cluster 16-bit out", "bfloat16", 8192),
-        "past_torchmm_8192_bf16_tflops": tflops("torch.mm bf16 (BF16 out)", "bfloat16", 8192),
-        "past_p8_us": f"{p8['duration_us']:.0f}",
-        "past_p9_us": f"{p9['duration_us']:.0f}",
-        "past_pc_us": f"{pc['duration_us']:.0f}",
         "past_p8_tensor": f"{p8['tensor_active_pct']:.1f}",
         "past_p9_tensor": f"{p9['tensor_active_pct']:.1f}",
         "past_pc_tensor": f"{pc['tensor_active_pct']:.1f}",
@@ -319,7 +310,6 @@ def left_values(ratio, spread) -> dict:
         "left_counters_inst_m": f"{pk['inst_executed'] / 1e6:.1f}",
         "left_counters_issue": f"{pk['issue_active_pct']:.1f}",
         "left_r11_issue": f"{p11['issue_active_pct']:.1f}",
-        "left_counters_us": f"{pk['duration_us']:.1f}",
         "left_cublas_us": f"{pc['duration_us']:.1f}",
         "left_cublas_tensor": f"{pc['tensor_active_pct']:.1f}",
         "left_f32_write_mb": f"{pfk['dram_write_bytes'] / 1e6:.0f}",
@@ -327,7 +317,6 @@ def left_values(ratio, spread) -> dict:
         "left_counters_4096_range": spread(COUNTERS, "float16", 4096),
         "left_steps_inst_m": f"{pd['inst_executed'] / 1e6:.1f}",
         "left_steps_4096_range": spread(STEPS, "float16", 4096),
-        "left_steps_4096_bf16_range": spread(STEPS, "bfloat16", 4096),
         "left_ring_us": f"{pfr['duration_us']:.1f}",
         "left_ring_tensor": f"{pfr['tensor_active_pct']:.1f}",
         "left_ring_barrier": f"{pfr['stalls']['barrier']:.2f}",
@@ -344,27 +333,14 @@ def left_values(ratio, spread) -> dict:
         "left_g16_4096_bf16": ratio(GROUP16, "bfloat16", 4096),
         "left_g16_8192_bf16": ratio(GROUP16, "bfloat16", 8192),
         "left_counters_4096_fp16": ratio(COUNTERS, "float16", 4096),
-        "left_counters_8192_fp16": ratio(COUNTERS, "float16", 8192),
-        "left_counters_4096_bf16": ratio(COUNTERS, "bfloat16", 4096),
-        "left_counters_8192_bf16": ratio(COUNTERS, "bfloat16", 8192),
         "left_counters16_4096_fp16": ratio(COUNTERS16, "float16", 4096),
         "left_counters16_8192_fp16": ratio(COUNTERS16, "float16", 8192),
         "left_counters16_4096_bf16": ratio(COUNTERS16, "bfloat16", 4096),
         "left_counters16_8192_bf16": ratio(COUNTERS16, "bfloat16", 8192),
         "left_f32_4096_fp16": ratio(F32, "float16", 4096),
-        "left_f32_8192_fp16": ratio(F32, "float16", 8192),
-        "left_f32_4096_bf16": ratio(F32, "bfloat16", 4096),
-        "left_f32_8192_bf16": ratio(F32, "bfloat16", 8192),
         "left_steps_4096_fp16": ratio(STEPS, "float16", 4096),
-        "left_steps_8192_fp16": ratio(STEPS, "float16", 8192),
-        "left_steps_4096_bf16": ratio(STEPS, "bfloat16", 4096),
-        "left_steps_8192_bf16": ratio(STEPS, "bfloat16", 8192),
         "left_f32d_4096_fp16": ratio(F32_STEPS, "float16", 4096),
-        "left_f32d_4096_bf16": ratio(F32_STEPS, "bfloat16", 4096),
         "left_ring_4096_fp16": ratio(F32_RING, "float16", 4096),
-        "left_ring_8192_fp16": ratio(F32_RING, "float16", 8192),
-        "left_ring_4096_bf16": ratio(F32_RING, "bfloat16", 4096),
-        "left_ring_8192_bf16": ratio(F32_RING, "bfloat16", 8192),
         "left_vec_4096_fp16": ratio(VECTOR, "float16", 4096),
         "left_vec_8192_fp16": ratio(VECTOR, "float16", 8192),
         "left_vec_4096_bf16": ratio(VECTOR, "bfloat16", 4096),
@@ -401,8 +377,6 @@ def uniform_values(ratio, spread) -> dict:
            "evict_dram_mb": f"{pe['dram_read_bytes'] / 1e6:.0f}",
            "evict_uni_dram_mb": f"{pu['dram_read_bytes'] / 1e6:.0f}",
            "uni_4096_fp16_range": spread(UNIFORM, "float16", 4096),
-           "uni_4096_bf16_range": spread(UNIFORM, "bfloat16", 4096),
-           "h17_us": f"{ph['duration_us']:.1f}",
            "h17_kcycles": f"{ph['sm_active_cycles_avg'] / 1e3:.1f}",
            "f32u_kcycles": f"{pf['sm_active_cycles_avg'] / 1e3:.1f}",
            "h17_barrier": f"{ph['stalls']['barrier']:.2f}",
@@ -410,7 +384,6 @@ def uniform_values(ratio, spread) -> dict:
            "h17_long": f"{ph['stalls']['long_scoreboard']:.1f}",
            "f32u_long": f"{pf['stalls']['long_scoreboard']:.1f}",
            "h17_4096_fp16_range": spread(F32_HANDOFF, "float16", 4096),
-           "h17_4096_bf16_range": spread(F32_HANDOFF, "bfloat16", 4096),
            "tile15_main_us": f"{t15['mainloop_p50_us']:.1f}",
            "tile15_epi_us": f"{t15['epilogue_p50_us']:.2f}",
            "tile17_main_us": f"{t17['mainloop_p50_us']:.1f}",
@@ -419,13 +392,6 @@ def uniform_values(ratio, spread) -> dict:
            "tile_f32_us": f"{ours:.1f}", "tile_cublas_f32_us": f"{lib:.1f}"}
     out.update({
         "uni_4096_fp16": ratio(UNIFORM, "float16", 4096),
-        "uni_8192_fp16": ratio(UNIFORM, "float16", 8192),
-        "uni_4096_bf16": ratio(UNIFORM, "bfloat16", 4096),
-        "uni_8192_bf16": ratio(UNIFORM, "bfloat16", 8192),
-        "f32u_4096_fp16": ratio(F32_UNIFORM, "float16", 4096),
-        "f32u_8192_fp16": ratio(F32_UNIFORM, "float16", 8192),
-        "f32u_4096_bf16": ratio(F32_UNIFORM, "bfloat16", 4096),
-        "f32u_8192_bf16": ratio(F32_UNIFORM, "bfloat16", 8192),
         "evict_4096_fp16": ratio(EVICT, "float16", 4096),
         "evict_8192_fp16": ratio(EVICT, "float16", 8192),
         "evict_4096_bf16": ratio(EVICT, "bfloat16", 4096),
@@ -435,8 +401,5 @@ def uniform_values(ratio, spread) -> dict:
         "f32e_4096_bf16": ratio(F32_EVICT, "bfloat16", 4096),
         "f32e_8192_bf16": ratio(F32_EVICT, "bfloat16", 8192),
         "h17_4096_fp16": ratio(F32_HANDOFF, "float16", 4096),
-        "h17_8192_fp16": ratio(F32_HANDOFF, "float16", 8192),
-        "h17_4096_bf16": ratio(F32_HANDOFF, "bfloat16", 4096),
-        "h17_8192_bf16": ratio(F32_HANDOFF, "bfloat16", 8192),
     })
     return out
