@@ -26,7 +26,14 @@ def speed_rows() -> list[dict]:
 
 
 def speed_table():
-    return page.table(speed_rows(), digits=4, source=results.source_line(EXPERIMENT))
+    """Each kernel beside its cuBLAS(Lt) counterpart, the ratio beside the two rates it divides
+    (the clocks and board power of the rows are in :func:`speed_rows`; a counterpart the library
+    refused shows no rate)."""
+    rows = [{"size": r["size"], "ours": r["ours"], "TFLOP/s": r["TFLOP/s"], "vs": r["vs"],
+             "its TFLOP/s": r["its TFLOP/s"],
+             "ratio": f"{r['ratio']:.3f}" if r["ratio"] is not None else "-"}
+            for r in speed_rows()]
+    return page.table(rows, digits=4, source=results.source_line(EXPERIMENT))
 
 
 def sweep_rows() -> list[dict]:
@@ -35,7 +42,9 @@ def sweep_rows() -> list[dict]:
         if r["part"] == "speed" and r["kernel"].startswith("sweep: ") and "tflops" in r:
             rows.append({"size": f"{r['m']}³", "variant": r["kernel"].removeprefix("sweep: "),
                          "TFLOP/s": r["tflops"], "vs": r.get("versus"),
-                         "ratio": r.get("ratio_to_cublas"), "SM MHz": r["sm_mhz"]})
+                         "ratio": (f"{r['ratio_to_cublas']:.3f}"
+                                   if r.get("ratio_to_cublas") is not None else "-"),
+                         "SM MHz": r["sm_mhz"]})
     return rows
 
 
