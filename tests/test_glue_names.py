@@ -59,16 +59,20 @@ CHAPTERS = Path(page.__file__).parent / "chapters"
 
 
 def _glued(notebook: Path) -> tuple[list[str], set[str]]:
-    """The chapters a notebook imports (``from lab.chapters import X``; an appendix page may
-    import several: ``from lab.chapters import ch8, ch9``) and the names its prose glues
-    (``{glue:...}`name``` roles and ``{glue}`` directives)."""
+    """The chapter modules a notebook imports to glue (``from lab.chapters import X``; an appendix
+    page may import several, ``from lab.chapters import ch8, ch9``, or one module of each chapter,
+    ``from lab.chapters.ch0 import solutions``) and the names its prose glues (``{glue:...}`name```
+    roles and ``{glue}`` directives)."""
     nb = json.loads(notebook.read_text())
     chapters, names = [], set()
     for cell in nb["cells"]:
         text = "".join(cell["source"])
-        if cell["cell_type"] == "code" and not chapters:
-            if m := re.search(r"^from lab\.chapters import (\w+(?:\s*,\s*\w+)*)", text, re.M):
-                chapters = [c.strip() for c in m[1].split(",")]
+        if cell["cell_type"] == "code":
+            for m in re.finditer(r"^from lab\.chapters((?:\.\w+)*) import (\w+(?:\s*,\s*\w+)*)",
+                                 text, re.M):
+                where = m[1].lstrip(".").replace(".", "/")
+                chapters += [f"{where}/{c.strip()}" if where else c.strip()
+                             for c in m[2].split(",")]
         elif cell["cell_type"] == "markdown":
             names |= set(re.findall(r"\{glue(?::\w+)?\}`([^`]+)`", text))
             names |= set(re.findall(r"```\{glue(?::\w+)?\}\s+(\S+)", text))
