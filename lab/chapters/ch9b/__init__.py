@@ -14,17 +14,16 @@ from lab.chapters.ch9b import (s1_result, s2_host_cost, s3_suite, s4_dispatch, s
                                solutions)
 from lab.chapters.ch9b.s1_result import targets, targets_table
 from lab.chapters.ch9b.s2_host_cost import host_rows, host_table
-from lab.chapters.ch9b.s3_suite import (below_rows, below_table, layer_rows, layer_table,
-                                        suite_figure)
-from lab.chapters.ch9b.s4_dispatch import (call_plan_source, choice_rows, choice_table,
-                                           explain, plan_source, simulator_check)
-from lab.chapters.ch9b.s5_short import decode_rows, decode_table, in_place_source
+from lab.chapters.ch9b.s3_suite import (below_classes, below_rows, below_table, layer_rows,
+                                        layer_table, suite_figure)
+from lab.chapters.ch9b.s4_dispatch import (choice_rows, choice_table, explain, plan_source,
+                                           simulator_check)
+from lab.chapters.ch9b.s5_short import decode_grid, decode_rows, decode_table
 
 __all__ = ["targets", "targets_table", "host_rows", "host_table", "suite_figure", "below_rows",
-           "below_table", "layer_rows", "layer_table", "call_plan_source", "choice_rows", "choice_table", "explain",
-           "plan_source", "simulator_check", "decode_rows", "decode_table", "in_place_source",
-           "values", "glue",
-           "figure", "solutions"]
+           "below_classes", "below_table", "layer_rows", "layer_table", "choice_rows",
+           "choice_table", "explain", "plan_source", "simulator_check", "decode_grid",
+           "decode_rows", "decode_table", "values", "glue", "figure", "solutions"]
 
 figure = page.figure
 

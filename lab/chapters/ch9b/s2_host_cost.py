@@ -4,33 +4,30 @@ from __future__ import annotations
 
 from lab import page, results
 
-PATH_NAMES = {"numba": "Numba launch (before)", "bindings": "plan, cuda.bindings",
-              "plan": "plan, ctypes", "memo": "memoised launcher", "graph": "CUDA graph replay",
-              "call": "call"}
+#: The paths a call can take (the measurement's names) and the table's column heads.
+HEADERS = {"numba": "Numba launch", "bindings": "plan (cuda.bindings)", "plan": "plan (ctypes)",
+           "memo": "memoised", "graph": "graph replay", "call": "call", "gpu_us": "GPU µs"}
 
 
 def host_rows() -> list[dict]:
-    """One row per kernel family and path: host µs per call, time as called, GPU time."""
+    """One row per kernel family (or library) and size: host µs per call on each path it has,
+    and the GPU time of one call (from the graph's replays)."""
     rows = [r for r in results.rows("launch_cost") if r.get("part") == "host"]
-    gpu = {(r["kernel"], r["m"]): r["median_ms"] for r in rows if r["path"] == "graph"}
-    out = []
+    out: dict[tuple, dict] = {}
     for r in rows:
-        out.append({"kernel": r["kernel"], "size": f"{r['m']}³",
-                    "path": PATH_NAMES.get(r["path"], r["path"]), "host_us": r["host_us"],
-                    "called_us": 1e3 * r["median_ms"] if r["method"] == "as_called" else None,
-                    "gpu_us": 1e3 * gpu[(r["kernel"], r["m"])]
-                    if (r["kernel"], r["m"]) in gpu else None})
-    return out
+        row = out.setdefault((r["kernel"], r["m"]), {"kernel": r["kernel"], "size": f"{r['m']}³",
+                                                     **dict.fromkeys(HEADERS)})
+        row[r["path"]] = r["host_us"]
+        if r["path"] == "graph":
+            row["gpu_us"] = 1e3 * r["median_ms"]
+    return list(out.values())
 
 
 def host_table():
-    """The host-µs table."""
-    return page.table(host_rows(), ["kernel", "size", "path", "host_us", "called_us", "gpu_us"],
-                      {"host_us": "host µs per call", "called_us": "as called (µs)",
-                       "gpu_us": "GPU only (µs)"}, digits=3,
-                      source=results.source_line("launch_cost"),
-                      show=lambda r: r["kernel"].startswith("wgmma")
-                      or (r["size"] == "2048³" and r["path"] == "call"))
+    """Host µs per call: a row per kernel and size, a column per path."""
+    return page.table(host_rows(), ["kernel", "size", *HEADERS],
+                      HEADERS, digits=3, title="Host µs per call, and one call's GPU µs",
+                      source=results.source_line("launch_cost"))
 
 
 def _host(kernel: str, path: str, m: int = 2048) -> float:

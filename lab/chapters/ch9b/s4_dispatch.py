@@ -61,10 +61,5 @@ def plan_source():
     return page.source(enqueue, "plan_launch")
 
 
-def call_plan_source():
-    """A recorded call: the plans it launched, replayed in order."""
-    return page.source(enqueue, "call_plan")
-
-
 def values() -> dict:
     return {"dispatch_small_m": str(SMALL_M)}

@@ -32,14 +32,20 @@ def decode_rows() -> list[dict]:
     return out
 
 
+def decode_grid() -> list[dict]:
+    """The decode ratios as a grid: a row per N×K (one linear layer), a column per M, each cell
+    the GPU-only FP16 ratio to cuBLAS of :func:`decode_rows`, to two places."""
+    out: dict[str, dict] = {}
+    for r in decode_rows():
+        out.setdefault(r["N×K"], {"N×K": r["N×K"]})[f"M = {r['M']}"] = f"{r['gpu']:.2f}"
+    return list(out.values())
+
+
 def decode_table():
-    return page.table(decode_rows(), ["M", "N×K", "kernel", "ours_us", "cublas_us", "gpu",
-                                      "loop", "ours_read", "cublas_read"],
-                      {"ours_us": "ours µs", "cublas_us": "cuBLAS µs",
-                       "gpu": "× cuBLAS GPU only", "loop": "× cuBLAS loop",
-                       "ours_read": "ours: share of HBM read", "cublas_read": "cuBLAS: share"},
-                      digits=3, source=results.source_line(SUITE),
-                      show=lambda r: r["M"] in (1, 16, 64, 128) and r["N×K"] == "4096×4096")
+    grid = decode_grid()
+    return page.table(grid, None, None,
+                      title="Decode, FP16: × cuBLAS on the GPU alone, by N×K and M",
+                      source=results.source_line(SUITE))
 
 
 def first_call(m: int, n: int, k: int) -> dict[str, float]:
@@ -79,11 +85,6 @@ def _words(name: str) -> str:
     if kernel.startswith("wgmma_streamk"):
         return f"stream-K ({fixup} fix-up) on {tiles}, {blocks}"
     return f"{kernel} on {tiles}"
-
-
-def in_place_source():
-    """How the small-M kernel reads a B whose rows are not whole 16-byte vectors."""
-    return page.source(small_m, "small_m_in_place")
 
 
 def _odd(m: int, n: int, k: int, method: str = "loop", impl: str = "lab.gemm") -> dict:
