@@ -107,8 +107,6 @@ def values() -> dict:
             "decode_one_cublas": f"{one['cublas_us']:.1f}",
             "decode_one_share": f"{one['ours_read']:.0%}",
             "decode_one_cublas_share": f"{one['cublas_read']:.0%}",
-            "decode_gpu_highest": f"{max(r['gpu'] for r in rs):.2f}",
-            "decode_loads_in_flight": str(2 * small_m.UNROLL),
             "decode_64_slowest": variant(slowest, 64),
             "decode_64_slowest_us": f"{small[slowest]:.0f}",
             "decode_64_fastest": variant(fastest, 64),
