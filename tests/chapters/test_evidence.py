@@ -39,3 +39,24 @@ def test_chapter_7b_and_10_boxes_name_their_yardstick_and_timing():
     assert "not recorded" in box10 and "repetitions" in box10
     words = [r for r in ch10.s5_measured.evidence_rows()]
     assert any(verdict_word(r["lowest"], r["highest"]) == "behind" for r in words)
+
+
+def test_chapter_9b_evidence_is_the_suite():
+    """The geomean rows: each side's geomean TFLOP/s divide to the geomean ratio (within the
+    gap between a median of ratios and a ratio of medians), the range holds the median, the
+    word follows the range; the single rows are the suite's own."""
+    from lab.chapters import ch9b
+    from lab.chapters.ch9b import s1_result as S
+
+    rows = ch9b.evidence_rows()
+    assert len(rows) == 4
+    for r in rows:
+        assert r["lowest"] <= r["ratio"] <= r["highest"]
+        assert r["ours"] / r["theirs"] == pytest.approx(r["ratio"], rel=0.02)
+    assert rows[0]["ratio"] == pytest.approx(float(ch9b.values()["result_geo_gpu"]), abs=5e-4)
+    assert rows[1]["ratio"] == pytest.approx(float(ch9b.values()["result_geo_loop"]), abs=5e-4)
+    square = next(x for x in S.rows("gpu_only", "float16") if x["group"] == "square"
+                  and x["m"] == 8192)
+    assert rows[2]["ratio"] == square["ratio_to_cublas"]
+    text = repr(ch9b.evidence_box())
+    assert "torch.mm" in text and "tight loop" in text

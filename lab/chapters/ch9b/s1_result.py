@@ -106,3 +106,59 @@ def values() -> dict:
             "result_variant_checks": str(len(checks)),
             "result_read_roof": f"{read_roof()[0] / 1e12:.2f} TB/s ({read_roof()[1]})",
             "result_gpu": results.load(SUITE)["provenance"].get("gpu", "?").removeprefix("NVIDIA ")}
+
+
+def _process_geomeans(rs: list[dict]) -> list[float]:
+    """The geomean over ``rs`` of each process's ratio (``ratios``: one per process)."""
+    n = min(len(r.get("ratios") or [r["ratio_to_cublas"]]) for r in rs)
+    return [geomean((r.get("ratios") or [r["ratio_to_cublas"]])[i] for r in rs)
+            for i in range(n)]
+
+
+def evidence_rows() -> list[dict]:
+    """The headline's evidence: the geomean over the suite for each method (each side's
+    geomean TFLOP/s, whose quotient is the geomean ratio; the range over the processes' own
+    geomeans), and two single rows, a large square and a prefill layer, GPU only."""
+    out = []
+    for method, name in METHODS.items():
+        ours, theirs = rows(method), {_key(r): r for r in rows(method, impl="cublas")}
+        per = _process_geomeans(ours)
+        out.append({"what": f"geomean of {len(ours)} rows, {name}",
+                    "ours": geomean(r["tflops"] for r in ours),
+                    "theirs": geomean(theirs[_key(r)]["tflops"] for r in ours),
+                    "ratio": geomean(r["ratio_to_cublas"] for r in ours),
+                    "lowest": min(per), "highest": max(per),
+                    "mhz_ours": _median_mhz(ours), "mhz_theirs": _median_mhz(theirs.values())})
+    for group, (m, n, k) in (("square", (8192, 8192, 8192)), ("prefill", (2048, 28672, 4096))):
+        r = next(x for x in rows("gpu_only", "float16") if x["group"] == group
+                 and (x["m"], x["n"], x["k"]) == (m, n, k))
+        c = {_key(x): x for x in rows("gpu_only", "float16", impl="cublas")}[_key(r)]
+        out.append({"what": f"{shape(r)} FP16, GPU only", "ours": r["tflops"],
+                    "theirs": c["tflops"], "ratio": r["ratio_to_cublas"],
+                    "lowest": r.get("ratio_min", r["ratio_to_cublas"]),
+                    "highest": r.get("ratio_max", r["ratio_to_cublas"]),
+                    "mhz_ours": r.get("sm_mhz"), "mhz_theirs": c.get("sm_mhz")})
+    return out
+
+
+def _key(r: dict) -> tuple:
+    return r["group"], r["m"], r["n"], r["k"], r["dtype"]
+
+
+def _median_mhz(rs) -> float | None:
+    mhz = sorted(r["sm_mhz"] for r in rs if r.get("sm_mhz"))
+    return mhz[len(mhz) // 2] if mhz else None
+
+
+def evidence_box():
+    """The evidence beside the headline (:func:`lab.chapters.common.evidence_box`)."""
+    from lab.chapters.common import evidence_box as box
+
+    data = results.load(SUITE)
+    return box(evidence_rows(),
+               claim=f"lab.gemm over the suite on the {values()['result_gpu']}, FP16 and BF16 "
+                     "inputs, 16-bit C",
+               method="GPU only: a CUDA graph of many calls replayed between two events; tight "
+                      "loop: two events around many plain calls; the sides alternate burst by "
+                      f"burst, {data['parameters'].get('processes', 1)} processes",
+               yardstick="cuBLAS through torch.mm, same inputs and output type")
