@@ -5,7 +5,9 @@
   device, on fresh random inputs at shapes derived from its block tile (``lab.kernels.shapes_for``).
   A kernel this device cannot run (the simulator and inline PTX; a GPU outside the kernel's
   compute capabilities) is skipped with one line saying why. Exit status 1 on any failure, and
-  when nothing at all was checked.
+  when nothing at all was checked. ``check --record`` (a GPU, the whole registry): each shape
+  twice, ``lab.gemm``'s variants too, and what passed written to ``lab/facts/gpu_checks.json``
+  for these kernel sources (:mod:`lab.gpu_checks`; a test fails while it is of other sources).
 * ``compile [KERNEL ...]`` — registers, spills, stack, shared memory, inner-loop mix (sm_90).
   ``LAB_FACTS=record python -m lab compile`` records the committed facts again:
   ``lab/facts/compiler.json`` and the test suite's ``lab/facts/checks.json``.
@@ -45,7 +47,7 @@ import traceback
 from pathlib import Path
 
 import lab
-from lab import bench, device, experiments, kernels, results
+from lab import bench, device, experiments, gpu_checks, kernels, results
 
 
 class StageBar:
@@ -147,36 +149,82 @@ def cmd_show(args) -> int:
 # ----------------------------------------------------------------------------- check
 
 def cmd_check(args) -> int:
+    if args.record and args.kernels:
+        raise ValueError("check --record checks the whole registry: name no kernels")
+    if args.record and (device.SIMULATOR or kernels.current_cc() is None):
+        raise ValueError("check --record records what a GPU ran; this session runs in mode "
+                         f"{device.MODE!r}, with no GPU")
+    calls = gpu_checks.CALLS if args.record else 1
     specs = [lab.get_spec(name) for name in (args.kernels or lab.REGISTRY)]
     print(device.describe())
-    checked, skipped, failures = [], [], 0
+    checked, skipped, failures, record = [], {}, 0, {}
     for spec in specs:
         ok, reason = kernels.runnable(spec)
         if not ok:
             print(f"{spec.name:<22} skipped: {reason.removeprefix(spec.name + ' ')}")
-            skipped.append(spec.name)
+            skipped[spec.name] = reason
             continue
         shapes = bench.shapes_for(spec, gpu=device.GPU)
         bad = 0
         for m, n, k in shapes:
-            verdict = bench.check(spec.name, m, n, k)
-            bad += not verdict.passed
-            if not verdict.passed or args.verbose:
-                print(verdict.line())
+            for _ in range(calls):          # a second call runs on what the first left behind
+                verdict = bench.check(spec.name, m, n, k)
+                bad += not verdict.passed
+                if not verdict.passed or args.verbose:
+                    print(verdict.line())
         failures += bad
         checked.append(spec.name)
+        record[spec.name] = {"shapes": [list(s) for s in shapes], "calls": calls,
+                             "passed": not bad}
         print(f"{spec.name:<22} {len(shapes)} shapes checked"
-              + (f", {bad} FAILED" if bad else ""))
+              + (f" {calls} times" if calls > 1 else "") + (f", {bad} FAILED" if bad else ""))
+    if args.record:
+        bad, variants = _check_variants()
+        failures += bad
+        record.update(variants)
     if not checked:
         print(f"nothing checked: all {len(skipped)} requested kernel(s) were skipped (see "
               "above); checking nothing is not a pass", file=sys.stderr)
         return 1
     tail = f"{len(checked)} checked" + (f", {len(skipped)} skipped above" if skipped else "")
     if failures:
-        print(f"{failures} check(s) FAILED ({tail})")
+        print(f"{failures} check(s) FAILED ({tail})" + ("; nothing recorded" if args.record
+                                                         else ""))
         return 1
     print(f"all kernels passed ({tail})")
+    if args.record:
+        path = gpu_checks.record(device.gpu_slug(), kernels.current_cc(), record, skipped)
+        print(f"recorded in {path} for these kernel sources")
     return 0
+
+
+def _check_variants() -> tuple[int, dict]:
+    """lab.gemm's configurations that no rung registers (:func:`lab.gemm.variants`), each
+    checked at the suite's shapes past its tile edges, twice through one launcher: (failed
+    checks, their record entries). None on a GPU where their kernel cannot run."""
+    import numpy as np
+
+    from lab.experiments import hopper_past, suite
+    from lab.kernels import wgmma
+
+    if not kernels.runnable(suite.VARIANTS_OF)[0]:
+        return 0, {}
+    rng, failed, out = np.random.default_rng(), 0, {}
+    for cfg in lab.gemm.variants():
+        launch, bad = wgmma.launcher(cfg), 0
+        for _ in range(gpu_checks.CALLS):
+            for m, n, k in suite.CHECK_SHAPES:
+                r = hopper_past.check(cfg, m, n, k, rng, launch)
+                if not r["passed"]:
+                    bad += 1
+                    print(f"{cfg.label} at {m}x{n}x{k}: {r['line']}")
+        failed += bad
+        out[f"lab.gemm variant {cfg.label}"] = {
+            "shapes": [list(s) for s in suite.CHECK_SHAPES], "calls": gpu_checks.CALLS,
+            "passed": not bad}
+        print(f"{cfg.label:<40} {len(suite.CHECK_SHAPES)} shapes checked "
+              f"{gpu_checks.CALLS} times" + (f", {bad} FAILED" if bad else ""))
+    return failed, out
 
 
 # ----------------------------------------------------------------------------- compile
@@ -628,6 +676,9 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("check", help="check every kernel against float64")
     p.add_argument("kernels", nargs="*")
     p.add_argument("-v", "--verbose", action="store_true")
+    p.add_argument("--record", action="store_true",
+                   help="on a GPU: every kernel (and lab.gemm's variants) twice a shape, and "
+                        "what passed written to lab/facts/gpu_checks.json for these sources")
     p.set_defaults(func=cmd_check)
     p = sub.add_parser("compile", help="registers/spills/SASS mix for sm_90 (no GPU needed)")
     p.add_argument("kernels", nargs="*")
