@@ -65,7 +65,7 @@ def test_the_targets_follow_the_suite():
 
 
 def test_tables_and_figure_render():
-    for table in (ch9b.targets_table(), ch9b.host_table(), ch9b.below_table(),
+    for table in (ch9b.targets_table(), ch9b.host_table(), ch9b.call_table(), ch9b.below_table(),
                   ch9b.layer_table(), ch9b.decode_table(), ch9b.choice_table()):
         assert table is not None
     import matplotlib.pyplot as plt

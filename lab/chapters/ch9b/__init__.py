@@ -13,14 +13,14 @@ from lab import page
 from lab.chapters.ch9b import (s1_result, s2_host_cost, s3_suite, s4_dispatch, s5_short,
                                solutions)
 from lab.chapters.ch9b.s1_result import evidence_box, evidence_rows, targets, targets_table
-from lab.chapters.ch9b.s2_host_cost import host_rows, host_table
+from lab.chapters.ch9b.s2_host_cost import call_table, host_rows, host_table
 from lab.chapters.ch9b.s3_suite import (below_classes, below_rows, below_table, layer_rows,
                                         layer_table, suite_figure)
 from lab.chapters.ch9b.s4_dispatch import (choice_rows, choice_table, explain, plan_source,
                                            simulator_check)
 from lab.chapters.ch9b.s5_short import decode_grid, decode_rows, decode_table
 
-__all__ = ["evidence_box", "evidence_rows", "targets", "targets_table", "host_rows", "host_table", "suite_figure", "below_rows",
+__all__ = ["evidence_box", "evidence_rows", "targets", "targets_table", "host_rows", "host_table", "call_table", "suite_figure", "below_rows",
            "below_classes", "below_table", "layer_rows", "layer_table", "choice_rows",
            "choice_table", "explain", "plan_source", "simulator_check", "decode_grid",
            "decode_rows", "decode_table", "values", "glue", "figure", "solutions"]

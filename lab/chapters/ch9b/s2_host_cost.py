@@ -4,19 +4,22 @@ from __future__ import annotations
 
 from lab import page, results
 
-#: The paths a call can take (the measurement's names) and the table's column heads.
-HEADERS = {"numba": "Numba launch", "bindings": "plan (cuda.bindings)", "plan": "plan (ctypes)",
-           "memo": "memoised", "graph": "graph replay", "call": "call", "gpu_us": "GPU µs"}
+#: The launch paths of one kernel family, and the calls of a library, with their column heads.
+PATHS = {"numba": "Numba launch", "plan": "plan", "memo": "memoised", "graph": "graph replay"}
+CALLS = {"call": "host µs a call", "graph": "graph replay"}
 
 
-def host_rows() -> list[dict]:
-    """One row per kernel family (or library) and size: host µs per call on each path it has,
-    and the GPU time of one call (from the graph's replays)."""
+def host_rows(paths: dict = PATHS, kernels: bool = True) -> list[dict]:
+    """One row per kernel family (``kernels``) or library call at each size: host µs per call
+    on each of ``paths``, and the GPU time of one call (from the graph's replays)."""
     rows = [r for r in results.rows("launch_cost") if r.get("part") == "host"]
     out: dict[tuple, dict] = {}
     for r in rows:
+        family = "call" not in {x["path"] for x in rows if x["kernel"] == r["kernel"]}
+        if family != kernels or r["path"] not in paths:
+            continue
         row = out.setdefault((r["kernel"], r["m"]), {"kernel": r["kernel"], "size": f"{r['m']}³",
-                                                     **dict.fromkeys(HEADERS)})
+                                                     **dict.fromkeys(paths), "gpu_us": None})
         row[r["path"]] = r["host_us"]
         if r["path"] == "graph":
             row["gpu_us"] = 1e3 * r["median_ms"]
@@ -24,9 +27,18 @@ def host_rows() -> list[dict]:
 
 
 def host_table():
-    """Host µs per call: a row per kernel and size, a column per path."""
-    return page.table(host_rows(), ["kernel", "size", *HEADERS],
-                      HEADERS, digits=3, title="Host µs per call, and one call's GPU µs",
+    """Host µs per call of each kernel family at 2048³, launched each way."""
+    return page.table(host_rows(), ["kernel", *PATHS, "gpu_us"],
+                      {**PATHS, "gpu_us": "GPU µs"}, digits=3,
+                      title="Host µs per call, 2048³ FP16, FP32 C (GPU µs: one call on the GPU)",
+                      source=results.source_line("launch_cost"))
+
+
+def call_table():
+    """Host µs per call of ``lab.gemm`` (with and without ``out``) and ``torch.mm``."""
+    return page.table(host_rows(CALLS, kernels=False), ["kernel", "size", *CALLS, "gpu_us"],
+                      {**CALLS, "gpu_us": "GPU µs"}, digits=3,
+                      title="lab.gemm and torch.mm, FP16 in and out: host µs per call",
                       source=results.source_line("launch_cost"))
 
 
