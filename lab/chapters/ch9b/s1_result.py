@@ -97,7 +97,8 @@ def values() -> dict:
     checks = [r for r in results.rows(SUITE) if r.get("group") == "check"]
     return {"result_shapes": str(len({(r["group"], r["m"], r["n"], r["k"]) for r in g})),
             "result_rows": str(len(g)),
-            "result_processes": str(g[0].get("processes", 1)),
+            "suite_processes": (lambda n: f"{n} process" + ("es" if n != 1 else ""))(
+                g[0].get("processes", 1)),
             "result_geo_gpu": f"{geomean(r['ratio_to_cublas'] for r in g):.3f}",
             "result_geo_loop": f"{geomean(r['ratio_to_cublas'] for r in lo):.3f}",
             "result_below_gpu": str(sum(r["ratio_to_cublas"] < 0.9 for r in g)),
