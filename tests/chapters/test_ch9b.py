@@ -82,3 +82,23 @@ def test_the_choice_table_is_the_dispatcher(m, n, k):
     row = next(r for r in ch9b.choice_rows() if r["shape"] == f"{m}×{n}×{k}")
     a, b = np.empty((m, k), np.float16), np.empty((k, n), np.float16)
     assert row["9.0"].split()[0] == lab.gemm.explain(a, b, cc=(9, 0)).kernel
+
+
+def test_a_shape_in_two_groups_keeps_each_groups_row():
+    """8192³ is a square and a Llama-3 70B prefill row, 64×8192×8192 a decode and an odd row:
+    each group's figure point, below-0.9 entry and evidence row is read from that group's own
+    row (a lookup keyed without the group once let the prefill row overwrite the square)."""
+    from lab.chapters.ch9b import s1_result as S, s3_suite
+
+    for method in ("gpu_only", "loop"):
+        rows = S.rows(method)
+        keyed = {s3_suite._key(r): r for r in rows}
+        assert len(keyed) == len(rows)
+        both = [(r["m"], r["n"], r["k"]) for r in rows if r["group"] == "square"]
+        assert (8192, 8192, 8192) in both
+        for r in rows:
+            assert keyed[s3_suite._key(r)] is r
+    square = next(r for r in ch9b.evidence_rows() if r["what"].startswith("8192×8192×8192"))
+    want = next(r for r in S.rows("gpu_only", "float16") if r["group"] == "square"
+                and r["m"] == 8192)
+    assert square["ratio"] == want["ratio_to_cublas"]
