@@ -1,0 +1,250 @@
+"""``lab.grouped_gemm``: a mixture-of-experts layer's products, every expert in one launch.
+
+Expert e multiplies the rows routed to it by its weights ``B[e]`` (B is ``[E, K, N]``). The
+routed rows come in one of two layouts:
+
+* ``offsets=`` (contiguous): A is ``[T, K]``, expert e's rows ``offsets[e] : offsets[e+1]``
+  (``E + 1`` non-decreasing integers from 0 to T); C is ``[T, N]``.
+* ``counts=`` (masked): A is ``[E, M_max, K]``, expert e's first ``counts[e]`` rows valid;
+  C is ``[E, M_max, N]``, rows past a count left as they were in ``out`` (zeros in a new one).
+
+Inputs as ``lab.gemm`` takes them (Numba, CuPy or PyTorch device arrays, or host NumPy arrays;
+FP32, FP16 or BF16, both the same, row-major); ``out`` FP32 or the inputs' type. The kernel is
+the teaching kernel of :mod:`lab.kernels.grouped` (FP32 arithmetic; 16-bit inputs widened
+first, a 16-bit C narrowed after), which runs in the simulator and on any GPU.
+
+Everything is checked before anything is copied or launched, with the operand and the problem
+named: shapes and types, the layout, offsets that do not start at 0, decrease or do not end at
+T, counts below 0 or above M_max, a wrong number of them. Offsets or counts on the GPU are
+copied to the host for that check; ``check_bounds=False`` skips the copy (for a call captured
+in a CUDA graph, whose routing changes between replays): the kernel clamps what it reads to the
+buffers, so a bad routing computes wrong rows but writes nowhere outside C.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from lab import convert
+from lab.dispatch import GemmError
+from lab.operands import DTYPES, Operand, describe
+
+#: Grid rows a launch may have (CUDA's limit on gridDim.y).
+GRID_Y_LIMIT = 65535
+_NUMBA_DT = {"float32": np.float32, "float16": np.float16, "bfloat16": np.uint16}
+
+
+def _contiguous(x: Operand) -> None:
+    """Row-major and packed, in every dimension."""
+    want = x.itemsize
+    for extent, stride in zip(reversed(x.shape), reversed(x.strides)):
+        if extent > 1 and stride != want:
+            raise GemmError(f"{x.label} is not a packed row-major array (strides {x.strides} "
+                            f"bytes for shape {x.shape}: a transposed or sliced view?); pass "
+                            "a contiguous copy")
+        want *= extent
+
+
+def _on_device(values):
+    """``values`` as a Numba device array when it lives on the GPU, else None."""
+    if type(values).__name__ == "FakeCUDAArray" or hasattr(values, "copy_to_host"):
+        return values
+    if hasattr(values, "__cuda_array_interface__"):
+        from numba import cuda
+        return cuda.as_cuda_array(values)
+    return None
+
+
+def _bounds(values, label: str, length: int, check: bool):
+    """The offsets or counts on the host (a NumPy array; copied from the GPU unless ``check``
+    is False, then None), after the checks of their kind and length."""
+    d = _on_device(values)
+    if d is not None:
+        dt, shape = np.dtype(d.dtype), tuple(d.shape)
+        host = d.copy_to_host() if check else None
+    else:
+        host = np.asarray(values)
+        dt, shape = host.dtype, host.shape
+    if dt.kind not in "iu":
+        raise GemmError(f"{label} must be integers, got {dt}")
+    if shape != (length,):
+        raise GemmError(f"{label} must hold {length} values, got shape {shape}")
+    return host
+
+
+def validate(A: Operand, B: Operand, out: Operand | None, out_dtype: str | None,
+             masked: bool) -> tuple[int, int, int, int, str]:
+    """``(experts, rows of A, K, N, output dtype)``; GemmError naming the operand and the
+    problem."""
+    for x in (A, B) + ((out,) if out else ()):
+        if x.dtype not in DTYPES:
+            raise GemmError(f"{x.label} is {x.dtype}; lab.grouped_gemm takes float32, float16 "
+                            "or bfloat16")
+    if A.dtype != B.dtype:
+        raise GemmError(f"A is {A.dtype} but B is {B.dtype}; convert one so both match")
+    if len(B.shape) != 3:
+        raise GemmError(f"B must be [experts, K, N], got shape {B.shape}")
+    e, k, n = B.shape
+    if e == 0 or k == 0 or n == 0:
+        raise GemmError(f"B has an empty dimension (shape {B.shape})")
+    want = 3 if masked else 2
+    layout = "[experts, M_max, K] (counts=)" if masked else "[tokens, K] (offsets=)"
+    if len(A.shape) != want:
+        raise GemmError(f"A must be {layout}, got shape {A.shape}")
+    if A.shape[-1] != k:
+        raise GemmError(f"A's rows hold {A.shape[-1]} values but each B[e] has K = {k} rows")
+    if masked and A.shape[0] != e:
+        raise GemmError(f"A holds {A.shape[0]} experts' buffers but B {e} experts' weights")
+    rows = A.shape[0] * A.shape[1] if masked else A.shape[0]
+    shape = (e, A.shape[1], n) if masked else (A.shape[0], n)
+    allowed = ("float32",) if A.dtype == "float32" else ("float32", A.dtype)
+    if out is not None and out_dtype is not None and out_dtype != out.dtype:
+        raise GemmError(f"out is {out.dtype} but out_dtype says {out_dtype}")
+    out_dtype = out.dtype if out is not None else out_dtype or A.dtype
+    if out_dtype not in allowed:
+        raise GemmError(f"out is {out_dtype}: a {A.dtype} product can be written as "
+                        f"{' or '.join(allowed)}")
+    if out is not None and tuple(out.shape) != shape:
+        raise GemmError(f"out has shape {tuple(out.shape)}; the product is {shape}")
+    for x in (A, B) + ((out,) if out else ()):
+        _contiguous(x)
+        if x.host != A.host:
+            raise GemmError(f"{x.label} is {'on the host' if x.host else 'on the GPU'} but A "
+                            f"is {'on the host' if A.host else 'on the GPU'}: keep them together")
+    if out is not None and not out.host:
+        for x in (A, B):
+            (lo, hi), (olo, ohi) = x.span(), out.span()
+            if lo < ohi and olo < hi:
+                raise GemmError(f"out overlaps {x.label}: the kernel would write C while other "
+                                f"blocks still read {x.label}; pass an out of its own")
+    return e, rows, k, n, out_dtype
+
+
+def _check_routing(host, masked: bool, experts: int, rows: int, mmax: int) -> None:
+    if host is None:
+        return
+    if masked:
+        bad = np.flatnonzero((host < 0) | (host > mmax))
+        if bad.size:
+            i = int(bad[0])
+            raise GemmError(f"counts[{i}] = {int(host[i])}: each expert's count must lie in "
+                            f"0 … M_max = {mmax}")
+        return
+    if int(host[0]) != 0:
+        raise GemmError(f"offsets[0] = {int(host[0])}: the first expert's rows start at row 0")
+    if int(host[-1]) != rows:
+        raise GemmError(f"offsets[{experts}] = {int(host[-1])}, but A has {rows} rows: the "
+                        "last expert's rows must end at A's last row")
+    down = np.flatnonzero(np.diff(host) < 0)
+    if down.size:
+        i = int(down[0])
+        raise GemmError(f"offsets decrease at expert {i}: offsets[{i}] = {int(host[i])} > "
+                        f"offsets[{i + 1}] = {int(host[i + 1])}")
+
+
+def _device(x: Operand):
+    """A Numba device array over ``x``'s memory (no copy; BF16 as uint16 bits)."""
+    from numba import cuda
+
+    if x.family == "numba":
+        return x.obj.view(np.uint16) if x.obj.dtype.name == "bfloat16" else x.obj
+    desc = {"shape": x.shape, "strides": None, "typestr": np.dtype(_NUMBA_DT[x.dtype]).str,
+            "data": (x.ptr, False), "version": 3}
+    return cuda.from_cuda_array_interface(desc, owner=x.obj, sync=False)
+
+
+def _fp32(d, dtype: str, shape2):
+    """``d`` (a device array) as a 2-D FP32 device array: itself, or widened into a new one."""
+    from numba import cuda
+
+    d2 = d.reshape(shape2)
+    if dtype == "float32":
+        return d2
+    wide = cuda.device_array(shape2, np.float32)
+    convert.widen(d2, wide)
+    return wide
+
+
+def grouped_gemm(A, B, out=None, *, offsets=None, counts=None, out_dtype=None,
+                 check_bounds: bool = True):
+    """C for every expert at once: ``C[rows of e] = A[rows of e] @ B[e]`` (module docstring);
+    returns ``out`` (when None, a new zero-filled array of the inputs' library)."""
+    from lab.kernels import grouped as kernel
+    from lab.operands import dtype_name
+
+    if (offsets is None) == (counts is None):
+        raise GemmError("pass offsets= (contiguous rows) or counts= (fixed buffers per "
+                        "expert), exactly one")
+    masked = counts is not None
+    routing = counts if masked else offsets
+    a, b = describe(A, "A"), describe(B, "B")
+    o = describe(out, "out") if out is not None else None
+    experts, rows, k, n, out_dt = validate(a, b, o, dtype_name(out_dtype), masked)
+    mmax = a.shape[1] if masked else 0
+    host = _bounds(routing, "counts" if masked else "offsets",
+                   experts + (0 if masked else 1), check_bounds)
+    _check_routing(host, masked, experts, rows, mmax)
+    grid_rows = kernel.tile_rows(experts, rows, mmax, masked)
+    if grid_rows > GRID_Y_LIMIT:
+        raise GemmError(f"{experts} experts and {rows} rows need {grid_rows:,} tile rows; one "
+                        f"launch takes at most {GRID_Y_LIMIT:,}")
+    if o is not None:
+        target = o.obj
+    elif a.host:
+        target = np.zeros((experts, mmax, n) if masked else (rows, n),
+                          a.obj.dtype if out_dt == a.dtype else np.float32)
+    else:
+        target = _new(a, (experts, mmax, n) if masked else (rows, n), out_dt)
+    t = describe(target, "out")
+    da, db, dc = (_upload(x) if x.host else _device(x) for x in (a, b, t))
+    _launch(da, db, dc, out_dt, a.dtype, _bounds_device(routing, host), masked, rows, k, n,
+            experts, mmax)
+    if t.host:
+        result = dc.copy_to_host()
+        target[...] = result if result.dtype == target.dtype else result.view(target.dtype)
+    return target
+
+
+def _upload(x: Operand):
+    from numba import cuda
+
+    arr = np.ascontiguousarray(x.obj)
+    return cuda.to_device(arr.view(np.uint16) if x.dtype == "bfloat16" else arr)
+
+
+def _bounds_device(values, host):
+    """The offsets or counts on the GPU: the caller's device array, or the host's copied."""
+    from numba import cuda
+
+    d = _on_device(values)
+    return d if d is not None else cuda.to_device(np.ascontiguousarray(host, dtype=np.int64))
+
+
+def _new(like: Operand, shape, dtype: str):
+    """A zero-filled C of the inputs' library (rows past a count stay zero)."""
+    if like.family == "torch":
+        import torch
+        return torch.zeros(shape, dtype=getattr(torch, dtype), device=like.obj.device)
+    if like.family == "cupy" and dtype != "bfloat16":
+        import cupy
+        return cupy.zeros(shape, dtype=dtype)
+    from numba import cuda
+    return cuda.to_device(np.zeros(shape, _NUMBA_DT[dtype]))
+
+
+def _launch(da, db, dc, out_dt, in_dt, bounds, masked, rows, k, n, experts, mmax) -> None:
+    """Widen, launch, narrow: C's rows the kernel leaves alone keep their values (widening
+    is exact, and narrowing a widened value gives it back)."""
+    from numba import cuda
+
+    from lab.kernels import grouped as kernel
+
+    a32 = _fp32(da, in_dt, (rows, k))
+    b32 = _fp32(db, in_dt, (experts * k, n))
+    c = dc.reshape((rows, n))
+    if out_dt == "float32":
+        kernel.launch(a32, b32, c, bounds, mmax, masked)
+        return
+    c32 = cuda.device_array((rows, n), np.float32)
+    convert.widen(c, c32)
+    kernel.launch(a32, b32, c32, bounds, mmax, masked)
+    convert.narrow(c32, c)
