@@ -4,8 +4,7 @@ is shown in the 688-pixel column (a figure wider than the column is scaled down 
 Each figure cell of every notebook is run with ``lab.page.figure`` replaced by a probe that
 records, for each visible text, its size on the page: points × dpi / 72, times the column over
 the figure's width where the figure is wider. The figures listed in SMALL still draw text below
-that size (dense diagrams whose labels need a redrawing, not a larger font); the list may only
-shrink.
+that size (none today); the list may only shrink.
 """
 from __future__ import annotations
 
@@ -20,19 +19,9 @@ COLUMN_PX = 688
 DPI = 110
 MIN_PX = 10.0
 
-#: Figures (notebook, the cell's last line) whose smallest text is still below MIN_PX.
-SMALL = {
-    ("01_naive", "ch1.figure(ch1.warp_figure())"),
-    ("05_tensor_cores", "ch5.figure(ch5.fragment_figure())"),
-    ("07_1_machinery", "ch7.figure(ch7.ladder_figure())"),
-    ("07_1_machinery", "ch7.figure(ch7.descriptors_figure())"),
-    ("07_1_machinery", "ch7.figure(ch7.ring_figure())"),
-    ("07_1_machinery", "ch7.figure(ch7.epilogue_timeline_figure())"),
-    ("07_1_machinery", "ch7.figure(ch7.multicast_figure())"),
-    ("07_2_past", "ch7.figure(ch7.trace_figure())"),
-    ("07b_fp8", "ch7b.accuracy_figure()"),
-    ("10_multi_gpu", "ch10.figure(ch10.scaling_figure())"),
-}
+#: Figures (notebook, the cell's last line) whose smallest text is still below MIN_PX: none
+#: now; a figure added here must be redrawn, not left.
+SMALL: set = set()
 
 
 def smallest_text_px(fig) -> float:

@@ -86,7 +86,7 @@ def warp_figure():
     import matplotlib.pyplot as plt
 
     window = 16
-    fig, axes = plt.subplots(2, 3, figsize=(8.4, 6.0), dpi=110)
+    fig, axes = plt.subplots(2, 3, figsize=(6.25, 5.0), dpi=110)
     names = {"A": "A[row, k], k = 0", "B": "B[k, col], k = 0", "C": "C[row, col]"}
     for i, mapping in enumerate(MAPPINGS):
         for j, access in enumerate("ABC"):
@@ -99,21 +99,21 @@ def warp_figure():
                                                 facecolor="C1", alpha=0.45, edgecolor="C3",
                                                 linewidth=0.9))
             rr, cc = cells
-            ax.scatter(cc + 0.5, rr + 0.5, s=14, color="C0", zorder=3)
+            ax.scatter(cc + 0.5, rr + 0.5, s=9, color="C0", zorder=3)
             ax.set_xlim(0, window)
             ax.set_ylim(window, 0)
             ax.set_aspect("equal")
             ax.set_xticks(range(0, window + 1, 8))
             ax.set_yticks(range(0, window + 1, 4))
-            ax.tick_params(labelsize=7, length=2)
+            ax.tick_params(labelsize=7.5, length=2)
             ax.grid(True, color="0.88", linewidth=0.6)
             ax.set_xticks(range(window + 1), minor=True)
             ax.set_yticks(range(window + 1), minor=True)
             ax.grid(True, which="minor", color="0.93", linewidth=0.4)
             ax.set_title(f"{names[access]}: {len(found)} sector{'s' if len(found) > 1 else ''}",
-                         fontsize=9)
+                         fontsize=8)
             ax.set_ylabel((f"{mapping}\n" if j == 0 else "") + ("k" if access == "B" else "row"),
-                          fontsize=9 if j == 0 else 8)
+                          fontsize=8.5 if j == 0 else 8)
             ax.set_xlabel("k" if access == "A" else "column", fontsize=8)
     handles = [mpatches.Patch(facecolor="C1", alpha=0.45, edgecolor="C3",
                               label="32-byte sector fetched (8 FP32 values)"),

@@ -25,7 +25,7 @@ def scaling_figure(dtype: str = "float16"):
             for r in s0_rows.part_rows("one_gpu", data, dtype=dtype)}
     sizes = [2**i for i in range(12, 18)]
     e = 2 if dtype == "float16" else 4
-    fig, axes = plt.subplots(1, len(MODEL_GPUS), figsize=(10.0, 3.8), dpi=110, sharey=True)
+    fig, axes = plt.subplots(1, len(MODEL_GPUS), figsize=(6.25, 3.3), dpi=110, sharey=True)
     for ax, p in zip(axes, MODEL_GPUS):
         lk = model.link_for(p, fitted)
         for s, grid, label in (("column_gather", None, "column + all-gather"),
@@ -40,12 +40,15 @@ def scaling_figure(dtype: str = "float16"):
                 eff.append((2.0 * n ** 3 / (rate * 1e12) + h) / t / p)
             ax.plot(sizes, eff, label=label, linestyle="-.", marker=".")
         ax.set_xscale("log", base=2)
+        ax.set_xticks(sizes[::2], [f"{n:,}" for n in sizes[::2]], fontsize=8)
+        ax.minorticks_off()
+        ax.tick_params(axis="y", labelsize=8)
         ax.set_ylim(0, 1.05)
-        ax.set_title(f"model, {p} GPUs (SUMMA {GRIDS[p][0]} × {GRIDS[p][1]})", fontsize=10)
-        ax.set_xlabel("n")
+        ax.set_title(f"{p} GPUs, SUMMA {GRIDS[p][0]} × {GRIDS[p][1]}", fontsize=9)
+        ax.set_xlabel("n", fontsize=8)
         ax.grid(True, alpha=0.25)
-    axes[0].set_ylabel("efficiency (model)")
+    axes[0].set_ylabel("efficiency (model)", fontsize=8)
     handles, labels = axes[-1].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=8, frameon=False)
-    fig.tight_layout(rect=(0, 0.08, 1, 1))      # the legend below the panels, over no data
+    fig.legend(handles, labels, loc="lower center", ncol=2, fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.14, 1, 1))      # the legend below the panels, over no data
     return fig

@@ -14,11 +14,11 @@ def fragment_figure():
     four lanes; lane 0's elements outlined."""
     from matplotlib.patches import Rectangle
 
-    fig, axes = plots.plt.subplots(1, 3, figsize=(7.4, 3.5), dpi=110,
+    fig, axes = plots.plt.subplots(1, 3, figsize=(6.25, 3.4), dpi=110,
                                    gridspec_kw={"width_ratios": [16, 8, 8]})
     colours = plots.plt.get_cmap("tab10")
-    titles = {"A": "A (16×16), indexed [m, k]", "B": "B (16×8), indexed [k, n]",
-              "C": "C (16×8), indexed [m, n]"}
+    titles = {"A": "A (16×16)\nindexed [m, k]", "B": "B (16×8)\nindexed [k, n]",
+              "C": "C (16×8)\nindexed [m, n]"}
     for ax, operand in zip(axes, "ABC"):
         owner = fragments.owner_map(operand)
         rows, cols = owner.shape
@@ -28,13 +28,13 @@ def fragment_figure():
                 ax.add_patch(Rectangle((c, r), 1, 1, facecolor=colours(lane // 4), alpha=0.35,
                                        edgecolor="black" if lane == 0 else "white",
                                        linewidth=1.6 if lane == 0 else 0.5))
-                ax.text(c + 0.5, r + 0.5, str(lane), ha="center", va="center", fontsize=5.5)
+                ax.text(c + 0.5, r + 0.5, str(lane), ha="center", va="center", fontsize=6.6)
         ax.set_xlim(0, cols)
         ax.set_ylim(rows, 0)
         ax.set_aspect("equal")
         ax.set_xticks([0, cols // 2, cols])
         ax.set_yticks([0, 8, 16])
-        ax.tick_params(labelsize=7)
+        ax.tick_params(labelsize=7.5)
         ax.set_title(titles[operand], fontsize=9)
         ax.set_xlabel({"A": "k", "B": "n", "C": "n"}[operand], fontsize=8)
         ax.set_ylabel({"A": "m", "B": "k", "C": "m"}[operand], fontsize=8)

@@ -34,41 +34,43 @@ def descriptors_figure():
     descriptors a warpgroup hands ``wgmma`` for one k-step; only the accumulators are in
     registers."""
     cfg = wgmma.RUNG_CONFIGS["wgmma_2wg"]
-    fig, ax = plt.subplots(figsize=(9.0, 4.0), dpi=110)
+    fig, ax = plt.subplots(figsize=(6.25, 5.6), dpi=110)
     ax.set_title(f"wgmma reads one stage ({cfg.stage_bytes // 1024} KB) straight from shared "
-                 "memory", fontsize=11)
+                 "memory", fontsize=9)
     # the A box: bm rows of 128 bytes, eight 16-byte chunks per row, swizzled
     rows = 8
     for r in range(rows):
         for c in range(8):
             slot = c ^ (r % 8)
-            _box(ax, 0.35 * slot, 3.6 - 0.32 * r, 0.35, 0.32, str(c),
-                 COLORS["A"] if c < 2 else "white", fontsize=6)
-    ax.text(1.4, 3.1 + 0.9, f"A box: {cfg.bm} rows × 64 k (128 B each)\nrows 0–7 shown: chunk c "
-            "of row r sits in slot c XOR r", ha="center", fontsize=7.5)
-    # B boxes
-    for j in range(cfg.bn // 64):
-        _box(ax, 3.3 + 1.15 * j, 1.3, 1.05, 2.6, f"B box {j}\n64 k-rows\n× 64 cols",
-             COLORS["B"])
-    ax.text(3.3 + 1.15 * cfg.bn // 128, 4.05, f"{cfg.bn // 64} B boxes (TMA, 128B swizzle)",
-            ha="center", fontsize=7.5)
-    # descriptors
-    _box(ax, 0.0, 0.1, 2.8, 0.75, "A descriptor: start (k-step × 32 B),\nSBO 1024 B "
-         "(next 8 rows), swizzle 128B", "#f7f7f7", fontsize=7)
-    _box(ax, 3.3, 0.1, 4.4, 0.75, f"B descriptor: start (k-step × 16 rows), LBO "
-         f"{wgmma.BK * wgmma.ROW} B (next box),\nSBO 1024 B (next 8 k-rows), "
-         "swizzle 128B", "#f7f7f7", fontsize=7)
-    _arrow(ax, (0.7, 0.85), (0.2, 1.05 + 0.9), rad=-0.2)
-    _arrow(ax, (4.0, 0.85), (3.8, 1.3))
+            _box(ax, 0.36 * slot, 4.9 - 0.34 * r, 0.36, 0.34, str(c),
+                 COLORS["A"] if c < 2 else "white", fontsize=7)
+    ax.text(1.44, 5.45, f"A box: {cfg.bm} rows × 64 k (128 B each);\nrows 0–7: chunk c of "
+            "row r sits in slot c XOR r", ha="center", fontsize=7.5)
     # the warpgroup and its registers
-    _box(ax, 8.2, 2.6, 1.7, 1.2, "warpgroup\n(4 warps)\nissues wgmma\nm64n256k16",
-         COLORS["bar"], fontsize=7)
-    _box(ax, 8.2, 0.9, 1.7, 1.2, "registers:\naccumulators\nonly (128 per\nthread)",
-         COLORS["acc"], fontsize=7)
-    _arrow(ax, (8.2, 3.2), (7.75, 0.55), "two 64-bit\ndescriptors", rad=0.25, offset=(0.3, 0.6))
-    _arrow(ax, (9.05, 2.6), (9.05, 2.1))
-    ax.set_xlim(-0.2, 10.2)
-    ax.set_ylim(-0.1, 4.6)
+    _box(ax, 3.4, 4.2, 1.85, 1.0, "warpgroup (4 warps)\nissues wgmma\nm64n256k16",
+         COLORS["bar"], fontsize=7.5)
+    _box(ax, 5.55, 4.2, 1.85, 1.0, "registers:\naccumulators only\n(128 per thread)",
+         COLORS["acc"], fontsize=7.5)
+    _arrow(ax, (5.25, 4.7), (5.55, 4.7))
+    # B boxes
+    nb = cfg.bn // 64
+    width = 4.0 / nb
+    for j in range(nb):
+        _box(ax, 3.4 + width * j, 1.45, width - 0.1, 2.1, f"B box {j}\n64 k-rows\n× 64 cols",
+             COLORS["B"], fontsize=7.5)
+    ax.text(3.4 + 2.0, 3.7, f"{nb} B boxes (TMA, 128B swizzle)", ha="center", fontsize=7.5)
+    # descriptors
+    _box(ax, 0.0, 0.0, 2.9, 1.05, "A descriptor:\nstart (k-step × 32 B),\nSBO 1024 B "
+         "(next 8 rows),\nswizzle 128B", "#f7f7f7", fontsize=7.5)
+    _box(ax, 3.4, 0.0, 4.0, 1.05, f"B descriptor: start (k-step × 16 rows),\nLBO "
+         f"{wgmma.BK * wgmma.ROW} B (next box),\nSBO 1024 B (next 8 k-rows), swizzle 128B",
+         "#f7f7f7", fontsize=7.5)
+    _arrow(ax, (1.45, 1.05), (1.45, 2.45))
+    _arrow(ax, (5.4, 1.05), (5.4, 1.45))
+    _arrow(ax, (3.15, 0.5), (3.5, 4.2), "two 64-bit\ndescriptors", rad=-0.35,
+           offset=(-1.23, -0.7), fontsize=7.5)
+    ax.set_xlim(-0.1, 7.5)
+    ax.set_ylim(-0.1, 5.9)
     ax.axis("off")
     fig.tight_layout()
     return fig
@@ -78,38 +80,39 @@ def ring_figure(iterations: int = 10):
     """The ring of rung 4: per k-slice ``it``, stage ``it mod S`` and the parity a waiter asks
     of its barriers; the producer waits on *empty*, the consumers on *full*."""
     stages = wgmma.RUNG_CONFIGS["wgmma_ws"].stages
-    fig, (left, right) = plt.subplots(1, 2, figsize=(9.0, 3.4), dpi=110,
-                                      gridspec_kw={"width_ratios": [1, 1.5]})
-    left.set_title(f"{stages} stages, two mbarriers each", fontsize=10)
+    fig, (left, right) = plt.subplots(2, 1, figsize=(6.25, 6.4), dpi=110,
+                                      gridspec_kw={"height_ratios": [1.1, 1]})
+    left.set_title(f"{stages} stages, two mbarriers each", fontsize=9)
     for s in range(stages):
         y = stages - 1 - s
         _box(left, 1.0, y, 1.6, 0.8, f"stage {s}", COLORS["B"])
         _box(left, 2.7, y + 0.42, 1.0, 0.36, "full", COLORS["mma"], fontsize=7)
         _box(left, 2.7, y + 0.02, 1.0, 0.36, "empty", COLORS["tma"], fontsize=7)
-    _box(left, -0.9, 1.0, 1.4, 1.6, "producer\n(1 thread)\nTMA", COLORS["tma"], fontsize=7.5)
-    _box(left, 4.2, 1.0, 1.5, 1.6, "consumers\n(2 WGs)\nwgmma", COLORS["mma"], fontsize=7.5)
-    _arrow(left, (0.5, 2.4), (1.0, 3.3), "copy +\nbytes", offset=(-0.45, 0.15))
-    _arrow(left, (3.7, 3.6), (4.2, 2.4), "wait\nfull", offset=(0.5, 0.3))
-    _arrow(left, (4.2, 1.2), (3.7, 0.2), "arrive\nempty", offset=(0.55, -0.2))
-    _arrow(left, (2.7, 0.1), (0.5, 1.0), "wait empty", rad=-0.3, offset=(0, -0.55))
+    _box(left, -0.9, 1.0, 1.4, 1.6, "producer\n(1 thread)\nTMA", COLORS["tma"], fontsize=8)
+    _box(left, 4.2, 1.0, 1.5, 1.6, "consumers\n(2 WGs)\nwgmma", COLORS["mma"], fontsize=8)
+    _arrow(left, (0.5, 2.4), (1.0, 3.3), "copy +\nbytes", offset=(-0.45, 0.15), fontsize=8)
+    _arrow(left, (3.7, 3.6), (4.2, 2.4), "wait\nfull", offset=(0.5, 0.3), fontsize=8)
+    _arrow(left, (4.2, 1.2), (3.7, 0.2), "arrive\nempty", offset=(0.55, -0.2), fontsize=8)
+    _arrow(left, (2.7, 0.1), (0.5, 1.0), "wait empty", rad=-0.3, offset=(-1.5, -0.3),
+           fontsize=8)
     left.set_xlim(-1.0, 5.8)
     left.set_ylim(-0.9, stages + 0.2)
     left.axis("off")
-    right.set_title("k-slice → stage and phase parity", fontsize=10)
+    right.set_title("k-slice → stage and phase parity", fontsize=9)
     for it in range(iterations):
         s, parity = it % stages, (it // stages) % 2
         right.add_patch(Rectangle((it, stages - 1 - s), 0.9, 0.8, facecolor=COLORS["mma"]
                                   if parity == 0 else "#a1d99b", edgecolor="0.3",
                                   linewidth=0.6))
         right.text(it + 0.45, stages - 1 - s + 0.4, f"{it}\np{parity}", ha="center",
-                   va="center", fontsize=7)
+                   va="center", fontsize=8)
     right.set_xlim(-0.2, iterations)
     right.set_ylim(-0.9, stages + 0.2)
     right.set_yticks([stages - 1 - s + 0.4 for s in range(stages)],
                      [f"stage {s}" for s in range(stages)], fontsize=8)
     right.set_xticks([])
-    right.text(iterations / 2, -0.6, "consumers wait full with parity p = (it ÷ stages) mod 2; "
-               "the producer waits empty with 1 − p", ha="center", fontsize=7.5)
+    right.text(iterations / 2, -0.7, "consumers wait full with parity p = (it ÷ stages) mod 2;\n"
+               "the producer waits empty with 1 − p", ha="center", fontsize=8)
     for side in ("top", "right", "bottom"):
         right.spines[side].set_visible(False)
     fig.tight_layout()
@@ -129,15 +132,15 @@ def epilogue_timeline_figure():
     t7 = common.profile("wgmma_tmastore_fp16")["duration_us"] / per_sm
     epi = t5 - t7
     ahead = cfg.stages * t7 / (4096 // wgmma.BK)     # the ring: stages × time per slice
-    fig, ax = plt.subplots(figsize=(9.0, 3.4), dpi=110)
-    ax.set_title("One SM, two tiles, 4096³ FP16 (times per tile from the Nsight Compute "
-                 "durations)", fontsize=10)
-    lanes = {"rung 5: consumers": 3.3, "rung 7: producer (TMA loads)": 2.4,
-             "rung 7: consumers": 1.7, "rung 7: copy engine (C)": 1.0}
+    fig, ax = plt.subplots(figsize=(6.25, 3.6), dpi=110)
+    ax.set_title("One SM, two tiles, 4096³ FP16\n(times per tile from the Nsight Compute "
+                 "durations)", fontsize=9)
+    lanes = {"rung 5:\nconsumers": 3.3, "rung 7:\nTMA loads": 2.4,
+             "rung 7:\nconsumers": 1.7, "rung 7:\ncopy engine": 1.0}
     x = 0.0
     for _ in range(2):
-        _box(ax, x, 3.3, t7, 0.5, "main loop (wgmma)", COLORS["mma"], fontsize=7)
-        _box(ax, x + t7, 3.3, epi, 0.5, "store C", COLORS["epi"], fontsize=7)
+        _box(ax, x, 3.3, t7, 0.5, "main loop (wgmma)", COLORS["mma"], fontsize=7.5)
+        _box(ax, x + t7, 3.3, epi, 0.5, "store C", COLORS["epi"], fontsize=7.5)
         x += t7 + epi
     x = 0.0
     small = 0.08 * t7
@@ -145,14 +148,15 @@ def epilogue_timeline_figure():
         # tile i's first slices load as the previous tile's last ones free their stages
         start = max(0.0, x - (small if i else 0.0) - ahead)
         _box(ax, start, 2.4, x + t7 - ahead - start, 0.5, f"loads of tile {i}",
-             COLORS["tma"], fontsize=7)
-        _box(ax, x, 1.7, t7, 0.5, "main loop (wgmma)", COLORS["mma"], fontsize=7)
+             COLORS["tma"], fontsize=7.5)
+        _box(ax, x, 1.7, t7, 0.5, "main loop (wgmma)", COLORS["mma"], fontsize=7.5)
         _box(ax, x + t7, 1.7, small, 0.5, "", COLORS["epi"])
-        _box(ax, x + t7 + small, 1.0, 0.45 * t7, 0.5, f"TMA store of tile {i}",
-             COLORS["tma"], fontsize=7)
+        _box(ax, x + t7 + small, 1.0, 0.45 * t7, 0.5, f"C of tile {i}",
+             COLORS["tma"], fontsize=7.5)
         x += t7 + small
     ax.set_yticks([v + 0.25 for v in lanes.values()], list(lanes), fontsize=8)
-    ax.set_xlabel("µs on one SM")
+    ax.set_xlabel("µs on one SM", fontsize=8)
+    ax.tick_params(axis="x", labelsize=8)
     ax.set_ylim(0.8, 4.0)
     ax.set_xlim(0, 2 * (t7 + epi) * 1.02)
     ax.grid(True, axis="x", alpha=0.25)
@@ -173,13 +177,13 @@ def multicast_figure():
     asks for its own A box and half of the B boxes, multicast into both blocks' stages."""
     cfg = wgmma.RUNG_CONFIGS["wgmma_cluster"]
     boxes = cfg.bn // 64
-    fig, ax = plt.subplots(figsize=(9.0, 3.4), dpi=110)
-    ax.set_title("Cluster of 2: each block loads half of B and multicasts it", fontsize=10)
+    fig, ax = plt.subplots(figsize=(6.25, 3.4), dpi=110)
+    ax.set_title("Cluster of 2: each block loads half of B and multicasts it", fontsize=9)
     _box(ax, 3.2, 3.3, 2.6, 0.6, "L2 (A and B panels)", "#f0f0f0")
     for rank, x0 in ((0, 0.0), (1, 5.6)):
         _box(ax, x0, 0.2, 3.4, 2.2, "", "#fafafa")
-        ax.text(x0 + 1.7, 2.2, f"block rank {rank} (SM), tile rows {rank}", ha="center",
-                fontsize=7.5)
+        ax.text(x0 + 1.7, 0.05, f"block rank {rank} (SM), tile rows {rank}", ha="center",
+                va="top", fontsize=7.5)
         _box(ax, x0 + 0.1, 0.35, 0.9, 1.6, f"A box\n(own\nrows)", COLORS["A"], fontsize=7)
         for j in range(boxes):
             mine = j // (boxes // cfg.cluster) == rank
@@ -192,10 +196,10 @@ def multicast_figure():
         for x0 in (0.0, 5.6):
             _arrow(ax, src, (x0 + 1.35 + 0.55 * j, 1.95), color="#e6550d" if owner else
                    "#a63603", rad=0.05)
-    ax.text(4.5, 2.75, "each B box: one request,\ndelivered to both blocks", ha="center",
-            fontsize=7.5)
+    ax.text(7.55, 3.6, "each B box: one request,\ndelivered to both blocks", ha="center",
+            va="center", fontsize=7.5)
     ax.set_xlim(-0.2, 9.3)
-    ax.set_ylim(0.0, 4.1)
+    ax.set_ylim(-0.45, 4.1)
     ax.axis("off")
     fig.tight_layout()
     return fig

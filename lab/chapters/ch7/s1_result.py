@@ -18,7 +18,7 @@ def ladder_figure():
     import matplotlib.pyplot as plt
 
     names = list(LABELS)
-    fig, axes = plt.subplots(1, 2, figsize=(10.0, 4.2), dpi=110, sharey=True)
+    fig, axes = plt.subplots(2, 1, figsize=(6.25, 6.6), dpi=110, sharex=True)
     for ax, size in zip(axes, common.SIZES):
         for kind, color in (("fp16", "C0"), ("bf16", "C1")):
             rows = [common.summary(f"{k}_{kind}", size) for k in names]
@@ -31,15 +31,17 @@ def ladder_figure():
                     color=color, linestyle="--", marker="s", markersize=4,
                     markerfacecolor="none", label=f"{kind.upper()}, launch hidden")
         ax.axhline(1.0, color="0.3", linestyle=":", linewidth=1.2)
-        ax.set_title(f"{size}³", fontsize=10)
-        ax.set_xticks(range(len(names)), [LABELS[k] for k in names], fontsize=7.5,
-                      rotation=45, ha="right")
+        ax.set_title(f"{size}³", fontsize=9)
+        ax.tick_params(labelsize=8)
         ax.grid(True, alpha=0.25)
         ax.set_ylim(0.4, 1.08)
-    axes[0].set_ylabel("× cuBLAS (same input type, same process)")
-    fig.suptitle("The Hopper ladder on the H200 (median of 3 processes)", fontsize=11)
+        ax.set_ylabel("× cuBLAS", fontsize=8)
+    axes[-1].set_xticks(range(len(names)), [LABELS[k] for k in names], fontsize=8,
+                        rotation=45, ha="right")
+    fig.suptitle("The Hopper ladder on the H200 (median of 3 processes;\n"
+                 "× cuBLAS of the same input type, in the same process)", fontsize=9)
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=8, frameon=False)
+    fig.legend(handles, labels, loc="lower center", ncol=2, fontsize=8, frameon=False)
     fig.tight_layout(rect=(0, 0.07, 1, 1))
     return fig
 

@@ -37,7 +37,7 @@ def trace_figure():
 
     shapes = (((4096, 4096, 4096), "4096³: the third whole tile, then the shared last wave"),
               ((128, 4096, 14336), "128×4096×14336: 16 tiles' k-slices on 132 blocks"))
-    fig, axes = plt.subplots(1, 2, figsize=(11.5, 4.6), dpi=110)
+    fig, axes = plt.subplots(2, 1, figsize=(6.25, 7.4), dpi=110)
     for ax, (shape, title) in zip(axes, shapes):
         rows = _trace(FINISHER + ", traced", shape)
         start = 95.0 if shape[0] == 4096 else 0.0
@@ -49,19 +49,20 @@ def trace_figure():
                     ax.barh(r["block"], t - x0, left=x0, height=1.0, color=STEPS[code][0],
                             edgecolor="none")
                 prev = t
-        ax.set_title(title, fontsize=10)
-        ax.set_xlabel("µs from the kernel's first step (%globaltimer)")
-        ax.set_ylabel("block")
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("µs from the kernel's first step (%globaltimer)", fontsize=8)
+        ax.set_ylabel("block", fontsize=8)
+        ax.tick_params(labelsize=8)
         ax.set_ylim(-0.5, len(rows) - 0.5)
         ax.invert_yaxis()
         ax.grid(True, axis="x", alpha=0.25)
     used = [2, 3, 4, 5, 7, 8]
     fig.legend(handles=[Patch(facecolor=STEPS[c][0], edgecolor="0.6", label=STEPS[c][1])
-                        for c in used], loc="lower center", ncol=6, fontsize=8,
+                        for c in used], loc="lower center", ncol=2, fontsize=8,
                frameon=False)
     fig.suptitle("Stream-K's last wave, block by block (finisher fix-up; white: waiting)",
-                 fontsize=11)
-    fig.tight_layout(rect=(0, 0.07, 1, 0.95))
+                 fontsize=9)
+    fig.tight_layout(rect=(0, 0.1, 1, 0.97))
     return fig
 
 

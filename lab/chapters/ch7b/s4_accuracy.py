@@ -51,20 +51,22 @@ def accuracy_figure():
     import matplotlib.pyplot as plt
 
     data = results.load(EXPERIMENT)
-    fig, axs = plt.subplots(1, 2, figsize=(10, 3.8), dpi=110, sharey=True)
+    fig, axs = plt.subplots(1, 2, figsize=(6.25, 4.2), dpi=110, sharey=True)
     for ax, dataset in zip(axs, ("normal", "outliers")):
         table = accuracy(data, dataset)
         for mode in MODES:
             ks = sorted(k for m, k in table if m == mode)
             if ks:
                 ax.loglog(ks, [table[(mode, k)] for k in ks], "o-" if "cuBLAS" not in mode
-                          else "x--", label=mode, base=2)
-        ax.set_title(f"{dataset} data", fontsize=10)
-        ax.set_xlabel("K")
+                          else "x--", label=mode, base=2, markersize=4)
+        ax.set_title(f"{dataset} data", fontsize=9)
+        ax.set_xlabel("K", fontsize=8)
+        ax.tick_params(labelsize=8)
         ax.grid(True, which="both", alpha=0.25)
-    axs[0].set_ylabel("relative error (Frobenius)")
-    axs[1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
-    fig.tight_layout()
+    axs[0].set_ylabel("relative error (Frobenius)", fontsize=8)
+    handles, labels = axs[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=2, fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.22, 1, 1))      # the legend below both panels
     return page.figure(fig)
 
 
