@@ -42,8 +42,8 @@ from lab.dispatch import (MIN_CC, RUNG_BM, RUNG_BN, SM_DEFAULT, SMALL_M, Choice,
                           choose, hopper_config, variants)
 from lab.lru import LRU
 from lab import enqueue
-from lab.operands import (DTYPES, Operand, check_kernels, check_size,  # noqa: F401
-                          describe, dtype_name as _dtype_name, validate)
+from lab.operands import (DTYPES, NUMBA_DT, Operand, as_numba, check_kernels,  # noqa: F401
+                          check_size, describe, dtype_name as _dtype_name, validate)
 
 from numba import cuda  # noqa: E402  (after lab.device)
 
@@ -231,20 +231,6 @@ def run(choice: Choice, a, b, c) -> None:
 
 # ----------------------------------------------------------------------------- the face
 
-_NUMBA_DT = {"float32": np.float32, "float16": np.float16, "bfloat16": np.uint16}
-
-
-def _as_numba(x: Operand):
-    """A Numba device array over ``x``'s memory (no copy), BF16 as uint16."""
-    from numba import cuda
-
-    if x.family == "numba":                 # ml_dtypes' bfloat16: the kernels' uint16 bits
-        return x.obj.view(np.uint16) if x.obj.dtype.name == "bfloat16" else x.obj
-    desc = {"shape": x.shape, "strides": None, "typestr": np.dtype(_NUMBA_DT[x.dtype]).str,
-            "data": (x.ptr, False), "version": 3}
-    return cuda.from_cuda_array_interface(desc, owner=x.obj, sync=False)
-
-
 def _allocate(like: Operand, m: int, n: int, dtype: str):
     if like.family == "torch":
         import torch
@@ -253,7 +239,7 @@ def _allocate(like: Operand, m: int, n: int, dtype: str):
         import cupy
         return cupy.empty((m, n), dtype=dtype)
     from numba import cuda
-    out = cuda.device_array((m, n), dtype=_NUMBA_DT[dtype])
+    out = cuda.device_array((m, n), dtype=NUMBA_DT[dtype])
     if dtype == "bfloat16" and like.family == "numba" and like.obj.dtype.name == "bfloat16":
         try:
             return out.view(like.obj.dtype)     # ml_dtypes' bfloat16 in, the same type out
@@ -419,7 +405,7 @@ def gemm(A, B, out=None, *, out_dtype=None, stream=None):
         cp.launch(handle)
         enqueue.STATS["call_hits"] += 1
         return out
-    na, nb, nc = _as_numba(a), _as_numba(b), _as_numba(o)
+    na, nb, nc = as_numba(a), as_numba(b), as_numba(o)
     if device.SIMULATOR or not device.GPU:
         run(choice, na, nb, nc)
         return out
@@ -450,7 +436,7 @@ def _host(a: Operand, b: Operand, o: Operand | None, choice: Choice):
         return cuda.to_device(np.ascontiguousarray(arr))
 
     da, db = up(a), up(b)
-    dc = cuda.device_array((choice.m, choice.n), dtype=_NUMBA_DT[choice.out_dtype])
+    dc = cuda.device_array((choice.m, choice.n), dtype=NUMBA_DT[choice.out_dtype])
     run(choice, da, db, dc)
     result = dc.copy_to_host()
     if o is not None:

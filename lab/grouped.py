@@ -26,11 +26,10 @@ import numpy as np
 
 from lab import convert
 from lab.dispatch import GemmError
-from lab.operands import DTYPES, Operand, describe
+from lab.operands import DTYPES, NUMBA_DT, Operand, as_numba, describe
 
 #: Grid rows a launch may have (CUDA's limit on gridDim.y).
 GRID_Y_LIMIT = 65535
-_NUMBA_DT = {"float32": np.float32, "float16": np.float16, "bfloat16": np.uint16}
 
 
 def _contiguous(x: Operand) -> None:
@@ -141,17 +140,6 @@ def _check_routing(host, masked: bool, experts: int, rows: int, mmax: int) -> No
                         f"offsets[{i + 1}] = {int(host[i + 1])}")
 
 
-def _device(x: Operand):
-    """A Numba device array over ``x``'s memory (no copy; BF16 as uint16 bits)."""
-    from numba import cuda
-
-    if x.family == "numba":
-        return x.obj.view(np.uint16) if x.obj.dtype.name == "bfloat16" else x.obj
-    desc = {"shape": x.shape, "strides": None, "typestr": np.dtype(_NUMBA_DT[x.dtype]).str,
-            "data": (x.ptr, False), "version": 3}
-    return cuda.from_cuda_array_interface(desc, owner=x.obj, sync=False)
-
-
 def _fp32(d, dtype: str, shape2):
     """``d`` (a device array) as a 2-D FP32 device array: itself, or widened into a new one."""
     from numba import cuda
@@ -195,7 +183,7 @@ def grouped_gemm(A, B, out=None, *, offsets=None, counts=None, out_dtype=None,
     else:
         target = _new(a, (experts, mmax, n) if masked else (rows, n), out_dt)
     t = describe(target, "out")
-    da, db, dc = (_upload(x) if x.host else _device(x) for x in (a, b, t))
+    da, db, dc = (_upload(x) if x.host else as_numba(x) for x in (a, b, t))
     _launch(da, db, dc, out_dt, a.dtype, _bounds_device(routing, host), masked, rows, k, n,
             experts, mmax)
     if t.host:
@@ -228,7 +216,7 @@ def _new(like: Operand, shape, dtype: str):
         import cupy
         return cupy.zeros(shape, dtype=dtype)
     from numba import cuda
-    return cuda.to_device(np.zeros(shape, _NUMBA_DT[dtype]))
+    return cuda.to_device(np.zeros(shape, NUMBA_DT[dtype]))
 
 
 def _launch(da, db, dc, out_dt, in_dt, bounds, masked, rows, k, n, experts, mmax) -> None:

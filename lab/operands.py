@@ -103,6 +103,21 @@ def describe(x, label: str) -> Operand:
                    int(cai["data"][0]), dt.itemsize)
 
 
+#: The Numba array type of each dtype the kernels take (BF16 as its uint16 bits).
+NUMBA_DT = {"float32": np.float32, "float16": np.float16, "bfloat16": np.uint16}
+
+
+def as_numba(x: Operand):
+    """A Numba device array over ``x``'s memory (no copy), BF16 as uint16."""
+    from numba import cuda
+
+    if x.family == "numba":                 # ml_dtypes' bfloat16: the kernels' uint16 bits
+        return x.obj.view(np.uint16) if x.obj.dtype.name == "bfloat16" else x.obj
+    desc = {"shape": x.shape, "strides": None, "typestr": np.dtype(NUMBA_DT[x.dtype]).str,
+            "data": (x.ptr, False), "version": 3}
+    return cuda.from_cuda_array_interface(desc, owner=x.obj, sync=False)
+
+
 def dtype_name(dt) -> str | None:
     """``out_dtype`` as a name of :data:`DTYPES` (a string, a NumPy type or dtype, ml_dtypes'
     bfloat16, a PyTorch dtype); GemmError for anything else."""

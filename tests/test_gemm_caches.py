@@ -177,7 +177,7 @@ def recording(gpu, monkeypatch):
     """The checked path as on a GPU, each recorded call a FakeCallPlan (listed)."""
     from lab.operands import describe
     monkeypatch.setattr(GM, "describe", describe)
-    monkeypatch.setattr(GM, "_as_numba", lambda x: x.obj)
+    monkeypatch.setattr(GM, "as_numba", lambda x: x.obj)
     monkeypatch.setattr(GM, "tune", lambda choice, *a: choice)
     monkeypatch.setattr(GM, "run", lambda *a: None)
     recorded = []
