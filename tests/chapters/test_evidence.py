@@ -60,3 +60,27 @@ def test_chapter_9b_evidence_is_the_suite():
     assert rows[2]["ratio"] == square["ratio_to_cublas"]
     text = repr(ch9b.evidence_box())
     assert "torch.mm" in text and "tight loop" in text
+
+
+def test_headlines_name_the_gpu_their_file_was_measured_on(monkeypatch):
+    """The 7.2 and 7b evidence boxes and 7.1's ladder figure name the GPU of the results they
+    draw (a book built from another GPU's files must not say "H200")."""
+    import matplotlib.pyplot as plt
+
+    from lab import results
+    from lab.chapters import ch7, ch7b
+    from lab.chapters.ch7 import s7_table
+
+    real = results.load
+
+    def load(name, *args, **kwargs):
+        data = dict(real(name, *args, **kwargs))
+        data["provenance"] = {**data["provenance"], "gpu": "NVIDIA Test GPU"}
+        return data
+
+    monkeypatch.setattr(results, "load", load)
+    for box in (s7_table.evidence_box(), ch7b.evidence_box()):
+        assert "on one Test GPU" in repr(box) and "H200" not in repr(box)
+    fig = ch7.ladder_figure()
+    assert "on the Test GPU" in fig._suptitle.get_text()
+    plt.close(fig)

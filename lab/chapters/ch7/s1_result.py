@@ -38,7 +38,9 @@ def ladder_figure():
         ax.set_ylabel("× cuBLAS", fontsize=8)
     axes[-1].set_xticks(range(len(names)), [LABELS[k] for k in names], fontsize=8,
                         rotation=45, ha="right")
-    fig.suptitle("The Hopper ladder on the H200 (median of 3 processes;\n"
+    data = results.load("hopper_profile")
+    fig.suptitle(f"The Hopper ladder on the {page.gpu_label(data['provenance']['gpu'])} "
+                 f"(median of {data['parameters']['processes']} processes;\n"
                  "× cuBLAS of the same input type, in the same process)", fontsize=9)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=2, fontsize=8, frameon=False)

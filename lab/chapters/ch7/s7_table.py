@@ -98,7 +98,8 @@ def evidence_box():
     return box(evidence_rows(),
                claim="rung 18 (16-bit C) against torch.mm, rung 19 (FP32 C) against cuBLAS "
                      "with FP32 output, medians of "
-                     f"{data['parameters']['processes']} processes on one H200",
+                     f"{data['parameters']['processes']} processes on one "
+                     f"{page.gpu_label(data['provenance']['gpu'])}",
                method="GPU-only — " + data["parameters"]["timing"],
                yardstick="torch.mm with the same 16-bit output for rung 18; cuBLAS with FP32 "
                          "output for rung 19; same input type, same process")

@@ -264,7 +264,8 @@ def evidence_box():
             for n in SIZES]
     processes = min(by[HEADLINE, n]["processes"] for n in SIZES)
     return box(rows, claim="our FP8 kernel with Hopper rungs 10 and 11 against cuBLASLt, "
-                           f"medians of {processes} processes on one H200",
+                           f"medians of {processes} processes on one "
+                           f"{page.gpu_label(data['provenance']['gpu'])}",
                method="GPU-only — " + data["parameters"]["timing"],
                yardstick="cuBLASLt e4m3 with fast accumulation (no promotion), per-tensor "
                          "scales, BF16 output, same process; against its promoting path our "
