@@ -26,7 +26,8 @@ import numpy as np
 
 from lab import convert
 from lab.dispatch import GemmError
-from lab.operands import DTYPES, NUMBA_DT, Operand, as_numba, describe
+from lab.operands import (DTYPES, NUMBA_DT, Operand, as_numba, describe, output_dtype,
+                          refuse_overlap)
 
 #: Grid rows a launch may have (CUDA's limit on gridDim.y).
 GRID_Y_LIMIT = 65535
@@ -95,13 +96,7 @@ def validate(A: Operand, B: Operand, out: Operand | None, out_dtype: str | None,
         raise GemmError(f"A holds {A.shape[0]} experts' buffers but B {e} experts' weights")
     rows = A.shape[0] * A.shape[1] if masked else A.shape[0]
     shape = (e, A.shape[1], n) if masked else (A.shape[0], n)
-    allowed = ("float32",) if A.dtype == "float32" else ("float32", A.dtype)
-    if out is not None and out_dtype is not None and out_dtype != out.dtype:
-        raise GemmError(f"out is {out.dtype} but out_dtype says {out_dtype}")
-    out_dtype = out.dtype if out is not None else out_dtype or A.dtype
-    if out_dtype not in allowed:
-        raise GemmError(f"out is {out_dtype}: a {A.dtype} product can be written as "
-                        f"{' or '.join(allowed)}")
+    out_dtype = output_dtype(A, out, out_dtype)
     if out is not None and tuple(out.shape) != shape:
         raise GemmError(f"out has shape {tuple(out.shape)}; the product is {shape}")
     for x in (A, B) + ((out,) if out else ()):
@@ -109,12 +104,7 @@ def validate(A: Operand, B: Operand, out: Operand | None, out_dtype: str | None,
         if x.host != A.host:
             raise GemmError(f"{x.label} is {'on the host' if x.host else 'on the GPU'} but A "
                             f"is {'on the host' if A.host else 'on the GPU'}: keep them together")
-    if out is not None and not out.host:
-        for x in (A, B):
-            (lo, hi), (olo, ohi) = x.span(), out.span()
-            if lo < ohi and olo < hi:
-                raise GemmError(f"out overlaps {x.label}: the kernel would write C while other "
-                                f"blocks still read {x.label}; pass an out of its own")
+    refuse_overlap(out, (A, B))
     return e, rows, k, n, out_dtype
 
 

@@ -172,13 +172,7 @@ def validate(A: Operand, B: Operand, out: Operand | None, out_dtype: str | None
     if A.shape[1] != B.shape[0]:
         raise GemmError(f"inner dimensions differ: A is {A.shape[0]}x{A.shape[1]}, B is "
                         f"{B.shape[0]}x{B.shape[1]}")
-    allowed = ("float32",) if A.dtype == "float32" else ("float32", A.dtype)
-    if out is not None and out_dtype is not None and out_dtype != out.dtype:
-        raise GemmError(f"out is {out.dtype} but out_dtype says {out_dtype}")
-    out_dtype = out.dtype if out is not None else out_dtype or A.dtype
-    if out_dtype not in allowed:
-        raise GemmError(f"{'out is' if out is not None else 'out_dtype is'} {out_dtype}: a "
-                        f"{A.dtype} product can be written as {' or '.join(allowed)}")
+    out_dtype = output_dtype(A, out, out_dtype)
     for x in every:
         _layout(x)
     m, n, k = A.shape[0], B.shape[1], A.shape[1]
@@ -190,14 +184,34 @@ def validate(A: Operand, B: Operand, out: Operand | None, out_dtype: str | None
     if out is not None and out.host != A.host:
         raise GemmError(f"out is {_where(out)} but A and B are {_where(A)}: pass an out where "
                         "the inputs are (or none)")
-    if out is not None and not out.host:
-        for x in (A, B):
-            (lo, hi), (olo, ohi) = x.span(), out.span()
-            if lo < ohi and olo < hi:
-                raise GemmError(f"out overlaps {x.label} (bytes {max(lo, olo):#x} to "
-                                f"{min(hi, ohi):#x}): the kernels would write C while other "
-                                f"blocks still read {x.label}; pass an out of its own")
+    refuse_overlap(out, (A, B))
     return m, n, k, out_dtype
+
+
+def output_dtype(A: Operand, out: Operand | None, out_dtype: str | None) -> str:
+    """C's dtype: ``out``'s, else ``out_dtype``, else A's; GemmError when they disagree or a
+    product of A's type cannot be written as it (FP32, or the inputs' 16-bit type)."""
+    allowed = ("float32",) if A.dtype == "float32" else ("float32", A.dtype)
+    if out is not None and out_dtype is not None and out_dtype != out.dtype:
+        raise GemmError(f"out is {out.dtype} but out_dtype says {out_dtype}")
+    out_dtype = out.dtype if out is not None else out_dtype or A.dtype
+    if out_dtype not in allowed:
+        raise GemmError(f"{'out is' if out is not None else 'out_dtype is'} {out_dtype}: a "
+                        f"{A.dtype} product can be written as {' or '.join(allowed)}")
+    return out_dtype
+
+
+def refuse_overlap(out: Operand | None, inputs) -> None:
+    """GemmError when ``out``, on the GPU, shares bytes with an input: the kernels would write C
+    while other blocks still read it."""
+    if out is None or out.host:
+        return
+    for x in inputs:
+        (lo, hi), (olo, ohi) = x.span(), out.span()
+        if lo < ohi and olo < hi:
+            raise GemmError(f"out overlaps {x.label} (bytes {max(lo, olo):#x} to "
+                            f"{min(hi, ohi):#x}): the kernels would write C while other "
+                            f"blocks still read {x.label}; pass an out of its own")
 
 
 def _fits(c) -> str | None:
