@@ -8,6 +8,7 @@
   when nothing at all was checked. ``check --record`` (a GPU, the whole registry): each shape
   twice, ``lab.gemm``'s variants too, and what passed written to ``lab/facts/gpu_checks.json``
   for these kernel sources (:mod:`lab.gpu_checks`; a test fails while it is of other sources).
+  ``--jobs N`` checks N kernels at a time, each in a process of its own.
 * ``compile [KERNEL ...]`` — registers, spills, stack, shared memory, inner-loop mix (sm_90).
   ``LAB_FACTS=record python -m lab compile`` records the committed facts again:
   ``lab/facts/compiler.json`` and the test suite's ``lab/facts/checks.json``.
@@ -155,33 +156,40 @@ def cmd_check(args) -> int:
         raise ValueError("check --record records what a GPU ran; this session runs in mode "
                          f"{device.MODE!r}, with no GPU")
     calls = gpu_checks.CALLS if args.record else 1
-    specs = [lab.get_spec(name) for name in (args.kernels or lab.REGISTRY)]
+    names = [lab.get_spec(name).name for name in (args.kernels or lab.REGISTRY)]
     print(device.describe())
     checked, skipped, failures, record = [], {}, 0, {}
-    for spec in specs:
-        ok, reason = kernels.runnable(spec)
-        if not ok:
-            print(f"{spec.name:<22} skipped: {reason.removeprefix(spec.name + ' ')}")
-            skipped[spec.name] = reason
+    if args.jobs > 1:                       # each kernel in a process of its own, N at a time
+        import concurrent.futures
+        import multiprocessing
+
+        count = gpu_checks.variant_count() if args.record else 0
+        with concurrent.futures.ProcessPoolExecutor(
+                args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            pending = [pool.submit(gpu_checks.check_variant, i) for i in range(count)]
+            results = list(pool.map(gpu_checks.check_kernel, names, [calls] * len(names),
+                                    [args.verbose] * len(names)))
+            variants = None
+            if args.record:
+                variants = 0, {}
+                for done in pending:
+                    bad, entry = done.result()
+                    variants = variants[0] + bad, {**variants[1], **entry}
+    else:
+        results = [gpu_checks.check_kernel(name, calls, args.verbose) for name in names]
+        variants = gpu_checks.check_variants() if args.record else None
+    for name, entry, reason, lines in results:
+        print("\n".join(lines))
+        if entry is None:
+            skipped[name] = reason
             continue
-        shapes = bench.shapes_for(spec, gpu=device.GPU)
-        bad = 0
-        for m, n, k in shapes:
-            for _ in range(calls):          # a second call runs on what the first left behind
-                verdict = bench.check(spec.name, m, n, k)
-                bad += not verdict.passed
-                if not verdict.passed or args.verbose:
-                    print(verdict.line())
+        failures += not entry["passed"]
+        checked.append(name)
+        record[name] = entry
+    if variants is not None:
+        bad, entries = variants
         failures += bad
-        checked.append(spec.name)
-        record[spec.name] = {"shapes": [list(s) for s in shapes], "calls": calls,
-                             "passed": not bad}
-        print(f"{spec.name:<22} {len(shapes)} shapes checked"
-              + (f" {calls} times" if calls > 1 else "") + (f", {bad} FAILED" if bad else ""))
-    if args.record:
-        bad, variants = _check_variants()
-        failures += bad
-        record.update(variants)
+        record.update(entries)
     if not checked:
         print(f"nothing checked: all {len(skipped)} requested kernel(s) were skipped (see "
               "above); checking nothing is not a pass", file=sys.stderr)
@@ -196,35 +204,6 @@ def cmd_check(args) -> int:
         path = gpu_checks.record(device.gpu_slug(), kernels.current_cc(), record, skipped)
         print(f"recorded in {path} for these kernel sources")
     return 0
-
-
-def _check_variants() -> tuple[int, dict]:
-    """lab.gemm's configurations that no rung registers (:func:`lab.gemm.variants`), each
-    checked at the suite's shapes past its tile edges, twice through one launcher: (failed
-    checks, their record entries). None on a GPU where their kernel cannot run."""
-    import numpy as np
-
-    from lab.experiments import hopper_past, suite
-    from lab.kernels import wgmma
-
-    if not kernels.runnable(suite.VARIANTS_OF)[0]:
-        return 0, {}
-    rng, failed, out = np.random.default_rng(), 0, {}
-    for cfg in lab.gemm.variants():
-        launch, bad = wgmma.launcher(cfg), 0
-        for _ in range(gpu_checks.CALLS):
-            for m, n, k in suite.CHECK_SHAPES:
-                r = hopper_past.check(cfg, m, n, k, rng, launch)
-                if not r["passed"]:
-                    bad += 1
-                    print(f"{cfg.label} at {m}x{n}x{k}: {r['line']}")
-        failed += bad
-        out[f"lab.gemm variant {cfg.label}"] = {
-            "shapes": [list(s) for s in suite.CHECK_SHAPES], "calls": gpu_checks.CALLS,
-            "passed": not bad}
-        print(f"{cfg.label:<40} {len(suite.CHECK_SHAPES)} shapes checked "
-              f"{gpu_checks.CALLS} times" + (f", {bad} FAILED" if bad else ""))
-    return failed, out
 
 
 # ----------------------------------------------------------------------------- compile
@@ -679,6 +658,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--record", action="store_true",
                    help="on a GPU: every kernel (and lab.gemm's variants) twice a shape, and "
                         "what passed written to lab/facts/gpu_checks.json for these sources")
+    p.add_argument("--jobs", type=_positive, default=1, metavar="N",
+                   help="kernels at a time, each in a process of its own (they compile side "
+                        "by side; default 1: one after another in this process)")
     p.set_defaults(func=cmd_check)
     p = sub.add_parser("compile", help="registers/spills/SASS mix for sm_90 (no GPU needed)")
     p.add_argument("kernels", nargs="*")

@@ -122,3 +122,74 @@ def problems(data: dict | None = None, digest: str | None = None) -> list[str]:
             elif len(got.get("shapes", ())) < shapes:
                 out.append(f"{gpu}: {name} checked at {len(got['shapes'])} of {shapes} shapes")
     return out
+
+
+def check_kernel(name: str, calls: int, verbose: bool) -> tuple[str, dict | None, str | None,
+                                                               list[str]]:
+    """One kernel of ``lab check`` at its shapes, ``calls`` times each through one launcher:
+    (name, its record entry or None when skipped, why skipped, the lines to print)."""
+    import lab
+    from lab import bench, device, kernels
+
+    spec = lab.get_spec(name)
+    ok, reason = kernels.runnable(spec)
+    if not ok:
+        return name, None, reason, [f"{name:<22} skipped: {reason.removeprefix(name + ' ')}"]
+    shapes = bench.shapes_for(spec, gpu=device.GPU)
+    bad, lines = 0, []
+    for m, n, k in shapes:
+        for _ in range(calls):              # a second call runs on what the first left behind
+            verdict = bench.check(name, m, n, k)
+            bad += not verdict.passed
+            if not verdict.passed or verbose:
+                lines.append(verdict.line())
+    lines.append(f"{name:<22} {len(shapes)} shapes checked"
+                 + (f" {calls} times" if calls > 1 else "") + (f", {bad} FAILED" if bad else ""))
+    return name, {"shapes": [list(s) for s in shapes], "calls": calls, "passed": not bad}, \
+        None, lines
+
+
+def variant_count() -> int:
+    """How many of ``lab.gemm``'s unregistered configurations this GPU checks (0 where their
+    kernel cannot run)."""
+    import lab
+    from lab import kernels
+    from lab.experiments import suite
+
+    return len(lab.gemm.variants()) if kernels.runnable(suite.VARIANTS_OF)[0] else 0
+
+
+def check_variants() -> tuple[int, dict]:
+    """lab.gemm's configurations that no rung registers (:func:`lab.gemm.variants`), each
+    checked at the suite's shapes past its tile edges, twice through one launcher: (failed
+    checks, their record entries); none on a GPU where their kernel cannot run."""
+    failed, out = 0, {}
+    for index in range(variant_count()):
+        bad, entry = check_variant(index)
+        failed += bad
+        out.update(entry)
+    return failed, out
+
+
+def check_variant(index: int) -> tuple[int, dict]:
+    """The ``index``-th of :func:`lab.gemm.variants` at the suite's check shapes, twice through
+    one launcher on fresh inputs: (failed checks, its record entry)."""
+    import numpy as np
+
+    import lab
+    from lab.experiments import hopper_past, suite
+    from lab.kernels import wgmma
+
+    cfg = lab.gemm.variants()[index]
+    rng, bad = np.random.default_rng(), 0
+    launch = wgmma.launcher(cfg)
+    for _ in range(CALLS):
+        for m, n, k in suite.CHECK_SHAPES:
+            r = hopper_past.check(cfg, m, n, k, rng, launch)
+            if not r["passed"]:
+                bad += 1
+                print(f"{cfg.label} at {m}x{n}x{k}: {r['line']}", flush=True)
+    print(f"{cfg.label:<40} {len(suite.CHECK_SHAPES)} shapes checked {CALLS} times"
+          + (f", {bad} FAILED" if bad else ""), flush=True)
+    return bad, {f"lab.gemm variant {cfg.label}": {
+        "shapes": [list(s) for s in suite.CHECK_SHAPES], "calls": CALLS, "passed": not bad}}

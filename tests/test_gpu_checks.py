@@ -118,7 +118,7 @@ def hopper(monkeypatch, tmp_path):
     monkeypatch.setattr(kernels, "current_cc", lambda: (9, 0))
     monkeypatch.setattr(lab, "REGISTRY", {n: kernels.REGISTRY[n] for n in names})
     monkeypatch.setattr(gpu_checks, "PATH", tmp_path / "gpu_checks.json")
-    monkeypatch.setattr(cli, "_check_variants", lambda: (0, {"lab.gemm variant v": _entry()}))
+    monkeypatch.setattr(gpu_checks, "check_variants", lambda: (0, {"lab.gemm variant v": _entry()}))
     calls, fail = [], set()
 
     def check(name, m, n, k, seed=None):
@@ -156,3 +156,12 @@ def test_check_record_refuses_without_a_gpu_and_with_names(capsys):
     assert "with no GPU" in capsys.readouterr().err
     assert cli.main(["check", "--record", "naive"]) != 0
     assert "name no kernels" in capsys.readouterr().err
+
+
+def test_check_jobs_runs_each_kernel_in_a_process_of_its_own(capsys):
+    """``--jobs 2``: the kernels checked in spawned processes, each one's lines printed once
+    and the verdict the same as one after another (here in the simulator)."""
+    assert cli.main(["check", "--jobs", "2", "naive", "naive_swapped"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("shapes checked") == 2 and "naive_swapped" in out
+    assert "all kernels passed (2 checked)" in out
