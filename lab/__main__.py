@@ -155,6 +155,8 @@ def cmd_check(args) -> int:
     if args.record and (device.SIMULATOR or kernels.current_cc() is None):
         raise ValueError("check --record records what a GPU ran; this session runs in mode "
                          f"{device.MODE!r}, with no GPU")
+    from lab.experiments import suite
+
     calls = gpu_checks.CALLS if args.record else 1
     names = [lab.get_spec(name).name for name in (args.kernels or lab.REGISTRY)]
     print(device.describe())
@@ -163,10 +165,10 @@ def cmd_check(args) -> int:
         import concurrent.futures
         import multiprocessing
 
-        count = gpu_checks.variant_count() if args.record else 0
+        count = suite.variant_count() if args.record else 0
         with concurrent.futures.ProcessPoolExecutor(
                 args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-            pending = [pool.submit(gpu_checks.check_variant, i) for i in range(count)]
+            pending = [pool.submit(suite.check_variant, i) for i in range(count)]
             results = list(pool.map(gpu_checks.check_kernel, names, [calls] * len(names),
                                     [args.verbose] * len(names)))
             variants = None
@@ -177,7 +179,7 @@ def cmd_check(args) -> int:
                     variants = variants[0] + bad, {**variants[1], **entry}
     else:
         results = [gpu_checks.check_kernel(name, calls, args.verbose) for name in names]
-        variants = gpu_checks.check_variants() if args.record else None
+        variants = suite.check_variants() if args.record else None
     for name, entry, reason, lines in results:
         print("\n".join(lines))
         if entry is None:

@@ -451,5 +451,50 @@ def parameters(board: dict, boards: list, why_not, torch_version: str) -> dict:
             "cublas": "torch.mm(A, B, out=C), C of the inputs' type", "torch": torch_version}
 
 
+def variant_count() -> int:
+    """How many of ``lab.gemm``'s unregistered configurations this GPU checks (0 where their
+    kernel cannot run)."""
+    import lab
+    from lab import kernels
+
+    return len(lab.gemm.variants()) if kernels.runnable(VARIANTS_OF)[0] else 0
+
+
+def check_variants() -> tuple[int, dict]:
+    """lab.gemm's configurations that no rung registers (:func:`lab.gemm.variants`), each
+    checked at the suite's shapes past its tile edges, twice through one launcher: (failed
+    checks, their record entries); none on a GPU where their kernel cannot run."""
+    failed, out = 0, {}
+    for index in range(variant_count()):
+        bad, entry = check_variant(index)
+        failed += bad
+        out.update(entry)
+    return failed, out
+
+
+def check_variant(index: int) -> tuple[int, dict]:
+    """The ``index``-th of :func:`lab.gemm.variants` at the suite's check shapes, twice
+    (``lab.gpu_checks.CALLS``) through one launcher on fresh inputs: (failed checks, its record
+    entry)."""
+    import lab
+    from lab import gpu_checks
+    from lab.experiments import hopper_past
+    from lab.kernels import wgmma
+
+    cfg = lab.gemm.variants()[index]
+    rng, bad = np.random.default_rng(), 0
+    launch = wgmma.launcher(cfg)
+    for _ in range(gpu_checks.CALLS):
+        for m, n, k in CHECK_SHAPES:
+            r = hopper_past.check(cfg, m, n, k, rng, launch)
+            if not r["passed"]:
+                bad += 1
+                print(f"{cfg.label} at {m}x{n}x{k}: {r['line']}", flush=True)
+    print(f"{cfg.label:<40} {len(CHECK_SHAPES)} shapes checked {gpu_checks.CALLS} times"
+          + (f", {bad} FAILED" if bad else ""), flush=True)
+    return bad, {f"lab.gemm variant {cfg.label}": {
+        "shapes": [list(s) for s in CHECK_SHAPES], "calls": gpu_checks.CALLS, "passed": not bad}}
+
+
 if __name__ == "__main__" and sys.argv[1:2] == ["--child"]:
     child(sys.argv[2], int(sys.argv[3]), *(sys.argv[4:5]))
