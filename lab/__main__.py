@@ -179,7 +179,7 @@ def cmd_check(args) -> int:
                     variants = variants[0] + bad, {**variants[1], **entry}
     else:
         results = [gpu_checks.check_kernel(name, calls, args.verbose) for name in names]
-        variants = suite.check_variants() if args.record else None
+        variants = suite.variant_records() if args.record else None
     for name, entry, reason, lines in results:
         print("\n".join(lines))
         if entry is None:

@@ -460,7 +460,7 @@ def variant_count() -> int:
     return len(lab.gemm.variants()) if kernels.runnable(VARIANTS_OF)[0] else 0
 
 
-def check_variants() -> tuple[int, dict]:
+def variant_records() -> tuple[int, dict]:
     """lab.gemm's configurations that no rung registers (:func:`lab.gemm.variants`), each
     checked at the suite's shapes past its tile edges, twice through one launcher: (failed
     checks, their record entries); none on a GPU where their kernel cannot run."""
