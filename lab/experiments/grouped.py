@@ -1,0 +1,304 @@
+"""Experiment ``grouped`` (chapter 7b): a mixture-of-experts layer's products, every expert at
+once, against what PyTorch offers for them, at the shapes of real MoE layers.
+
+A token goes to ``top_k`` of ``E`` experts; expert e multiplies the rows routed to it by its
+own weights ``B[e]`` (``[K, N]``). For each layer of :data:`LAYERS` and each token count of
+:data:`TOKENS` (decode and prefill), a routing is drawn (seeded; a skewed choice of experts,
+as a router's is: a few experts get far more tokens than the mean, some none), and the routed
+rows are laid out both ways :mod:`lab.grouped` takes them: contiguous (``[T·top_k, K]``, one
+expert's rows after another's) and masked (``[E, M_max, K]``, M_max the largest count). Timed,
+BF16 in and out:
+
+* ``torch.mm loop`` — one ``torch.mm`` per expert with rows, on views of the contiguous
+  buffer: what a model without a grouped kernel runs;
+* ``torch._grouped_mm`` — PyTorch's grouped GEMM (CUTLASS on sm_90), one launch, offsets on
+  the GPU; its B in the layout it takes (each expert's ``[K, N]`` column-major, as a model
+  would store its weights for it);
+* ``torch.bmm masked`` — the masked layout as a batched product: every buffer row computed,
+  the padding too (what serves a decode step captured in a CUDA graph without a grouped
+  kernel);
+* ``lab.grouped_gemm`` — the course's teaching kernel (:mod:`lab.kernels.grouped`: FP32
+  arithmetic, 16 × 16 tiles, one launch, both layouts), timed where one call takes at most
+  :data:`OURS_MAX_MS` (and where its FP32 copies of the weights fit in memory); the rows say
+  where it was not.
+
+Method: before timing, each implementation's C (poisoned with NaN) is compared per expert with
+the float64 product (``max_err``; every expert with rows, the rows past a masked count checked
+untouched). Timing: events around a burst of :data:`CALLS` calls with nothing between them (a
+framework's queue: host launch cost included where it exceeds the GPU's time), bursts of the
+implementations interleaved, :data:`BURSTS` of each; a row holds the median, min and max
+ms per call and the useful TFLOP/s (``2 · routed rows · N · K``). ``ratio_to_loop`` is the loop's
+median over the row's. The whole runs in :data:`PROCESSES` processes; each row is the median
+process's, ``ratios`` every process's.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+CHAPTER = "7b"
+NEEDS = ("torch",)
+NEEDS_KERNELS = ()
+H200_SECONDS = 240  # estimate: 3 processes, 4 layers x 4 token counts, the teaching kernel where quick
+
+#: (model, layer, experts, top_k, N, K): each expert's product C[rows, N] = A[rows, K] · B[e].
+#: Gate/up is the fused pair of the expert's two input projections.
+LAYERS = (("Mixtral 8x7B", "gate/up", 8, 2, 28672, 4096),
+          ("Mixtral 8x7B", "down", 8, 2, 4096, 14336),
+          ("DeepSeek-V3-like", "gate/up", 256, 8, 4096, 7168),
+          ("DeepSeek-V3-like", "down", 256, 8, 7168, 2048))
+#: Tokens in a step, by phase (each routed to top_k experts).
+TOKENS = (("decode", 1), ("decode", 16), ("decode", 128), ("prefill", 4096))
+#: Skew of the routing: expert e is chosen with probability ∝ 1 / (e + 1) ** SKEW.
+SKEW = 0.6
+CALLS = 10
+BURSTS = 5
+PROCESSES = 3
+#: The teaching kernel is timed only where one call takes at most this long.
+OURS_MAX_MS = 60.0
+TOLERANCE = 2e-2              # BF16 out: max |error| / max |entry| of the expert's product
+IMPLS = ("torch.mm loop", "torch._grouped_mm", "torch.bmm masked", "lab.grouped_gemm")
+ROW_FIELDS = ("part", "model", "layer", "tokens", "impl", "layout")
+
+
+def routing(experts: int, top_k: int, tokens: int, seed: int) -> np.ndarray:
+    """Rows per expert (int64, length ``experts``, summing to ``tokens · top_k``): each token
+    picks ``top_k`` distinct experts, expert e with probability ∝ 1 / (e + 1) ** SKEW, the
+    experts' order shuffled."""
+    rng = np.random.default_rng(seed)
+    weight = 1.0 / np.arange(1, experts + 1) ** SKEW
+    weight = rng.permutation(weight / weight.sum())
+    counts = np.zeros(experts, np.int64)
+    for _ in range(tokens):
+        counts[rng.choice(experts, size=top_k, replace=False, p=weight)] += 1
+    return counts
+
+
+def flops(counts, n: int, k: int) -> float:
+    return 2.0 * float(np.sum(counts)) * n * k
+
+
+# ----------------------------------------------------------------------------- one process
+
+def _burst(fn, calls: int) -> float:
+    import torch
+
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(calls):
+        fn()
+    stop.record()
+    stop.synchronize()
+    return start.elapsed_time(stop) / calls
+
+
+def _worst(out, ref_rows) -> float:
+    """max |error| / max |entry| over the experts' products (inf on a NaN)."""
+    worst = 0.0
+    for got, ref in ref_rows(out):
+        got = got.double()
+        if got.isnan().any():
+            return float("inf")
+        worst = max(worst, float((got - ref).abs().max() / ref.abs().max().clamp_min(1e-30)))
+    return worst
+
+
+def measure(layer, phase: str, tokens: int, seed: int) -> list[dict]:
+    """One layer at one token count: the check and timing rows of every implementation."""
+    import torch
+
+    import lab
+
+    model, name, experts, top_k, n, k = layer
+    counts = routing(experts, top_k, tokens, seed)
+    offsets = np.concatenate([[0], np.cumsum(counts)])
+    rows, mmax = int(offsets[-1]), int(counts.max())
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    bf = torch.bfloat16
+    B = torch.empty((experts, k, n), device="cuda", dtype=bf).uniform_(-1, 1, generator=g)
+    A = torch.empty((rows, k), device="cuda", dtype=bf).uniform_(-1, 1, generator=g)
+    Am = torch.zeros((experts, mmax, k), device="cuda", dtype=bf)
+    for e in range(experts):
+        Am[e, :counts[e]] = A[offsets[e]:offsets[e + 1]]
+    C = torch.empty((rows, n), device="cuda", dtype=bf)
+    Cm = torch.empty((experts, mmax, n), device="cuda", dtype=bf)
+    offs_end = torch.tensor(offsets[1:], device="cuda", dtype=torch.int32)
+    offs = torch.tensor(offsets, device="cuda", dtype=torch.int64)
+    cnt = torch.tensor(counts, device="cuda", dtype=torch.int64)
+    live = [e for e in range(experts) if counts[e]]
+    Bcol = B.transpose(1, 2).contiguous().transpose(1, 2)     # column-major [K, N] per expert
+
+    def contiguous_ref(out):
+        for e in live:
+            ref = A[offsets[e]:offsets[e + 1]].double() @ B[e].double()
+            yield out[offsets[e]:offsets[e + 1]], ref
+
+    def masked_ref(out):
+        for e in live:
+            yield out[e, :counts[e]], Am[e, :counts[e]].double() @ B[e].double()
+
+    def loop():
+        for e in live:
+            torch.mm(A[offsets[e]:offsets[e + 1]], B[e], out=C[offsets[e]:offsets[e + 1]])
+
+    def grouped_mm():
+        C.copy_(torch._grouped_mm(A, Bcol, offs=offs_end, out_dtype=bf))
+
+    def bmm():
+        torch.bmm(Am, B, out=Cm)
+
+    def ours_contiguous():
+        lab.grouped_gemm(A, B, C, offsets=offs, check_bounds=False)
+
+    def ours_masked():
+        lab.grouped_gemm(Am, B, Cm, counts=cnt, check_bounds=False)
+
+    base = dict(part="speed", model=model, layer=name, phase=phase, tokens=tokens,
+                experts=experts, top_k=top_k, n=n, k=k, rows=rows, m_max=mmax,
+                experts_with_rows=len(live), counts=[int(c) for c in counts],
+                useful_tflop=flops(counts, n, k) / 1e12)
+    impls = {"torch.mm loop": ("contiguous", loop, contiguous_ref, C),
+             "torch._grouped_mm": ("contiguous", grouped_mm, contiguous_ref, C),
+             "torch.bmm masked": ("masked", bmm, masked_ref, Cm)}
+    out, skipped = [], {}
+    free = torch.cuda.mem_get_info()[0]
+    if 4 * experts * k * n + 4 * (rows + experts * mmax) * (k + n) > 0.8 * free:
+        skipped["lab.grouped_gemm"] = "its FP32 copies of the weights do not fit in memory"
+    else:
+        impls["lab.grouped_gemm"] = ("contiguous", ours_contiguous, contiguous_ref, C)
+        impls["lab.grouped_gemm masked"] = ("masked", ours_masked, masked_ref, Cm)
+    timed = {}
+    for impl, (layout, fn, ref_rows, target) in impls.items():
+        target.fill_(float("nan"))
+        try:
+            fn()
+            torch.cuda.synchronize()
+        except (RuntimeError, TypeError, ValueError) as exc:
+            skipped[impl] = f"{type(exc).__name__}: {exc}"[:200]
+            continue
+        err = _worst(target, ref_rows)
+        untouched = True
+        if layout == "masked" and impl.startswith("lab."):
+            untouched = all(bool(target[e, counts[e]:].isnan().all()) for e in range(experts))
+        row = dict(base, impl=impl.removesuffix(" masked") if impl.startswith("lab.") else impl,
+                   layout=layout, max_err=err, passed=bool(err < TOLERANCE and untouched))
+        if not row["passed"]:
+            out.append(dict(row, part="check", error=f"error {err:.3g}, rows past counts "
+                                                        f"untouched: {untouched}"))
+            continue
+        if impl.startswith("lab."):
+            once = _burst(fn, 1)
+            if once > OURS_MAX_MS:
+                skipped[impl] = f"one call takes {once:.0f} ms (> {OURS_MAX_MS:.0f} ms)"
+                continue
+        timed[impl] = (row, fn)
+    samples = {impl: [] for impl in timed}
+    for fn in (f for _, f in timed.values()):          # warm: every path once more
+        fn()
+    for _ in range(BURSTS):                             # interleaved, burst by burst
+        for impl, (_, fn) in timed.items():
+            samples[impl].append(_burst(fn, CALLS))
+    loop_ms = float(np.median(samples["torch.mm loop"])) if "torch.mm loop" in samples else None
+    for impl, (row, _) in timed.items():
+        med = float(np.median(samples[impl]))
+        out.append(dict(row, median_ms=med, min_ms=float(min(samples[impl])),
+                        max_ms=float(max(samples[impl])), bursts=BURSTS, calls=CALLS,
+                        tflops=flops(counts, n, k) / (med * 1e-3) / 1e12,
+                        ratio_to_loop=loop_ms / med if loop_ms else None))
+    for impl, why in skipped.items():
+        layout = "masked" if "masked" in impl else "contiguous"
+        out.append(dict(base, impl=impl.removesuffix(" masked"), layout=layout,
+                        part="skipped", reason=why))
+    del A, B, Am, C, Cm, Bcol
+    torch.cuda.empty_cache()
+    return out
+
+
+def child(path: str, index: int) -> None:
+    """One process: every layer and token count, rows appended to ``path`` as measured."""
+    for li, layer in enumerate(LAYERS):
+        for ti, (phase, tokens) in enumerate(TOKENS):
+            got = measure(layer, phase, tokens, seed=1000 * li + ti)
+            with open(path, "a") as f:
+                for r in got:
+                    f.write(json.dumps(dict(r, process=index)) + "\n")
+
+
+# ----------------------------------------------------------------------------- the run
+
+def merge(raw: list[dict], processes: int) -> list[dict]:
+    """One row per :data:`ROW_FIELDS`: the median process's (by ``median_ms``), with every
+    process's ratio to the loop. A check that failed in any process is kept as it failed."""
+    out, keyed = [], {}
+    failed = {tuple(r.get(f) for f in ROW_FIELDS[1:]) for r in raw if r["part"] == "check"}
+    for r in raw:
+        key = tuple(r.get(f) for f in ROW_FIELDS)
+        if r["part"] == "check" or (r["part"] == "speed" and key[1:] in failed):
+            if r["part"] == "check":
+                out.append(dict(r, processes=processes))
+            continue
+        keyed.setdefault(key, []).append(r)
+    for key, group in keyed.items():
+        if group[0]["part"] != "speed":
+            row = dict(group[0])
+            row.pop("process", None)
+            out.append(dict(row, processes=len(group)))
+            continue
+        if len(group) != processes:        # timed in some processes only: not a median
+            row = {f: group[0][f] for f in (*ROW_FIELDS, "phase", "n", "k", "experts")}
+            out.append(dict(row, part="skipped", processes=processes,
+                            reason=f"timed in {len(group)} of {processes} processes"))
+            continue
+        ordered = sorted(group, key=lambda r: r["median_ms"])
+        middle = dict(ordered[(len(ordered) - 1) // 2])
+        middle.pop("process", None)
+        ratios = [r["ratio_to_loop"] for r in sorted(group, key=lambda r: r["process"])]
+        middle.update(processes=len(group), ratios=ratios,
+                      ratio_min=min(ratios) if None not in ratios else None,
+                      ratio_max=max(ratios) if None not in ratios else None)
+        out.append(middle)
+    return out
+
+
+def run(progress, quick: bool = False) -> dict:
+    import torch
+
+    work = tempfile.mkdtemp(prefix="grouped_", dir=os.environ.get("LAB_SUITE_WORK") or None)
+    processes = 1 if quick else PROCESSES
+    raw = []
+    for index in progress(range(processes), desc="processes"):
+        path = os.path.join(work, f"grouped{index}.jsonl")
+        done = subprocess.run([sys.executable, "-m", "lab.experiments.grouped", "--child",
+                               path, str(index)], capture_output=True, text=True)
+        if done.returncode:
+            raise RuntimeError(f"grouped process {index} failed: {done.stderr[-800:]}")
+        with open(path) as f:
+            raw += [json.loads(line) for line in f]
+    return {"rows": merge(raw, processes), "row_fields": list(ROW_FIELDS),
+            "parameters": parameters(torch.__version__, processes), "notes": NOTES}
+
+
+def parameters(torch_version: str, processes: int) -> dict:
+    return {"layers": [list(x) for x in LAYERS], "tokens": [list(t) for t in TOKENS],
+            "skew": SKEW, "calls": CALLS, "bursts": BURSTS, "processes": processes,
+            "ours_max_ms": OURS_MAX_MS, "tolerance": TOLERANCE, "dtype": "bfloat16",
+            "inputs": "PyTorch tensors, uniform(-1, 1), BF16; B [E, K, N] row-major (a "
+                      "column-major copy for torch._grouped_mm)",
+            "torch": torch_version}
+
+
+NOTES = ("Per call: events around a burst of `calls` calls, nothing between them; "
+         "implementations interleaved burst by burst; median_ms the median burst. tflops "
+         "counts useful work (2 x routed rows x N x K; torch.bmm also computes the padding "
+         "rows). ratio_to_loop = the torch.mm loop's median / the row's. Each row is the "
+         "median process's; ratios lists every process's. Every implementation's C was "
+         "checked per expert against float64 (poisoned with NaN first) before timing.")
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["--child"]:
+    child(sys.argv[2], int(sys.argv[3]))
