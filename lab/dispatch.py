@@ -267,6 +267,7 @@ def choose(m: int, n: int, k: int, dtype: str, out_dtype: str, cc, sms: int) -> 
             s = splits_for(tc_tiles(), 64)
             why.append(f"{tiles} tiles of 128x128 would fill {tiles}/{sms} SMs and K = {k} "
                        f"is long: split K into {s} slices (mma.sync, FP32 partials reduced)")
+            why.append(f"{where} has mma.sync (no wgmma)")
             first = Choice("tc_fp16_splitk", m, n, k, dtype, out_dtype, tuple(cc),
                            tuple(why), splits=s, narrow=out_dtype != "float32")
             others = [replace(first, splits=f) for f in SPLIT_CANDIDATES
@@ -346,4 +347,7 @@ def _small_m(m, n, k, dtype, out_dtype, cc, sms, why) -> Choice:
             f"{r or cfg.bm}x{w}/{f}" for w, f, r in found)
             + "".join(f" and {w}" for w in wgmma)
             + " timed once, on the first call at this shape")
+    if tuple(cc) != (9, 0):
+        why.append(f"compute capability {cc[0]}.{cc[1]} has mma.sync (no wgmma): the "
+                   "Hopper kernels are not candidates")
     return replace(first, why=tuple(why), candidates=tuple(others))

@@ -266,3 +266,14 @@ def test_chapter_9_checks_our_kernels_the_gpu_runs_and_names_the_rest(on_gpu, ch
             assert left_out[kernel] == (f"{kernel} needs compute capability "
                                         f"{dotted(spec.min_cc)} ({spec.needs}); this GPU is "
                                         f"{dotted(cc)}")
+
+
+@pytest.mark.parametrize("cc", [(8, 0), (8, 9)])
+@pytest.mark.parametrize("shape", [(1, 4096, 4096), (256, 256, 16384)])
+def test_off_hopper_the_explanation_says_why_no_wgmma_kernel(cc, shape):
+    """The small-M and split-K choices off 9.0 say that the GPU has no wgmma (so the Hopper
+    kernels were not weighed), as the large-shape choice does."""
+    m, n, k = shape
+    a, b = np.zeros((m, k), np.float16), np.zeros((k, n), np.float16)
+    choice = lab.gemm.explain(a, b, cc=cc, sms=132)
+    assert f"{cc[0]}.{cc[1]} has mma.sync (no wgmma)" in str(choice)
