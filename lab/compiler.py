@@ -218,7 +218,7 @@ def _report_in_process(name: str) -> list[CompileReport]:
 #: Parts of ``lab`` that generate no kernel code (left out of the cache key).
 _NOT_CODEGEN = {"chapters", "experiments", "results", "twins", "__main__.py", "page.py",
                 "plots.py", "tables.py", "notebooks.py", "results.py", "seeds.py",
-                "baselines.py", "listing.py", "lru.py", "workers.py"}
+                "baselines.py", "listing.py", "lru.py", "workers.py", "simulator.py"}
 _TOOL_DISTS = ("numba", "numba-cuda", "llvmlite", "nvidia-nvvm", "nvidia-cuda-nvcc",
                "nvidia-cuda-nvdisasm")
 
@@ -341,7 +341,7 @@ _HOST_ONLY = {"compiler.py", "api.py", "bench.py", "accuracy.py", "timing.py", "
               "model.py", "fragments.py", "device.py", "gpulock.py", "facts", "providers.py",
               "libraries.py", "triton_gemm.py", "clocks.py", "multi", "dispatch.py", "gemm.py",
               "results.py", "schema.py", "predict.py",
-              "operands.py", "gpu_checks.py", "grouped.py"}
+              "operands.py", "gpu_checks.py", "grouped.py", "simulator.py"}
 
 
 def toolchain() -> dict:

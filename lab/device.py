@@ -94,6 +94,10 @@ if not SIMULATOR:       # wherever Numba compiles: copy inlined functions once (
     from lab import inlining
 
     inlining.install()
+else:                   # the simulator's bookkeeping quickened (lab.simulator)
+    from lab import simulator
+
+    simulator.install()
 
 
 def describe() -> str:

@@ -1,0 +1,87 @@
+"""lab.simulator: the quickened simulator keeps Numba's semantics."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lab import device  # (before numba: it decides the simulator)
+from numba import cuda  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not device.SIMULATOR, reason="the CUDA simulator's scheduler")
+
+
+def test_installed_once_by_lab_device():
+    """Both replacements are in place (the pinned numba-cuda's code matched its hashes), and a
+    second install finds nothing left to replace."""
+    from numba.cuda.simulator import kernel, kernelapi
+
+    from lab import simulator
+
+    assert kernel.BlockManager.run.__module__ == "lab.simulator"
+    assert kernelapi.FakeCUDAShared.array.__module__ == "lab.simulator"
+    assert simulator.install() == []
+
+
+def test_a_barrier_orders_writes_and_reads_across_the_block():
+    """Each thread writes its slot, waits, reads its neighbour's: only a real barrier gives
+    every thread its neighbour's value, in every one of several blocks."""
+    @cuda.jit
+    def rotate(out):
+        s = cuda.shared.array(64, dtype=np.int64)
+        t = cuda.threadIdx.x
+        s[t] = t + 100 * cuda.blockIdx.x
+        cuda.syncthreads()
+        v = s[(t + 1) % 64]
+        cuda.syncthreads()
+        s[t] = v * 2
+        cuda.syncthreads()
+        out[cuda.blockIdx.x, t] = s[(t + 1) % 64]
+
+    out = np.zeros((3, 64), np.int64)
+    rotate[3, 64](out)
+    t = np.arange(64)
+    for b in range(3):
+        assert (out[b] == 2 * ((t + 2) % 64 + 100 * b)).all()
+
+
+def test_threads_that_return_early_no_longer_count_at_the_barrier():
+    @cuda.jit
+    def early(out):
+        t = cuda.threadIdx.x
+        if t >= 20:
+            return                      # these never reach the barrier
+        s = cuda.shared.array(32, dtype=np.int64)
+        s[t] = t
+        cuda.syncthreads()
+        out[t] = s[19 - t]
+
+    out = np.full(32, -1, np.int64)
+    early[1, 32](out)
+    assert (out[:20] == 19 - np.arange(20)).all() and (out[20:] == -1).all()
+
+
+def test_syncthreads_count_counts_the_block():
+    @cuda.jit
+    def count(out):
+        t = cuda.threadIdx.x
+        out[t] = cuda.syncthreads_count(t % 3 == 0)
+
+    out = np.zeros(30, np.int64)
+    count[1, 30](out)
+    assert (out == 10).all()
+
+
+def test_an_exception_in_one_thread_is_raised_from_the_launch_and_stops_the_rest():
+    @cuda.jit
+    def fails(out):
+        t = cuda.threadIdx.x
+        cuda.syncthreads()
+        if t == 5:
+            out[1000] = 1               # out of bounds: IndexError in the simulator
+        cuda.syncthreads()
+        out[t] = 1
+
+    out = np.zeros(16, np.int64)
+    with pytest.raises(IndexError, match=r"tid=\[5, 0, 0\]"):
+        fails[1, 16](out)
+    assert not out.any()                # nobody passed the second barrier
