@@ -157,3 +157,12 @@ def test_the_record_command_records_the_checks(monkeypatch, capsys, recording):
     compiled = sum(1 for s in REGISTRY.values() if s.compile)
     checks = [("capability", compiled), "workers"]
     assert done == [("report", len(TEACHING))] + (checks if recording else [])
+
+
+def test_the_gpu_check_record_is_of_these_kernel_sources():
+    """A GPU ran ``python -m lab check --record`` on the kernel sources as they are: every
+    GPU-only kernel that runs there twice at every shape (:mod:`lab.gpu_checks`). A kernel
+    change lands with a fresh record."""
+    from lab import gpu_checks
+
+    assert not gpu_checks.problems()
