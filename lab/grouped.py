@@ -24,10 +24,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from lab import convert
 from lab.dispatch import GemmError
-from lab.operands import (DTYPES, NUMBA_DT, Operand, as_numba, describe, output_dtype,
-                          refuse_overlap)
+from lab.operands import (DTYPES, NUMBA_DT, Operand, as_numba, describe, narrow, output_dtype,
+                          refuse_overlap, widen)
 
 #: Grid rows a launch may have (CUDA's limit on gridDim.y).
 GRID_Y_LIMIT = 65535
@@ -138,7 +137,7 @@ def _fp32(d, dtype: str, shape2):
     if dtype == "float32":
         return d2
     wide = cuda.device_array(shape2, np.float32)
-    convert.widen(d2, wide)
+    widen(d2, wide)
     return wide
 
 
@@ -223,6 +222,6 @@ def _launch(da, db, dc, out_dt, in_dt, bounds, masked, rows, k, n, experts, mmax
         kernel.launch(a32, b32, c, bounds, mmax, masked)
         return
     c32 = cuda.device_array((rows, n), np.float32)
-    convert.widen(c, c32)
+    widen(c, c32)
     kernel.launch(a32, b32, c32, bounds, mmax, masked)
-    convert.narrow(c32, c)
+    narrow(c32, c)

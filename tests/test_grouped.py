@@ -183,3 +183,18 @@ def test_out_overlapping_an_input_on_the_device_is_refused(no_launch):
     b = cuda.to_device(np.zeros((2, 3, 3), np.float32))
     with pytest.raises(GemmError, match="out overlaps A"):
         lab.grouped_gemm(big[0:6], b, big[4:10], offsets=[0, 2, 6])
+
+
+def test_more_rows_than_one_conversion_launch_covers(monkeypatch):
+    """16-bit weights of many experts are widened a chunk of rows at a time: 256 experts of
+    7168 rows make more rows than one launch of lab.convert's grid reaches (the driver refused
+    it on the H200). Here the chunk is 8 rows, so B's 2·20 rows take five launches."""
+    from lab import operands
+
+    monkeypatch.setattr(operands, "CONVERT_ROWS", 8)
+    rng = np.random.default_rng(5)
+    a = rng.uniform(-1, 1, (19, 20)).astype(np.float16)
+    b = rng.uniform(-1, 1, (2, 20, 17)).astype(np.float16)
+    out = lab.grouped_gemm(a, b, offsets=[0, 9, 19])
+    ref = np.concatenate([a[:9].astype(np.float64) @ b[0], a[9:].astype(np.float64) @ b[1]])
+    assert np.abs(out.astype(np.float64) - ref).max() <= 2e-3 * np.abs(ref).max()
