@@ -405,8 +405,11 @@ def source_line(experiment: str, gpu: str | None = None) -> str:
         rel = path.relative_to(Path(__file__).resolve().parent.parent)
     except ValueError:
         rel = path
-    line = (f"Source: {rel} — {p['gpu']}, driver {p['driver']}, numba-cuda {p['numba_cuda']}, "
-            f"measured {p['date'][:10]}.")
+    known = [f"driver {p['driver']}" if p.get("driver") else "",
+             f"numba-cuda {p['numba_cuda']}"
+             if p.get("numba_cuda") and not p["numba_cuda"].startswith("not recorded") else ""]
+    versions = ", ".join(k for k in known if k) or "versions not recorded"
+    line = f"Source: {rel} — {p['gpu']}, {versions}, measured {p['date'][:10]}."
     return f"{line} {note}" if note else line
 
 

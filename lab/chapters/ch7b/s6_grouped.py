@@ -1,0 +1,122 @@
+"""Mixture of experts: every expert's product in one launch (``grouped``), the scheduler of the
+course's grouped kernel, and what PyTorch's grouped GEMM, a loop of ``torch.mm`` and a masked
+``torch.bmm`` cost at the shapes of two MoE layers."""
+from __future__ import annotations
+
+from lab import page, results
+from lab.kernels import grouped as kernel
+
+EXPERIMENT = "grouped"
+#: The implementations, as the table names them.
+SHORT = {"torch.mm loop": "loop", "torch._grouped_mm": "grouped_mm",
+         "torch.bmm masked": "bmm (masked)", "lab.grouped_gemm": "ours"}
+
+
+def scheduler_source():
+    """The teaching kernel's scheduler: a block's tile-row number → (expert, its rows)."""
+    return page.source(kernel, "group_of")
+
+
+def _speed() -> dict:
+    """(model, layer, tokens, impl, layout) → the speed row."""
+    return {(r["model"], r["layer"], r["tokens"], r["impl"], r["layout"]): r
+            for r in results.rows(EXPERIMENT) if r["part"] == "speed"}
+
+
+def _why_not(r: dict) -> str:
+    """A short reason for an implementation that was not timed."""
+    reason = r.get("reason") or r.get("error") or ""
+    if "widen" in reason:
+        return "refused at launch"
+    if "one call takes" in reason:
+        return reason.removeprefix("one call takes ").split(" (")[0] + " a call"
+    return reason[:40]
+
+
+def grouped_rows() -> list[dict]:
+    """One row per layer and token count: the routed rows, how many experts got some, and each
+    implementation's µs per call with its ratio to the loop (ours: the contiguous layout)."""
+    speed = _speed()
+    other = {(r["model"], r["layer"], r["tokens"], r["impl"], r["layout"]): r
+             for r in results.rows(EXPERIMENT) if r["part"] != "speed"}
+    out = []
+    loops = sorted((r for r in speed.values() if r["impl"] == "torch.mm loop"),
+                   key=lambda r: (r["model"] != "Mixtral 8x7B", r["layer"], r["tokens"]))
+    for loop in loops:
+        key = (loop["model"], loop["layer"], loop["tokens"])
+        row = {"layer": f"{loop['model']} {loop['layer']}", "tokens": loop["tokens"],
+               "rows": loop["rows"],
+               "experts": f"{loop['experts_with_rows']}/{loop['experts']}"}
+        for impl, layout in (("torch.mm loop", "contiguous"),
+                             ("torch._grouped_mm", "contiguous"),
+                             ("torch.bmm masked", "masked"),
+                             ("lab.grouped_gemm", "contiguous")):
+            r = speed.get((*key, impl, layout))
+            name = SHORT[impl]
+            if r is None:
+                miss = other.get((*key, impl, layout))
+                row[name] = _why_not(miss) if miss else "-"
+            elif impl == "torch.mm loop":
+                row[name] = f"{1e3 * r['median_ms']:,.0f}"
+            else:
+                row[name] = f"{1e3 * r['median_ms']:,.0f} ({r['ratio_to_loop']:.2f})"
+        out.append(row)
+    return out
+
+
+def grouped_table():
+    """µs per call (ratio to the loop in brackets), BF16, medians of the run's processes."""
+    headers = {"loop": "loop µs", "grouped_mm": "grouped_mm µs", "bmm (masked)": "bmm µs",
+               "ours": "ours µs"}
+    return page.table(grouped_rows(), headers=headers,
+                      source=results.source_line(EXPERIMENT))
+
+
+def _ratio(model, layer, tokens, impl, layout="contiguous") -> float:
+    return _speed()[(model, layer, tokens, impl, layout)]["ratio_to_loop"]
+
+
+def values() -> dict:
+    """The section's quoted numbers, from the ``grouped`` results file."""
+    speed = _speed()
+    ds, mx = "DeepSeek-V3-like", "Mixtral 8x7B"
+    data = results.load(EXPERIMENT)
+    tokens = sorted({r["tokens"] for r in speed.values()})
+    decode = [t for t in tokens if t < 1000]
+    ds_grouped = [_ratio(ds, layer, t, "torch._grouped_mm") for layer in ("gate/up", "down")
+                  for t in decode]
+    mx_grouped = [_ratio(mx, layer, t, "torch._grouped_mm") for layer in ("gate/up", "down")
+                  for t in tokens]
+    ours = [r["ratio_to_loop"] for r in speed.values() if r["impl"] == "lab.grouped_gemm"]
+    big = max(tokens)
+    ds_loop_128 = speed[(ds, "down", 128, "torch.mm loop", "contiguous")]
+    mx_pre = speed[(mx, "gate/up", big, "torch.mm loop", "contiguous")]
+    mx_pre_g = speed[(mx, "gate/up", big, "torch._grouped_mm", "contiguous")]
+    ds_bmm_1 = speed[(ds, "gate/up", 1, "torch.bmm masked", "masked")]
+    ds_g_1 = speed[(ds, "gate/up", 1, "torch._grouped_mm", "contiguous")]
+    expert_bytes = 2 * ds_loop_128["k"] * ds_loop_128["n"]          # one expert's BF16 B
+    read_gbps = results.rows("roofline", kernel="stream_read")[0]["gbps"]
+    return {
+        "moe_ds_expert_mb": f"{expert_bytes / 1e6:.0f}",
+        "moe_ds_expert_read_us": f"{expert_bytes / (read_gbps * 1e3):.1f}",
+        "moe_processes": str(data["parameters"]["processes"]),
+        "moe_ds_grouped_min": f"{min(ds_grouped):.1f}",
+        "moe_ds_grouped_max": f"{max(ds_grouped):.1f}",
+        "moe_mx_grouped_min": f"{min(mx_grouped):.2f}",
+        "moe_mx_grouped_max": f"{max(mx_grouped):.2f}",
+        "moe_ds_prefill_grouped": f"{_ratio(ds, 'gate/up', big, 'torch._grouped_mm'):.2f}",
+        "moe_ds_prefill_grouped_down": f"{_ratio(ds, 'down', big, 'torch._grouped_mm'):.2f}",
+        "moe_ds_experts_128": str(ds_loop_128["experts_with_rows"]),
+        "moe_ds_rows_128": str(ds_loop_128["rows"]),
+        "moe_ds_loop_128_us": f"{1e3 * ds_loop_128['median_ms']:,.0f}",
+        "moe_ds_launch_us": f"{1e3 * ds_loop_128['median_ms'] / ds_loop_128['experts_with_rows']:.0f}",
+        "moe_ds_bmm_128": f"{_ratio(ds, 'down', 128, 'torch.bmm masked', 'masked'):.1f}",
+        "moe_ds_bmm_1_us": f"{1e3 * ds_bmm_1['median_ms']:,.0f}",
+        "moe_ds_grouped_1_us": f"{1e3 * ds_g_1['median_ms']:,.0f}",
+        "moe_mx_prefill_loop_tflops": f"{mx_pre['tflops']:.0f}",
+        "moe_mx_prefill_grouped_tflops": f"{mx_pre_g['tflops']:.0f}",
+        "moe_ours_min": f"{min(ours):.2f}", "moe_ours_max": f"{max(ours):.2f}",
+        "moe_prefill_tokens": f"{big:,}",
+        "moe_tile": str(kernel.TILE),
+    }
+
