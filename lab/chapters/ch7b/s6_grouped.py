@@ -33,18 +33,21 @@ def _why_not(r: dict) -> str:
     return reason[:40]
 
 
-def grouped_rows() -> list[dict]:
-    """One row per layer and token count: the routed rows, how many experts got some, and each
-    implementation's µs per call with its ratio to the loop (ours: the contiguous layout)."""
+def grouped_rows(model: str | None = None) -> list[dict]:
+    """One row per layer and token count (of ``model``, or every model's): the routed rows, how
+    many experts got some, and each implementation's µs per call with its ratio to the loop
+    (ours: the contiguous layout)."""
     speed = _speed()
     other = {(r["model"], r["layer"], r["tokens"], r["impl"], r["layout"]): r
              for r in results.rows(EXPERIMENT) if r["part"] != "speed"}
     out = []
-    loops = sorted((r for r in speed.values() if r["impl"] == "torch.mm loop"),
+    loops = sorted((r for r in speed.values() if r["impl"] == "torch.mm loop"
+                    and model in (None, r["model"])),
                    key=lambda r: (r["model"] != "Mixtral 8x7B", r["layer"], r["tokens"]))
     for loop in loops:
         key = (loop["model"], loop["layer"], loop["tokens"])
-        row = {"layer": f"{loop['model']} {loop['layer']}", "tokens": loop["tokens"],
+        row = {"layer": loop["layer"] if model else f"{loop['model']} {loop['layer']}",
+               "tokens": loop["tokens"],
                "rows": loop["rows"],
                "experts": f"{loop['experts_with_rows']}/{loop['experts']}"}
         for impl, layout in (("torch.mm loop", "contiguous"),
@@ -64,11 +67,16 @@ def grouped_rows() -> list[dict]:
     return out
 
 
-def grouped_table():
-    """µs per call (ratio to the loop in brackets), BF16, medians of the run's processes."""
+def grouped_table(model: str):
+    """One model's layers: µs per call (ratio to the loop in brackets), BF16, medians of the
+    run's processes."""
+    rows = grouped_rows(model)
+    if not rows:
+        raise ValueError(f"no {model!r} layer in the grouped results")
     headers = {"loop": "loop µs", "grouped_mm": "grouped_mm µs", "bmm (masked)": "bmm µs",
                "ours": "ours µs"}
-    return page.table(grouped_rows(), headers=headers,
+    experts = int(rows[0]["experts"].split("/")[1])
+    return page.table(rows, headers=headers, title=f"{model}: {experts} experts",
                       source=results.source_line(EXPERIMENT))
 
 
