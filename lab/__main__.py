@@ -155,31 +155,28 @@ def cmd_check(args) -> int:
     if args.record and (device.SIMULATOR or kernels.current_cc() is None):
         raise ValueError("check --record records what a GPU ran; this session runs in mode "
                          f"{device.MODE!r}, with no GPU")
-    from lab.experiments import suite
-
     calls = gpu_checks.CALLS if args.record else 1
     names = [lab.get_spec(name).name for name in (args.kernels or lab.REGISTRY)]
     print(device.describe())
-    checked, skipped, failures, record = [], {}, 0, {}
+    variants = 0
+    if args.record:                         # lab.gemm's unregistered configurations too
+        from lab.experiments import suite
+
+        variants = suite.variant_count()
     if args.jobs > 1:                       # each kernel in a process of its own, N at a time
         import concurrent.futures
         import multiprocessing
 
-        count = suite.variant_count() if args.record else 0
         with concurrent.futures.ProcessPoolExecutor(
                 args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-            pending = [pool.submit(suite.check_variant, i) for i in range(count)]
+            pending = [pool.submit(suite.check_variant, i) for i in range(variants)]
             results = list(pool.map(gpu_checks.check_kernel, names, [calls] * len(names),
                                     [args.verbose] * len(names)))
-            variants = None
-            if args.record:
-                variants = 0, {}
-                for done in pending:
-                    bad, entry = done.result()
-                    variants = variants[0] + bad, {**variants[1], **entry}
+            checked_variants = [p.result() for p in pending]
     else:
         results = [gpu_checks.check_kernel(name, calls, args.verbose) for name in names]
-        variants = suite.variant_records() if args.record else None
+        checked_variants = [suite.check_variant(i) for i in range(variants)]
+    checked, skipped, failures, record = [], {}, 0, {}
     for name, entry, reason, lines in results:
         print("\n".join(lines))
         if entry is None:
@@ -188,10 +185,9 @@ def cmd_check(args) -> int:
         failures += not entry["passed"]
         checked.append(name)
         record[name] = entry
-    if variants is not None:
-        bad, entries = variants
+    for bad, entry in checked_variants:
         failures += bad
-        record.update(entries)
+        record.update(entry)
     if not checked:
         print(f"nothing checked: all {len(skipped)} requested kernel(s) were skipped (see "
               "above); checking nothing is not a pass", file=sys.stderr)

@@ -460,18 +460,6 @@ def variant_count() -> int:
     return len(lab.gemm.variants()) if kernels.runnable(VARIANTS_OF)[0] else 0
 
 
-def variant_records() -> tuple[int, dict]:
-    """lab.gemm's configurations that no rung registers (:func:`lab.gemm.variants`), each
-    checked at the suite's shapes past its tile edges, twice through one launcher: (failed
-    checks, their record entries); none on a GPU where their kernel cannot run."""
-    failed, out = 0, {}
-    for index in range(variant_count()):
-        bad, entry = check_variant(index)
-        failed += bad
-        out.update(entry)
-    return failed, out
-
-
 def check_variant(index: int) -> tuple[int, dict]:
     """The ``index``-th of :func:`lab.gemm.variants` at the suite's check shapes, twice
     (``lab.gpu_checks.CALLS``) through one launcher on fresh inputs: (failed checks, its record
