@@ -160,3 +160,28 @@ def skip_reason(name: str) -> str | None:
         if reason:
             return reason
     return None
+
+
+def in_processes(name: str, processes: int, progress) -> list[dict]:
+    """Experiment ``name``'s rows measured in ``processes`` fresh processes, one after another
+    (``python -m lab.experiments.<name> --child PATH INDEX``): every process's rows, read from
+    the JSON-lines file it appends to as it measures, in a folder under ``LAB_SUITE_WORK`` when
+    that is set (one that outlives a run cut short). A process that fails raises RuntimeError
+    with the end of its stderr."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import tempfile
+
+    work = tempfile.mkdtemp(prefix=f"{name}_", dir=os.environ.get("LAB_SUITE_WORK") or None)
+    raw = []
+    for index in progress(range(processes), desc="processes"):
+        path = os.path.join(work, f"process{index}.jsonl")
+        done = subprocess.run([sys.executable, "-m", f"lab.experiments.{name}", "--child", path,
+                               str(index)], capture_output=True, text=True)
+        if done.returncode:
+            raise RuntimeError(f"{name} process {index} failed: {done.stderr[-800:]}")
+        with open(path) as f:
+            raw += [json.loads(line) for line in f]
+    return raw

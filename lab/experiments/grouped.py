@@ -34,10 +34,7 @@ process's, ``ratios`` every process's.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
-import tempfile
 
 import numpy as np
 
@@ -269,17 +266,10 @@ def merge(raw: list[dict], processes: int) -> list[dict]:
 def run(progress, quick: bool = False) -> dict:
     import torch
 
-    work = tempfile.mkdtemp(prefix="grouped_", dir=os.environ.get("LAB_SUITE_WORK") or None)
+    from lab import experiments
+
     processes = 1 if quick else PROCESSES
-    raw = []
-    for index in progress(range(processes), desc="processes"):
-        path = os.path.join(work, f"grouped{index}.jsonl")
-        done = subprocess.run([sys.executable, "-m", "lab.experiments.grouped", "--child",
-                               path, str(index)], capture_output=True, text=True)
-        if done.returncode:
-            raise RuntimeError(f"grouped process {index} failed: {done.stderr[-800:]}")
-        with open(path) as f:
-            raw += [json.loads(line) for line in f]
+    raw = experiments.in_processes("grouped", processes, progress)
     return {"rows": merge(raw, processes), "row_fields": list(ROW_FIELDS),
             "parameters": parameters(torch.__version__, processes), "notes": NOTES}
 

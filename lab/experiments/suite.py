@@ -33,10 +33,7 @@ beyond the registered ones (:func:`lab.gemm.variants`) at shapes past their tile
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -399,22 +396,11 @@ def merge(raw: list[dict], processes: int) -> list[dict]:
 def run(progress, quick: bool = False) -> dict:
     import torch
 
-    from lab import clocks
+    from lab import clocks, experiments
 
     why_not = clocks.reason()
-    # each process's rows land in a JSON-lines file as they are measured (LAB_SUITE_WORK: in
-    # a folder that outlives a run cut short)
-    work = tempfile.mkdtemp(prefix="suite_", dir=os.environ.get("LAB_SUITE_WORK") or None)
     processes = 1 if quick else PROCESSES
-    raw = []
-    for index in progress(range(processes), desc="processes"):
-        path = os.path.join(work, f"process{index}.jsonl")
-        done = subprocess.run([sys.executable, "-m", "lab.experiments.suite", "--child", path,
-                               str(index)], capture_output=True, text=True)
-        if done.returncode:
-            raise RuntimeError(f"suite process {index} failed: {done.stderr[-800:]}")
-        with open(path) as f:
-            raw += [json.loads(line) for line in f]
+    raw = experiments.in_processes("suite", processes, progress)
     boards = [r for r in raw if r.get("part") == "board"]
     board = boards[0] if boards else {}
     return {"rows": merge(raw, processes), "row_fields": ROW_FIELDS,

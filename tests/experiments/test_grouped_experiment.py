@@ -58,3 +58,12 @@ def test_a_row_timed_in_some_processes_only_is_reported_not_averaged():
     raw = [_speed(0, "lab.grouped_gemm", 50.0), _speed(1, "lab.grouped_gemm", 61.0)]
     (row,) = grouped.merge(raw, 3)
     assert row["part"] == "skipped" and "2 of 3" in row["reason"]
+
+
+def test_a_process_that_fails_is_raised_with_its_stderr(tmp_path, monkeypatch):
+    """The processes' runner (shared with the suite) names the process and shows its error."""
+    from lab import experiments
+
+    monkeypatch.setenv("LAB_SUITE_WORK", str(tmp_path))
+    with pytest.raises(RuntimeError, match=r"no_such_experiment process 0 failed: .*No module"):
+        experiments.in_processes("no_such_experiment", 2, lambda it, desc: it)
