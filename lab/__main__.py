@@ -6,8 +6,8 @@
   A kernel this device cannot run (the simulator and inline PTX; a GPU outside the kernel's
   compute capabilities) is skipped with one line saying why. Exit status 1 on any failure, and
   when nothing at all was checked. ``check --record`` (a GPU, the whole registry): each shape
-  twice, ``lab.gemm``'s variants too, and what passed written to ``lab/facts/gpu_checks.json``
-  for these kernel sources (:mod:`lab.gpu_checks`; a test fails while it is of other sources).
+  twice, ``lab.gemm``'s variants and the Hopper grouped kernels too, and what passed written
+  to ``lab/facts/gpu_checks.json`` for these kernel sources (:mod:`lab.gpu_checks`; a test fails while it is of other sources).
   ``--jobs N`` checks N kernels at a time, each in a process of its own.
 * ``compile [KERNEL ...]`` — registers, spills, stack, shared memory, inner-loop mix (sm_90).
   ``LAB_FACTS=record python -m lab compile`` records the committed facts again:
@@ -158,11 +158,12 @@ def cmd_check(args) -> int:
     calls = gpu_checks.CALLS if args.record else 1
     names = [lab.get_spec(name).name for name in (args.kernels or lab.REGISTRY)]
     print(device.describe())
-    variants = 0
+    variants = grouped = 0
     if args.record:                         # lab.gemm's unregistered configurations too
         from lab.experiments import suite
 
         variants = suite.variant_count()
+        grouped = len(gpu_checks.grouped_names(kernels.current_cc()))
     if args.jobs > 1:                       # each kernel in a process of its own, N at a time
         import concurrent.futures
         import multiprocessing
@@ -170,12 +171,14 @@ def cmd_check(args) -> int:
         with concurrent.futures.ProcessPoolExecutor(
                 args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
             pending = [pool.submit(suite.check_variant, i) for i in range(variants)]
+            pending += [pool.submit(gpu_checks.check_grouped, i) for i in range(grouped)]
             results = list(pool.map(gpu_checks.check_kernel, names, [calls] * len(names),
                                     [args.verbose] * len(names)))
             checked_variants = [p.result() for p in pending]
     else:
         results = [gpu_checks.check_kernel(name, calls, args.verbose) for name in names]
         checked_variants = [suite.check_variant(i) for i in range(variants)]
+        checked_variants += [gpu_checks.check_grouped(i) for i in range(grouped)]
     checked, skipped, failures, record = [], {}, 0, {}
     for name, entry, reason, lines in results:
         print("\n".join(lines))

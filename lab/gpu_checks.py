@@ -4,7 +4,8 @@ The CUDA simulator cannot run the tensor-core and Hopper kernels, so only a GPU 
 a change to their sources would otherwise pass every CPU test. ``python -m lab check --record``
 on a GPU checks every registered kernel that runs there at :func:`lab.kernels.shapes_for`'s GPU
 shapes, and (on compute capability 9.0) ``lab.gemm``'s configurations that no rung registers
-(:func:`lab.gemm.variants`) past their tile edges, each shape **twice** through one launcher on
+(:func:`lab.gemm.variants`) past their tile edges and the Hopper grouped kernels
+(:func:`lab.grouped.hopper_configs`) on groups of 0, 1 and a tile's rows ± 1, each shape **twice** through one launcher on
 fresh inputs: a fault that a first call hides (a ticket counter left unreset, a workspace reused
 dirty) shows on the second. What passed is written to ``lab/facts/gpu_checks.json`` under the
 GPU's name with :func:`lab.compiler.source_digest` of the sources checked.
@@ -95,6 +96,30 @@ def gpu_only(cc: tuple[int, int]) -> dict[str, int]:
     return out
 
 
+def grouped_names(cc: tuple[int, int] | None) -> list[str]:
+    """The record's names of the Hopper grouped kernels (:func:`lab.grouped.hopper_configs`)
+    that ``lab check --record`` checks on a GPU of capability ``cc`` (none off Hopper)."""
+    from lab import grouped
+
+    if not cc or cc[0] != 9:
+        return []
+    return [f"lab.grouped_gemm {cfg.label}" for cfg in grouped.hopper_configs()]
+
+
+def check_grouped(index: int) -> tuple[int, dict]:
+    """The ``index``-th Hopper grouped kernel on its groups (:func:`lab.grouped.check_hopper`),
+    :data:`CALLS` times each through one launcher: (failed checks, its record entry)."""
+    from lab import grouped
+
+    cfg = grouped.hopper_configs()[index]
+    entry, lines = grouped.check_hopper(cfg, CALLS)
+    for line in lines:
+        print(line, flush=True)
+    print(f"grouped {cfg.label:<40} {len(entry['shapes'])} routings checked {CALLS} times"
+          + ("" if entry["passed"] else ", FAILED"), flush=True)
+    return int(not entry["passed"]), {f"lab.grouped_gemm {cfg.label}": entry}
+
+
 def problems(data: dict | None = None, digest: str | None = None) -> list[str]:
     """What the records lack for the current sources (empty: a record of these sources covers
     every GPU-only kernel that runs on its GPU, each checked twice at every shape)."""
@@ -121,6 +146,10 @@ def problems(data: dict | None = None, digest: str | None = None) -> list[str]:
                 out.append(f"{gpu}: {name} not passed {CALLS} calls a shape")
             elif len(got.get("shapes", ())) < shapes:
                 out.append(f"{gpu}: {name} checked at {len(got['shapes'])} of {shapes} shapes")
+        for name in grouped_names(cc):
+            got = r["checked"].get(name)
+            if got is None or not got.get("passed") or got.get("calls", 0) < CALLS:
+                out.append(f"{gpu}: {name} not passed {CALLS} calls a routing")
     return out
 
 

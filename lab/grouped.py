@@ -22,9 +22,12 @@ buffers, so a bad routing computes wrong rows but writes nowhere outside C.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from lab.dispatch import GemmError
+from lab.lru import LRU
 from lab.operands import (DTYPES, NUMBA_DT, Operand, as_numba, describe, narrow, output_dtype,
                           refuse_overlap, widen)
 
@@ -160,10 +163,11 @@ def grouped_gemm(A, B, out=None, *, offsets=None, counts=None, out_dtype=None,
     host = _bounds(routing, "counts" if masked else "offsets",
                    experts + (0 if masked else 1), check_bounds)
     _check_routing(host, masked, experts, rows, mmax)
+    cfg = hopper_config(a.dtype, out_dt, rows, k, n, experts, mmax, masked, routing)
     grid_rows = kernel.tile_rows(experts, rows, mmax, masked)
-    if grid_rows > GRID_Y_LIMIT:
+    if cfg is None and grid_rows > GRID_Y_LIMIT:
         raise GemmError(f"{experts} experts and {rows} rows need {grid_rows:,} tile rows; one "
-                        f"launch takes at most {GRID_Y_LIMIT:,}")
+                        f"launch of the teaching kernel takes at most {GRID_Y_LIMIT:,}")
     if o is not None:
         target = o.obj
     elif a.host:
@@ -173,12 +177,67 @@ def grouped_gemm(A, B, out=None, *, offsets=None, counts=None, out_dtype=None,
         target = _new(a, (experts, mmax, n) if masked else (rows, n), out_dt)
     t = describe(target, "out")
     da, db, dc = (_upload(x) if x.host else as_numba(x) for x in (a, b, t))
-    _launch(da, db, dc, out_dt, a.dtype, _bounds_device(routing, host), masked, rows, k, n,
-            experts, mmax)
+    bounds = _bounds_device(routing, host)
+    if cfg is not None:
+        launch = _LAUNCHERS.get_or_make(cfg, lambda: _hopper_launcher(cfg))
+        launch(da.reshape((rows, k)), db.reshape((experts * k, n)), dc.reshape((rows, n)),
+               bounds, mmax)
+    else:
+        _launch(da, db, dc, out_dt, a.dtype, bounds, masked, rows, k, n, experts, mmax)
     if t.host:
         result = dc.copy_to_host()
         target[...] = result if result.dtype == target.dtype else result.view(target.dtype)
     return target
+
+
+#: Rows per expert (its buffer's, or on average) up to which the Hopper kernel takes 64-row
+#: tiles (one consumer warpgroup) rather than 128-row ones (two).
+SMALL_GROUPS = 64
+
+
+def hopper_config(in_dt: str, out_dt: str, rows: int, k: int, n: int, experts: int, mmax: int,
+                  masked: bool, routing):
+    """The Hopper kernel's configuration for this call (:func:`tile_config`), or None for the
+    teaching kernel: on a GPU of compute capability 9.x, 16-bit in and out, K a
+    multiple of 64 (a k-slice never straddles two experts' weights), N a multiple of 8 (the
+    copy engine's 16-byte rows), offsets or counts int32 or int64 (or on the host)."""
+    from lab import device
+
+    if not device.GPU or in_dt not in ("float16", "bfloat16") or out_dt != in_dt:
+        return None
+    if k % 64 or n % 8 or rows == 0:
+        return None
+    d = _on_device(routing)
+    if d is not None and np.dtype(d.dtype) not in (np.int32, np.int64):
+        return None
+    from numba import cuda
+
+    if cuda.get_current_device().compute_capability[0] != 9:
+        return None
+    return tile_config(in_dt, masked, mmax if masked else rows / experts)
+
+
+def tile_config(dtype: str, masked: bool, per_group: float):
+    """The Hopper grouped kernel's configuration for 16-bit ``dtype`` in and out, the layout and
+    the rows per expert (its buffer's, or on average): Hopper rung 15's kernel (tiles from a
+    persistent loop, whole-tile staging, a lean main loop) with 64-row tiles and one consumer
+    warpgroup up to :data:`SMALL_GROUPS` rows, else its 128 × 256 tiles and two."""
+    from lab.kernels import wgmma
+
+    base = wgmma.for_kind(wgmma.RUNG_CONFIGS["wgmma_uniform"],
+                          "bf16" if dtype == "bfloat16" else "f16")
+    cfg = replace(base, grouped="counts" if masked else "offsets", grid=0)
+    if per_group <= SMALL_GROUPS:
+        return replace(cfg, consumers=1).tile(64, 256)
+    return cfg.validate()
+
+
+_LAUNCHERS = LRU(16)                    # configuration -> its (memoised) launcher
+
+
+def _hopper_launcher(cfg):
+    from lab.kernels import wgmma
+    return wgmma.grouped_launcher(cfg)
 
 
 def _upload(x: Operand):
@@ -225,3 +284,73 @@ def _launch(da, db, dc, out_dt, in_dt, bounds, masked, rows, k, n, experts, mmax
     widen(c, c32)
     kernel.launch(a32, b32, c32, bounds, mmax, masked)
     narrow(c32, c)
+
+
+# ----------------------------------------------------------------------------- GPU checks
+
+#: The groups every Hopper grouped kernel is checked on (``python -m lab check --record``):
+#: (experts, K, N, rows of each expert): empty groups, one row, a tile's rows ± 1 (64 and 128),
+#: N past a tile's columns and not a multiple of 64.
+CHECK_CASES = ((5, 128, 136, (0, 1, 63, 65, 130)),
+               (4, 192, 264, (127, 129, 0, 257)),
+               (3, 64, 8, (1, 1, 1)))
+
+
+def hopper_configs() -> list:
+    """Every configuration :func:`tile_config` gives: both layouts, 64- and 128-row tiles,
+    FP16 and BF16."""
+    return [tile_config(dt, masked, rows) for dt in ("float16", "bfloat16")
+            for masked in (False, True) for rows in (SMALL_GROUPS, SMALL_GROUPS + 1)]
+
+
+def check_hopper(cfg, calls: int = 2, seed: int | None = None) -> tuple[dict, list[str]]:
+    """The Hopper grouped kernel of ``cfg`` on :data:`CHECK_CASES`, ``calls`` times each case
+    through one launcher on fresh inputs: C poisoned with NaN first; every group's rows
+    against float64 within the tensor-core bound with the output's rounding; every row of no
+    group (a masked buffer's rows past its count) still NaN. Returns the record entry
+    (``shapes``: ``[rows, N, K]`` per case) and the lines to print for failures."""
+    from numba import cuda
+
+    from lab import accuracy
+    from lab.kernels import wgmma
+
+    launch = wgmma.grouped_launcher(cfg)
+    f16 = cfg.kind == "f16"
+    masked = cfg.grouped == "counts"
+    rng = np.random.default_rng(accuracy.new_seed() if seed is None else seed)
+    unit = 2.0 ** -11 if f16 else 2.0 ** -8
+    bad, lines, shapes = 0, [], []
+    for experts, k, n, counts in CHECK_CASES:
+        counts = np.array(counts, np.int64)
+        mmax = int(counts.max())
+        starts = (np.arange(experts) * mmax if masked
+                  else np.concatenate([[0], np.cumsum(counts)[:-1]]))
+        rows = experts * mmax if masked else int(counts.sum())
+        shapes.append([rows, n, k])
+        bounds = counts if masked else np.concatenate([[0], np.cumsum(counts)])
+        factor = accuracy.bound_factor(k, tensor_cores=True, output_unit=unit)
+        for _ in range(calls):
+            a, b = accuracy.random_inputs(rows, n * experts, k,
+                                          np.float16 if f16 else np.uint16, rng)
+            b = np.ascontiguousarray(b.reshape(k, experts, n).transpose(1, 0, 2))
+            poison = np.full((rows, n), np.nan, np.float16) if f16 else \
+                np.full((rows, n), 0x7FC0, np.uint16)
+            dc = cuda.to_device(poison)
+            launch(cuda.to_device(a), cuda.to_device(b.reshape(experts * k, n)), dc,
+                   cuda.to_device(bounds), mmax if masked else 0)
+            got = accuracy.to_float64(dc.copy_to_host())
+            a64, b64 = accuracy.to_float64(a), accuracy.to_float64(b)
+            owned = np.zeros(rows, bool)
+            for e in range(experts):
+                r = slice(int(starts[e]), int(starts[e]) + int(counts[e]))
+                owned[r] = True
+                ref = a64[r] @ b64[e]
+                bound = factor * (np.abs(a64[r]) @ np.abs(b64[e])) + k * 2.0 ** -149 + 2.0 ** -24
+                if not np.all(np.abs(got[r] - ref) <= bound):      # (NaN fails too)
+                    bad += 1
+                    lines.append(f"  {cfg.label}: expert {e} ({counts[e]} rows, N={n}, K={k}) "
+                                 "outside the bound")
+            if not np.isnan(got[~owned]).all():
+                bad += 1
+                lines.append(f"  {cfg.label}: rows of no group were written (N={n}, K={k})")
+    return {"shapes": shapes, "calls": calls, "passed": not bad}, lines

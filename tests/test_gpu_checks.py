@@ -21,8 +21,10 @@ def _entry(shapes=3, calls=2, passed=True):
 
 
 def _complete(cc=(9, 0)) -> dict:
-    """A record entry for every GPU-only kernel that runs at ``cc``, each at all its shapes."""
-    return {name: _entry(shapes) for name, shapes in gpu_checks.gpu_only(cc).items()}
+    """A record entry for every GPU-only kernel that runs at ``cc``, each at all its shapes,
+    and for every Hopper grouped kernel."""
+    return {**{name: _entry(shapes) for name, shapes in gpu_checks.gpu_only(cc).items()},
+            **{name: _entry() for name in gpu_checks.grouped_names(cc)}}
 
 
 @pytest.mark.parametrize("checked, problem", [
@@ -84,6 +86,8 @@ def test_a_complete_record_of_these_sources_has_no_problem():
     ("one call", "not passed 2 calls a shape"),
     ("failed", "not passed 2 calls a shape"),
     ("shape missing", "checked at"),
+    ("grouped missing", "not passed 2 calls a routing"),
+    ("grouped failed", "not passed 2 calls a routing"),
 ])
 def test_each_gap_in_the_record_is_named(fault, problem):
     checked = _complete()
@@ -100,6 +104,10 @@ def test_each_gap_in_the_record_is_named(fault, problem):
         checked[name]["calls"] = 1
     elif fault == "failed":
         checked[name]["passed"] = False
+    elif fault == "grouped missing":
+        del checked[gpu_checks.grouped_names((9, 0))[0]]
+    elif fault == "grouped failed":
+        checked[gpu_checks.grouped_names((9, 0))[-1]]["passed"] = False
     else:
         checked[name]["shapes"].pop()
     found = gpu_checks.problems(data, digest)
@@ -121,6 +129,9 @@ def hopper(monkeypatch, tmp_path):
     monkeypatch.setattr(gpu_checks, "PATH", tmp_path / "gpu_checks.json")
     monkeypatch.setattr(suite, "variant_count", lambda: 1)
     monkeypatch.setattr(suite, "check_variant", lambda i: (0, {"lab.gemm variant v": _entry()}))
+    monkeypatch.setattr(gpu_checks, "grouped_names", lambda cc: ["lab.grouped_gemm g"])
+    monkeypatch.setattr(gpu_checks, "check_grouped",
+                        lambda i: (0, {"lab.grouped_gemm g": _entry()}))
     calls, fail = [], set()
 
     def check(name, m, n, k, seed=None):
@@ -140,7 +151,7 @@ def test_check_record_calls_every_shape_twice_and_writes_what_passed(hopper, cap
             assert hopper.calls.count((name, m, n, k)) == 2
     record = json.loads(hopper.path.read_text())["records"]["fake-h100"]
     assert record["source_digest"] == lab.compiler.source_digest()
-    assert set(record["checked"]) == {*hopper.names, "lab.gemm variant v"}
+    assert set(record["checked"]) == {*hopper.names, "lab.gemm variant v", "lab.grouped_gemm g"}
     assert "recorded in" in capsys.readouterr().out
 
 
@@ -167,3 +178,10 @@ def test_check_jobs_runs_each_kernel_in_a_process_of_its_own(capsys):
     out = capsys.readouterr().out
     assert out.count("shapes checked") == 2 and "naive_swapped" in out
     assert "all kernels passed (2 checked)" in out
+
+
+def test_the_grouped_kernels_checked_are_every_one_lab_grouped_chooses():
+    names = gpu_checks.grouped_names((9, 0))
+    assert len(names) == len(set(names)) == 8 and not gpu_checks.grouped_names((8, 0))
+    assert sum("grouped (counts)" in n for n in names) == 4
+    assert sum(n.startswith("lab.grouped_gemm 64x256") for n in names) == 4

@@ -35,14 +35,14 @@ from __future__ import annotations
 
 from lab.kernels.wgmma.config import (BK, EPI_BOX, EPI_COLS, MAX_SHARED, OUT_BYTES, ROW,
                                       HopperConfig)
-from lab.kernels.wgmma.host import (OUT_ARRAY, checker16, edges, kernel_for, launcher,
-                                    launcher16, make_config, needs, require_hopper,
-                                    scale_shapes, signature, tma_operands)
+from lab.kernels.wgmma.host import (OUT_ARRAY, checker16, edges, grouped_launcher,
+                                    kernel_for, launcher, launcher16, make_config, needs,
+                                    require_hopper, scale_shapes, signature, tma_operands)
 from lab.kernels.wgmma.rungs import (LADDER, RUNG_CONFIGS, SPECS, SWEEP_CONFIGS, TITLES, Rung,
                                      for_kind, rung)
 
 __all__ = ["BK", "EPI_BOX", "EPI_COLS", "MAX_SHARED", "OUT_BYTES", "ROW", "HopperConfig",
-           "OUT_ARRAY", "checker16", "edges", "kernel_for", "launcher", "launcher16",
-           "make_config", "needs", "require_hopper", "scale_shapes", "signature",
+           "OUT_ARRAY", "checker16", "edges", "grouped_launcher", "kernel_for", "launcher",
+           "launcher16", "make_config", "needs", "require_hopper", "scale_shapes", "signature",
            "tma_operands", "LADDER", "RUNG_CONFIGS", "SPECS", "SWEEP_CONFIGS", "TITLES", "Rung",
            "for_kind", "rung"]

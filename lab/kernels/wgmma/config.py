@@ -16,6 +16,8 @@ SIGNATURES = {
     "ws_sk": "void(uint64[::1], uint64[::1], uint64[::1], float32[:, ::1], int32, "
              "float32[:, ::1], int32[::1])",
     # rung 18: then its table of tiles (two int32 each: tile row, first column)
+    "ws_grouped": "void(uint64[::1], uint64[::1], uint64[::1], {out}[:, ::1], int32, "
+                  "{bounds}[::1], int32)",
     "ws_table": "void(uint64[::1], uint64[::1], uint64[::1], float32[:, ::1], int32, "
                 "int32[::1])",
     # FP8: C (float32 or BF16 bits), then the scales of A and of B (float32, 2-D)
@@ -98,6 +100,12 @@ class HopperConfig:
     # computes once per shape (the grouped order of ``tile_order``), instead of finding them
     # with 64-bit divisions between tiles
     table: bool = False
+    # grouped GEMM (mixture-of-experts): C's rows are the experts' groups, each multiplied by
+    # its own B[e] (B read as one [E·K, N] matrix, expert e's k-slices from row e·K); the
+    # groups are given by ``offsets`` (contiguous rows) or ``counts`` (a fixed buffer of
+    # ``M_max`` rows per expert), read on the GPU; the persistent blocks walk the groups' tiles
+    # (:func:`lab.kernels.wgmma.order.group_order`) and store only each group's own rows
+    grouped: str = ""
 
     @property
     def fp8(self) -> bool:
@@ -225,6 +233,8 @@ class HopperConfig:
             parts.append("store threads (hand-off)")
         if self.table:
             parts.append("tile table")
+        if self.grouped:
+            parts.append(f"grouped ({self.grouped})")
         if self.streamk:
             parts.append("stream-K last wave" + ("" if self.fixup == "finisher" else
                                                  f", fix-up {self.fixup}"))
@@ -320,6 +330,15 @@ class HopperConfig:
                                and not self.streamk):
             problems.append("a tile table is for the persistent specialized kernel without "
                             "clusters or stream-K")
+        if self.grouped not in ("", "offsets", "counts"):
+            problems.append(f"grouped must be '', 'offsets' or 'counts', not {self.grouped!r}")
+        elif self.grouped and not (specialized and self.persistent and self.cluster == 1
+                                   and self.epilogue == "tma" and self.store == "tile"
+                                   and not (self.streamk or self.table or self.handoff
+                                            or self.fp8)):
+            problems.append("grouped GEMM is for the persistent specialized 16-bit kernel with "
+                            "whole-tile staging, without clusters, stream-K, a tile table or "
+                            "store threads")
         if self.producer_regs % 8 or not 24 <= self.producer_regs <= 256:
             problems.append("producer_regs must be a multiple of 8 in 24…256")
         if self.regs and 128 * self.producer_regs + 128 * self.consumers * self.regs > 65536:

@@ -288,3 +288,56 @@ def drain_slot(cfg: HopperConfig):
         if WAIT and thread == 0:
             hopper.bulk_wait(0)                   # stores done before the block exits
     return drain
+
+
+def grouped_slot(cfg: HopperConfig):
+    """The epilogue slot of a grouped launch: ``store(C, acc, boxes, c_map, row0, col0,
+    thread, cw, scale, end)`` stores one consumer warpgroup's rows of a tile, only those
+    before ``end`` (its group's last row + 1: the rows after it are the next group's). A
+    warpgroup's rows all inside the group go through the copy engine as ever; rows that cross
+    the end are staged the same way, and the warpgroup copies the rows before it from the
+    staging boxes to C with 16-byte stores (the copy engine clips only at C's edges)."""
+    store_tile_tma = epilogue_tma(cfg)
+    stage_box = staging(cfg)
+    MT, BN, COLS, WG_ROWS = cfg.mt, cfg.bn, cfg.epi_cols, cfg.wg_rows
+    QUARTERS = BN // COLS
+    OUT = OUT_BYTES[cfg.out]
+    PIECES = 64 * ROW // 16 // 128                # 16-byte pieces of a box per thread: 4
+
+    # region: grouped_store
+    @cuda.jit(device=True, inline="always")
+    def store_group(C, acc, boxes, c_map, row0, col0, thread, cw, scale, end):
+        bar_id = 1 + cw
+        if row0 + WG_ROWS <= end:                 # every row the group's: the copy engine
+            store_tile_tma(acc, boxes, c_map, row0, col0, thread, bar_id, scale)
+        elif row0 < end:                          # the group ends inside these rows
+            warp = thread // 32
+            lane = thread % 32
+            if thread == 0:
+                hopper.bulk_wait_read(0)          # the last tile's stores have read the boxes
+            hopper.named_barrier(bar_id, 128)
+            for mi in range(MT):
+                for q in range(QUARTERS):
+                    stage_box(boxes + uint32((mi * QUARTERS + q) * EPI_BOX), acc, mi, q,
+                              16 * warp, lane, scale)
+            hopper.named_barrier(bar_id, 128)
+            n = int32(C.shape[1])
+            base = uint64(hopper.global_address(C))
+            for mi in range(MT):
+                for q in range(QUARTERS):
+                    box = boxes + uint32((mi * QUARTERS + q) * EPI_BOX)
+                    for p in range(PIECES):
+                        i = thread + 128 * p
+                        r = i // 8                # the box's row, and its 16-byte piece
+                        piece = i % 8
+                        row = row0 + 64 * mi + r
+                        col = col0 + COLS * q + piece * (16 // OUT)
+                        if row < end and col < n:
+                            x, y, z, w = hopper.ld_shared_v4_f32(
+                                box + uint32(r * ROW + ((piece ^ (r % 8)) << 4)))
+                            hopper.st_global_v4_f32(
+                                base + uint64(row) * uint64(n * OUT) + uint64(col * OUT),
+                                x, y, z, w)
+    # endregion: grouped_store
+
+    return store_group

@@ -39,6 +39,8 @@ def signature(cfg: HopperConfig) -> str:
         return SIGNATURES["cpasync"][cfg.kind]
     if cfg.fp8:
         return SIGNATURES["fp8"].format(out="uint16" if cfg.out == "bf16" else "float32")
+    if cfg.grouped:                                  # C, then the groups' bounds, M_max
+        return SIGNATURES["ws_grouped"].format(out=OUT_ARRAY[cfg.out], bounds="int64")
     if cfg.streamk or cfg.traced:                    # C, then the workspace (float32)
         return SIGNATURES["ws_sk"].replace("float32[:, ::1], int32,",
                                            f"{OUT_ARRAY[cfg.out]}[:, ::1], int32,", 1)
@@ -197,6 +199,44 @@ def launcher(cfg: HopperConfig):
     run = enqueue.memo(launch)     # a repeated call replays its launch plans (lab.enqueue)
     run.scratch = scratch           # stream-K: blocks -> (workspace, flags), for a trace
     return run
+
+
+def grouped_launcher(cfg: HopperConfig):
+    """``launch(A, B, C, groups, mmax)`` for a grouped ``cfg`` (``cfg.grouped``): A ``[rows,
+    K]`` and C ``[rows, N]`` (the masked layout's ``[E, M_max, ·]`` seen as 2-D), B every
+    expert's ``[K, N]`` stacked, ``[E·K, N]``; ``groups`` the offsets (``E + 1``) or counts
+    (``E``) as a device array of int32 or int64, read by the kernel; ``mmax`` the rows of an
+    expert's buffer (counts) or 0. K must be a multiple of 64 (a k-slice never straddles two
+    experts' B) and N of 8 (the copy engine's 16-byte row pitch)."""
+    cfg.validate()
+    if not cfg.grouped:
+        raise ValueError(f"{cfg.label}: not a grouped configuration")
+    dynamic = cfg.shared_bytes
+    name = "bfloat16" if cfg.kind == "bf16" else "float16"
+    out_name = {"bf16": "bfloat16", "f16": "float16"}.get(cfg.out, "float32")
+
+    def launch(A, B, C, groups, mmax: int) -> None:
+        require_hopper()
+        rows, k = A.shape
+        n = B.shape[1]
+        if k % BK or B.shape[0] % k or n % 8 or tuple(C.shape) != (rows, n):
+            raise ValueError(f"grouped launch: A {tuple(A.shape)}, B {tuple(B.shape)}, C "
+                             f"{tuple(C.shape)}: K must be a multiple of {BK}, B [E·K, N] with "
+                             "N a multiple of 8, C [rows of A, N]")
+        sig = SIGNATURES["ws_grouped"].format(out=OUT_ARRAY[cfg.out],
+                                              bounds=np.dtype(groups.dtype).name)
+        kernel = kernel_for(cfg)
+        hopper.allow_dynamic_shared(kernel, sig, dynamic)
+        map_a = hopper.tensor_map_2d(A, cfg.bm, 64, dtype_name=name)
+        map_b = hopper.tensor_map_2d(B, BK, 64, dtype_name=name)
+        map_c = hopper.tensor_map_2d(C, cfg.epi_rows, cfg.epi_cols, dtype_name=out_name)
+        # every SM: the tiles are counted on the GPU (blocks past them exit at once)
+        blocks = min(_sm_count(), cfg.grid) if cfg.grid else _sm_count()
+        enqueue.launch(kernel, sig, blocks, cfg.threads, dynamic,
+                       (map_a, map_b, map_c, C, np.int32(k), groups, np.int32(mmax)))
+        launch.keep = (map_a, map_b, map_c)       # alive until the next call
+
+    return enqueue.memo(launch)
 
 
 def make_config(**changes) -> HopperConfig:

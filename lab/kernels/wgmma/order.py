@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from numba import cuda
+from numba import cuda, int32
 
 
 def tile_order(group_m: int):
@@ -81,3 +81,57 @@ def order_slot(cfg):
         return unit_m * CLUSTER + rank, block_n * BN
 
     return producer_tile, consumer_tile
+
+
+def group_order(cfg):
+    """The tile order of a grouped launch (``cfg.grouped``): ``(row_tiles, group_tile)``.
+
+    The groups are expert e's rows: ``offsets[e] : offsets[e+1]`` of C (``"offsets"``), or the
+    first ``counts[e]`` rows of its ``M_max``-row buffer (``"counts"``), both read on the GPU
+    and clamped to C. Each group is cut into tile rows of ``bm`` (its last one partial); the
+    launch's tiles are every group's tile rows × C's tile columns, in the grouped order of
+    :func:`tile_order` over the tile rows of all groups. ``row_tiles`` counts them (once per
+    block: a loop over the experts). ``group_tile(unit, …, e, before)`` turns a work unit
+    into (first row, first column, the group's end row, expert ``e``, ``before``) by walking
+    the groups from the last call's ``e`` (whose first tile row is ``before``): a block's
+    increasing units make that a step or two each."""
+    BM, BN = cfg.bm, cfg.bn
+    MASKED = cfg.grouped == "counts"
+    tile_coords = tile_order(cfg.group_m)
+
+    # region: group_order
+    @cuda.jit(device=True, inline="always")
+    def group_rows(bounds, e, mmax, rows):
+        """Expert e's first row of C and its row count, clamped to C."""
+        if MASKED:
+            return int32(e * mmax), int32(min(max(int32(bounds[e]), int32(0)), mmax))
+        begin = int32(min(max(int32(bounds[e]), int32(0)), rows))
+        end = int32(min(max(int32(bounds[e + 1]), begin), rows))
+        return begin, int32(end - begin)
+
+    @cuda.jit(device=True, inline="always")
+    def row_tiles(bounds, groups, mmax, rows):
+        """Tile rows of every group together."""
+        total = int32(0)
+        for e in range(groups):
+            count = group_rows(bounds, e, mmax, rows)[1]
+            total = int32(total + (count + BM - 1) // BM)
+        return total
+
+    @cuda.jit(device=True, inline="always")
+    def group_tile(unit, bounds, mmax, rows, tiles_r, tiles_n, e, before):
+        r, c = tile_coords(unit, tiles_r, tiles_n)
+        if r < before:                        # (the grouped order went back: walk again)
+            e = int32(0)
+            before = int32(0)
+        begin, count = group_rows(bounds, e, mmax, rows)
+        tiles = (count + BM - 1) // BM
+        while r >= before + tiles:            # past expert e's tile rows: the next expert
+            before = int32(before + tiles)
+            e = int32(e + 1)
+            begin, count = group_rows(bounds, e, mmax, rows)
+            tiles = (count + BM - 1) // BM
+        return int32(begin + (r - before) * BM), int32(c * BN), int32(begin + count), e, before
+    # endregion: group_order
+
+    return row_tiles, group_tile

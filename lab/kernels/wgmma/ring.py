@@ -11,7 +11,7 @@ from numba import cuda, int32, uint32
 
 from lab import hopper
 from lab.kernels.wgmma.config import HopperConfig
-from lab.kernels.wgmma.stage import stage_multicast, stage_ops
+from lab.kernels.wgmma.stage import stage_grouped, stage_multicast, stage_ops
 
 
 def ring_ops(cfg: HopperConfig):
@@ -156,4 +156,26 @@ def ring_ops(cfg: HopperConfig):
         produce, mainloop = produce_counted, mainloop_counted   # noqa: F811
     if cfg.uniform:
         mainloop = mainloop_uniform                              # noqa: F811
+    if cfg.grouped:
+        load_grouped = stage_grouped(cfg)
+
+        # region: produce_grouped
+        @cuda.jit(device=True, inline="always")
+        def produce_grouped(shared, full0, empty0, a_map, b_map, it, k1, row0, col0, kb):
+            """:func:`produce_counted` for a group's tile: A's rows from ``row0``, B's k-slices
+            from ``kb`` (its expert's)."""
+            s = int32(it % STAGES)
+            phase = int32((it // STAGES) % 2)
+            for kt in range(k1):
+                wait(empty0 + uint32(8 * s), phase ^ 1)
+                if not ELECT or hopper.elect_one() != 0:
+                    load_grouped(shared + uint32(s * STAGE_BYTES), full0 + uint32(8 * s),
+                                 a_map, b_map, kt, row0, col0, kb)
+                s = int32(s + 1)
+                if s == STAGES:
+                    s = int32(0)
+                    phase = int32(phase ^ 1)
+            return it + k1
+        # endregion: produce_grouped
+        produce = produce_grouped                                # noqa: F811
     return release, produce, mainloop

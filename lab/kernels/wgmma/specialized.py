@@ -23,8 +23,8 @@ from numba import cuda, float32, int32, uint8, uint32, uint64
 
 from lab import hopper
 from lab.kernels.wgmma.config import EPI_BOX, HopperConfig
-from lab.kernels.wgmma.epilogue import drain_slot, epilogue_handoff, store_slot
-from lab.kernels.wgmma.order import order_slot
+from lab.kernels.wgmma.epilogue import drain_slot, epilogue_handoff, grouped_slot, store_slot
+from lab.kernels.wgmma.order import group_order, order_slot
 from lab.kernels.wgmma.pingpong import pingpong_ops
 from lab.kernels.wgmma.promote import mainloop_slot
 from lab.kernels.wgmma.ring import ring_ops
@@ -74,12 +74,17 @@ def build(cfg: HopperConfig):
     streamk_produce = streamk_producer(cfg, produce)
     pingpong_consumer = pingpong_ops(cfg)
     zero = zero_acc(ACC)
+    GROUPED = bool(cfg.grouped)           # groups of rows, each with its own B (table: bounds)
+    EXTRA = 0 if cfg.grouped == "counts" else 1   # offsets: one more than the experts
+    if GROUPED:
+        row_tiles, group_tile = group_order(cfg)
+        store_group = grouped_slot(cfg)
 
     # one block per SM and a register cap at entry: what setmaxnreg needs to take effect
     bounds = {} if hopper.SIMULATOR else {"launch_bounds": (cfg.threads, 1)}
 
     @cuda.jit(device=True, inline="always")
-    def ws_body(map_a, map_b, map_c, C, k, sa, sb, work, flags, table):
+    def ws_body(map_a, map_b, map_c, C, k, sa, sb, work, flags, table, mmax):
         smem = cuda.shared.array(0, dtype=uint8, alignment=1024)
         bars = cuda.shared.array(BARRIERS, dtype=uint64)
         tid = int32(cuda.threadIdx.x)
@@ -91,6 +96,8 @@ def build(cfg: HopperConfig):
         n = int32(C.shape[1])
         k_tiles = (k + SBK - 1) // SBK
         tiles_m = (m + BM - 1) // BM
+        if GROUPED:                                    # every group's tile rows
+            tiles_m = row_tiles(table, int32(table.shape[0]) - EXTRA, mmax, m)
         tiles_n = (n + BN - 1) // BN
         # work units: CLUSTER consecutive block rows in one block column (1 tile alone)
         units_m = (tiles_m + CLUSTER - 1) // CLUSTER
@@ -129,10 +136,20 @@ def build(cfg: HopperConfig):
                 it = int32(0)                         # k-slices issued so far, all tiles
                 # (computed here, after setmaxnreg: live across it they would be spilled)
                 dp_tiles, sk_iters, sk_lo, sk_hi = streamk_plan(tiles, k_tiles)
-                for unit in range(first, dp_tiles, step):
-                    block_m, col0 = producer_tile(unit, table, units_m, tiles_n, tiles_m, rank)
-                    it = produce(shared, full0, empty0, a_map, b_map, it, 0, k_tiles,
-                                 block_m, col0, rank)
+                if GROUPED:
+                    ge = int32(0)                     # the walk over the groups: expert,
+                    before = int32(0)                 # and its first tile row
+                    for unit in range(first, tiles, step):
+                        row0, col0, end, ge, before = group_tile(unit, table, mmax, m, tiles_m,
+                                                                 tiles_n, ge, before)
+                        it = produce(shared, full0, empty0, a_map, b_map, it, k_tiles, row0,
+                                     col0, ge * k_tiles)
+                else:
+                    for unit in range(first, dp_tiles, step):
+                        block_m, col0 = producer_tile(unit, table, units_m, tiles_n, tiles_m,
+                                                      rank)
+                        it = produce(shared, full0, empty0, a_map, b_map, it, 0, k_tiles,
+                                     block_m, col0, rank)
                 if STREAMK:                           # this block's k-slices of the last wave
                     it = streamk_produce(shared, full0, empty0, a_map, b_map, it, k_tiles,
                                          sk_lo, sk_hi, dp_tiles, units_m, tiles_n, rank)
@@ -186,17 +203,29 @@ def build(cfg: HopperConfig):
             phase = int32(0)
             it = int32(0)
             tn = log(flags, cw, thread, int32(0), 1)  # (events of a traced kernel)
-            for unit in range(first, streamk_plan(tiles, k_tiles)[0], step):
-                block_m, col0 = consumer_tile(unit, table, units_m, tiles_n, tiles_m, rank)
-                zero(acc)
-                it = multiply(acc, part, ra, cb, shared, full0, empty0, it, k_tiles, cw, leader,
-                              sa, sb, block_m * BM + cw * WG_ROWS, col0, thread)
-                tn = log(flags, cw, thread, tn, 2)
-                if block_m < tiles_m:
-                    slot, phase = store(C, acc, boxes, c_map, filled0 + slots, freed0 + slots,
-                                        block_m * BM + cw * WG_ROWS, col0, thread, cw, slot,
-                                        phase, scale)
-                tn = log(flags, cw, thread, tn, 3)
+            if GROUPED:
+                ge = int32(0)
+                before = int32(0)
+                for unit in range(first, tiles, step):
+                    row0, col0, end, ge, before = group_tile(unit, table, mmax, m, tiles_m,
+                                                             tiles_n, ge, before)
+                    zero(acc)
+                    it = multiply(acc, part, ra, cb, shared, full0, empty0, it, k_tiles, cw,
+                                  leader, sa, sb, row0 + cw * WG_ROWS, col0, thread)
+                    store_group(C, acc, boxes, c_map, row0 + cw * WG_ROWS, col0, thread, cw,
+                                scale, end)
+            else:
+                for unit in range(first, streamk_plan(tiles, k_tiles)[0], step):
+                    block_m, col0 = consumer_tile(unit, table, units_m, tiles_n, tiles_m, rank)
+                    zero(acc)
+                    it = multiply(acc, part, ra, cb, shared, full0, empty0, it, k_tiles, cw, leader,
+                                  sa, sb, block_m * BM + cw * WG_ROWS, col0, thread)
+                    tn = log(flags, cw, thread, tn, 2)
+                    if block_m < tiles_m:
+                        slot, phase = store(C, acc, boxes, c_map, filled0 + slots, freed0 + slots,
+                                            block_m * BM + cw * WG_ROWS, col0, thread, cw, slot,
+                                            phase, scale)
+                    tn = log(flags, cw, thread, tn, 3)
             if STREAMK:
                 it, tn = streamk_consumer(acc, shared, full0, empty0, it, k_tiles, cw, leader,
                                           thread, boxes, c_map, work, flags, tiles, units_m,
@@ -211,22 +240,28 @@ def build(cfg: HopperConfig):
     # of tiles; FP8: scales); the arguments a kernel lacks are stand-ins it never reads
     @cuda.jit(**bounds)
     def wgmma_ws(map_a, map_b, map_c, C, k):
-        ws_body(map_a, map_b, map_c, C, k, C, C, C, map_a, map_a)
+        ws_body(map_a, map_b, map_c, C, k, C, C, C, map_a, map_a, int32(0))
 
     @cuda.jit(**bounds)
     def wgmma_ws_scaled(map_a, map_b, map_c, C, k, sa, sb):
-        ws_body(map_a, map_b, map_c, C, k, sa, sb, C, map_a, map_a)
+        ws_body(map_a, map_b, map_c, C, k, sa, sb, C, map_a, map_a, int32(0))
 
     @cuda.jit(**bounds)
     def wgmma_ws_sk(map_a, map_b, map_c, C, k, work, flags):
-        ws_body(map_a, map_b, map_c, C, k, C, C, work, flags, map_a)
+        ws_body(map_a, map_b, map_c, C, k, C, C, work, flags, map_a, int32(0))
 
     @cuda.jit(**bounds)
     def wgmma_ws_table(map_a, map_b, map_c, C, k, table):
-        ws_body(map_a, map_b, map_c, C, k, C, C, C, map_a, table)
+        ws_body(map_a, map_b, map_c, C, k, C, C, C, map_a, table, int32(0))
+
+    @cuda.jit(**bounds)
+    def wgmma_ws_grouped(map_a, map_b, map_c, C, k, groups, mmax):
+        ws_body(map_a, map_b, map_c, C, k, C, C, C, map_a, groups, mmax)
 
     if STREAMK or cfg.traced:                      # (a trace is written after the flags)
         return wgmma_ws_sk
     if cfg.table:
         return wgmma_ws_table
+    if GROUPED:
+        return wgmma_ws_grouped
     return wgmma_ws_scaled if SCALED else wgmma_ws
