@@ -65,9 +65,17 @@ def narrow_bf16(src, dst):
         dst[i, j] = bf16_bits(src[i, j])
 
 
+#: Rows that one launch covers: 8 rows a block, and a grid at most 65,535 blocks tall (CUDA's
+#: limit on ``gridDim.y``); more rows take a launch per chunk (a grouped GEMM's B of 256
+#: experts × 7168 rows is 1.8 M rows, and one launch of it was refused by the driver).
+CHUNK_ROWS = 8 * 65535
+
+
 def _launch(kernel, src, dst) -> None:
     m, n = dst.shape
-    enqueue.launch(kernel, None, (-(-n // 32), -(-m // 8)), (32, 8), 0, (src, dst))
+    for r in range(0, m, CHUNK_ROWS):
+        s, d = (src, dst) if m <= CHUNK_ROWS else (src[r:r + CHUNK_ROWS], dst[r:r + CHUNK_ROWS])
+        enqueue.launch(kernel, None, (-(-n // 32), -(-d.shape[0] // 8)), (32, 8), 0, (s, d))
 
 
 def widen(src, dst) -> None:

@@ -36,7 +36,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from lab import device, operands, timing
+from lab import convert, device, timing
 from lab.dispatch import (MIN_CC, RUNG_BM, RUNG_BN, SM_DEFAULT, SMALL_M, Choice,  # noqa: F401
                           GemmError,
                           choose, hopper_config, variants)
@@ -218,13 +218,13 @@ def run(choice: Choice, a, b, c) -> None:
     if choice.widen:
         wa = _workspace("A", a.shape, np.float32)
         wb = _workspace("B", b.shape, np.float32)
-        operands.widen(a, wa)
-        operands.widen(b, wb)
+        convert.widen(a, wa)
+        convert.widen(b, wb)
         a, b = wa, wb
     if choice.narrow:
         wc = _workspace("C", c.shape, np.float32)
         launch(a, b, wc)
-        operands.narrow(wc, c)
+        convert.narrow(wc, c)
     else:
         launch(a, b, c)
 

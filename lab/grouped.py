@@ -26,10 +26,11 @@ from dataclasses import replace
 
 import numpy as np
 
+from lab.convert import narrow, widen
 from lab.dispatch import GemmError
 from lab.lru import LRU
-from lab.operands import (DTYPES, NUMBA_DT, Operand, as_numba, describe, narrow, output_dtype,
-                          refuse_overlap, widen)
+from lab.operands import (DTYPES, NUMBA_DT, Operand, as_numba, describe, output_dtype,
+                          refuse_overlap)
 
 #: Grid rows a launch may have (CUDA's limit on gridDim.y).
 GRID_Y_LIMIT = 65535

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lab import convert, device, enqueue
+from lab import device, enqueue
 from lab.dispatch import GemmError
 
 DTYPES = ("float32", "float16", "bfloat16")
@@ -134,25 +134,6 @@ def dtype_name(dt) -> str | None:
     if name not in DTYPES:
         raise GemmError(f"out_dtype must be one of {DTYPES}, got {dt!r}")
     return name
-
-
-#: Rows that one launch of :mod:`lab.convert`'s kernels covers: 8 rows a block, and a grid
-#: at most 65,535 blocks tall (CUDA's limit on ``gridDim.y``).
-CONVERT_ROWS = 8 * 65535
-
-
-def widen(src, dst) -> None:
-    """:func:`lab.convert.widen` over any number of rows: one launch per
-    :data:`CONVERT_ROWS` rows (a grouped GEMM's B of 256 experts × 7168 rows is 1.8 M rows;
-    one launch of it was refused by the driver)."""
-    for r in range(0, dst.shape[0], CONVERT_ROWS):
-        convert.widen(src[r:r + CONVERT_ROWS], dst[r:r + CONVERT_ROWS])
-
-
-def narrow(src, dst) -> None:
-    """:func:`lab.convert.narrow` over any number of rows, as :func:`widen`."""
-    for r in range(0, dst.shape[0], CONVERT_ROWS):
-        convert.narrow(src[r:r + CONVERT_ROWS], dst[r:r + CONVERT_ROWS])
 
 
 def _where(x: Operand) -> str:

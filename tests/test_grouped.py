@@ -162,7 +162,7 @@ A2, B3 = np.zeros((5, 4), np.float32), np.zeros((2, 4, 3), np.float32)
      "A is not a packed row-major array"),
     (lambda: lab.grouped_gemm(np.zeros((70000, 1, 4), np.float32),
                               np.zeros((70000, 4, 3), np.float32), counts=np.zeros(70000, int)),
-     "need 70,000 tile rows; one launch takes at most 65,535"),
+     "need 70,000 tile rows; one launch of the teaching kernel takes at most 65,535"),
 ])
 def test_bad_input_is_refused_before_any_launch(no_launch, call, problem):
     with pytest.raises((GemmError, TypeError), match=problem):
@@ -189,12 +189,69 @@ def test_more_rows_than_one_conversion_launch_covers(monkeypatch):
     """16-bit weights of many experts are widened a chunk of rows at a time: 256 experts of
     7168 rows make more rows than one launch of lab.convert's grid reaches (the driver refused
     it on the H200). Here the chunk is 8 rows, so B's 2·20 rows take five launches."""
-    from lab import operands
+    from lab import convert
 
-    monkeypatch.setattr(operands, "CONVERT_ROWS", 8)
+    monkeypatch.setattr(convert, "CHUNK_ROWS", 8)
     rng = np.random.default_rng(5)
     a = rng.uniform(-1, 1, (19, 20)).astype(np.float16)
     b = rng.uniform(-1, 1, (2, 20, 17)).astype(np.float16)
     out = lab.grouped_gemm(a, b, offsets=[0, 9, 19])
     ref = np.concatenate([a[:9].astype(np.float64) @ b[0], a[9:].astype(np.float64) @ b[1]])
     assert np.abs(out.astype(np.float64) - ref).max() <= 2e-3 * np.abs(ref).max()
+
+
+@pytest.mark.parametrize("layout", ["offsets", "counts"])
+@pytest.mark.parametrize("per_group", [64, 200])
+def test_the_hopper_kernels_walk_visits_each_groups_tiles_once(layout, per_group):
+    """The tile order of the Hopper grouped kernel (run on the host): over every persistent
+    block's units, each expert's tile rows × C's tile columns once, with the expert's end row."""
+    from lab import grouped
+    from lab.kernels.wgmma import order
+
+    cfg = grouped.tile_config("bfloat16", layout == "counts", per_group)
+    row_tiles, group_tile = (getattr(f, "py_func", f) for f in order.group_order(cfg))
+    counts = np.array([0, 1, cfg.bm - 1, cfg.bm + 1, 0, 3 * cfg.bm + 5])
+    n, mmax = 600, int(counts.max())
+    if layout == "counts":
+        bounds, starts, rows = counts, np.arange(len(counts)) * mmax, len(counts) * mmax
+    else:
+        bounds = np.concatenate([[0], np.cumsum(counts)])
+        starts, rows = bounds[:-1], int(bounds[-1])
+    groups = len(counts)
+    tiles_r = row_tiles(bounds, groups, mmax, rows)
+    tiles_n = -(-n // cfg.bn)
+    want = {(int(starts[e]) + t * cfg.bm, c * cfg.bn, int(starts[e] + counts[e]), e)
+            for e in range(groups) for t in range(-(-int(counts[e]) // cfg.bm))
+            for c in range(tiles_n)}
+    assert tiles_r * tiles_n == len(want)
+    seen = []
+    for first in range(7):                       # 7 persistent blocks
+        e, before = 0, 0
+        for unit in range(first, tiles_r * tiles_n, 7):
+            row0, col0, end, e, before = group_tile(unit, bounds, mmax, rows, tiles_r, tiles_n,
+                                                    e, before)
+            seen.append((int(row0), int(col0), int(end), int(e)))
+    assert sorted(seen) == sorted(want)
+
+
+def test_the_hopper_kernels_tiles_follow_the_rows_per_expert():
+    from lab import grouped
+
+    small = grouped.tile_config("float16", True, grouped.SMALL_GROUPS)
+    large = grouped.tile_config("bfloat16", False, grouped.SMALL_GROUPS + 0.5)
+    assert (small.bm, small.consumers, small.kind, small.out) == (64, 1, "f16", "f16")
+    assert (large.bm, large.consumers, large.kind, large.out) == (128, 2, "bf16", "bf16")
+    assert small.grouped == "counts" and large.grouped == "offsets"
+    assert not grouped.hopper_config("bfloat16", "bfloat16", 8, 64, 8, 2, 0, False, None)
+
+
+def test_a_grouped_configuration_keeps_to_its_rules():
+    from dataclasses import replace
+
+    from lab import grouped
+
+    cfg = grouped.tile_config("bfloat16", False, 100)
+    for bad in (dict(grouped="rows"), dict(table=True), dict(store="boxes"),
+                dict(cluster=2, regs=224, producer_regs=56)):
+        with pytest.raises(ValueError, match="grouped"):
+            replace(cfg, **bad).validate()
