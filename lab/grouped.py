@@ -194,6 +194,9 @@ def grouped_gemm(A, B, out=None, *, offsets=None, counts=None, out_dtype=None,
 #: Rows per expert (its buffer's, or on average) up to which the Hopper kernel takes 64-row
 #: tiles (one consumer warpgroup) rather than 128-row ones (two).
 SMALL_GROUPS = 64
+#: The Hopper grouped kernel's tiles (rows, columns): the menu that :func:`tile_config` picks
+#: from and ``lab check --record`` checks.
+TILES = ((64, 64), (64, 128), (64, 256), (128, 128), (128, 256))
 
 
 def hopper_config(in_dt: str, out_dt: str, rows: int, k: int, n: int, experts: int, mmax: int,
@@ -218,19 +221,22 @@ def hopper_config(in_dt: str, out_dt: str, rows: int, k: int, n: int, experts: i
     return tile_config(in_dt, masked, mmax if masked else rows / experts)
 
 
-def tile_config(dtype: str, masked: bool, per_group: float):
+def tile_config(dtype: str, masked: bool, per_group: float, tile: tuple[int, int] | None = None):
     """The Hopper grouped kernel's configuration for 16-bit ``dtype`` in and out, the layout and
     the rows per expert (its buffer's, or on average): Hopper rung 15's kernel (tiles from a
-    persistent loop, whole-tile staging, a lean main loop) with 64-row tiles and one consumer
-    warpgroup up to :data:`SMALL_GROUPS` rows, else its 128 × 256 tiles and two."""
+    persistent loop, whole-tile staging, a lean main loop) on ``tile`` (one of :data:`TILES`),
+    by default 64 × 256 with one consumer warpgroup up to :data:`SMALL_GROUPS` rows, else
+    128 × 256 with two."""
     from lab.kernels import wgmma
 
+    bm, bn = tile or ((64, 256) if per_group <= SMALL_GROUPS else (128, 256))
+    if (bm, bn) not in TILES:
+        raise ValueError(f"tile {bm}x{bn} is not one of the grouped kernel's {TILES}")
     base = wgmma.for_kind(wgmma.RUNG_CONFIGS["wgmma_uniform"],
                           "bf16" if dtype == "bfloat16" else "f16")
-    cfg = replace(base, grouped="counts" if masked else "offsets", grid=0)
-    if per_group <= SMALL_GROUPS:
-        return replace(cfg, consumers=1).tile(64, 256)
-    return cfg.validate()
+    cfg = replace(base, grouped="counts" if masked else "offsets", grid=0,
+                  consumers=bm // 64)
+    return cfg.tile(bm, bn)
 
 
 _LAUNCHERS = LRU(16)                    # configuration -> its (memoised) launcher
@@ -298,10 +304,10 @@ CHECK_CASES = ((5, 128, 136, (0, 1, 63, 65, 130)),
 
 
 def hopper_configs() -> list:
-    """Every configuration :func:`tile_config` gives: both layouts, 64- and 128-row tiles,
-    FP16 and BF16."""
-    return [tile_config(dt, masked, rows) for dt in ("float16", "bfloat16")
-            for masked in (False, True) for rows in (SMALL_GROUPS, SMALL_GROUPS + 1)]
+    """Every configuration :func:`tile_config` gives: both layouts, every tile of
+    :data:`TILES`, FP16 and BF16."""
+    return [tile_config(dt, masked, 0, tile) for dt in ("float16", "bfloat16")
+            for masked in (False, True) for tile in TILES]
 
 
 def check_hopper(cfg, calls: int = 2, seed: int | None = None) -> tuple[dict, list[str]]:

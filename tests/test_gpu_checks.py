@@ -182,6 +182,12 @@ def test_check_jobs_runs_each_kernel_in_a_process_of_its_own(capsys):
 
 def test_the_grouped_kernels_checked_are_every_one_lab_grouped_chooses():
     names = gpu_checks.grouped_names((9, 0))
-    assert len(names) == len(set(names)) == 8 and not gpu_checks.grouped_names((8, 0))
-    assert sum("grouped (counts)" in n for n in names) == 4
-    assert sum(n.startswith("lab.grouped_gemm 64x256") for n in names) == 4
+    from lab import grouped
+
+    assert len(names) == len(set(names)) == 4 * len(grouped.TILES)
+    assert not gpu_checks.grouped_names((8, 0))
+    assert sum("grouped (counts)" in n for n in names) == 2 * len(grouped.TILES)
+    for masked in (False, True):
+        for per_group in (1, 64, 65, 4096):
+            label = grouped.tile_config("bfloat16", masked, per_group).label
+            assert f"lab.grouped_gemm {label}" in names

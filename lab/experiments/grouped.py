@@ -17,19 +17,22 @@ BF16 in and out:
 * ``torch.bmm masked`` — the masked layout as a batched product: every buffer row computed,
   the padding too (what serves a decode step captured in a CUDA graph without a grouped
   kernel);
-* ``lab.grouped_gemm`` — the course's teaching kernel (:mod:`lab.kernels.grouped`: FP32
-  arithmetic, 16 × 16 tiles, one launch, both layouts), timed where one call takes at most
-  :data:`OURS_MAX_MS` (and where its FP32 copies of the weights fit in memory); the rows say
-  where it was not.
+* ``lab.grouped_gemm`` — the course's grouped GEMM in both layouts: on a Hopper GPU the
+  persistent ``wgmma`` kernel of chapter 7 walking the experts' groups
+  (:mod:`lab.kernels.wgmma.order`'s ``group_order``; the row's ``kernel`` names its
+  configuration), elsewhere the teaching kernel (:mod:`lab.kernels.grouped`: FP32 arithmetic,
+  16 × 16 tiles), timed where one call takes at most :data:`OURS_MAX_MS` (and where its FP32
+  copies of the weights fit in memory); the rows say where it was not.
 
 Method: before timing, each implementation's C (poisoned with NaN) is compared per expert with
 the float64 product (``max_err``; every expert with rows, the rows past a masked count checked
 untouched). Timing: events around a burst of :data:`CALLS` calls with nothing between them (a
 framework's queue: host launch cost included where it exceeds the GPU's time), bursts of the
 implementations interleaved, :data:`BURSTS` of each; a row holds the median, min and max
-ms per call and the useful TFLOP/s (``2 · routed rows · N · K``). ``ratio_to_loop`` is the loop's
-median over the row's. The whole runs in :data:`PROCESSES` processes; each row is the median
-process's, ``ratios`` every process's.
+ms per call and the useful TFLOP/s (``2 · routed rows · N · K``). ``ratio_to_loop`` is the
+loop's median over the row's, ``ratio_to_grouped_mm`` ``torch._grouped_mm``'s. The whole runs
+in :data:`PROCESSES` processes; each row is the median process's, ``ratios`` (to the loop) and
+``ratios_to_grouped_mm`` every process's.
 """
 from __future__ import annotations
 
@@ -267,7 +270,8 @@ def merge(raw: list[dict], processes: int) -> list[dict]:
         middle = dict(ordered[(len(ordered) - 1) // 2])
         middle.pop("process", None)
         ratios = [r["ratio_to_loop"] for r in sorted(group, key=lambda r: r["process"])]
-        middle.update(processes=len(group), ratios=ratios,
+        to_gmm = [r.get("ratio_to_grouped_mm") for r in sorted(group, key=lambda r: r["process"])]
+        middle.update(processes=len(group), ratios=ratios, ratios_to_grouped_mm=to_gmm,
                       ratio_min=min(ratios) if None not in ratios else None,
                       ratio_max=max(ratios) if None not in ratios else None)
         out.append(middle)
@@ -297,8 +301,9 @@ def parameters(torch_version: str, processes: int) -> dict:
 NOTES = ("Per call: events around a burst of `calls` calls, nothing between them; "
          "implementations interleaved burst by burst; median_ms the median burst. tflops "
          "counts useful work (2 x routed rows x N x K; torch.bmm also computes the padding "
-         "rows). ratio_to_loop = the torch.mm loop's median / the row's. Each row is the "
-         "median process's; ratios lists every process's. Every implementation's C was "
+         "rows). ratio_to_loop = the torch.mm loop's median / the row's; ratio_to_grouped_mm "
+         "= torch._grouped_mm's / the row's. Each row is the median process's; ratios and "
+         "ratios_to_grouped_mm list every process's. Every implementation's C was "
          "checked per expert against float64 (poisoned with NaN first) before timing.")
 
 
