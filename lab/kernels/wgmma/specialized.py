@@ -6,11 +6,13 @@ two *order* ones, the hand-off's), one *producer* warpgroup that issues TMA copi
 *consumer* warpgroups that issue ``wgmma``, meeting only at those barriers, and the persistent
 loop over tiles. What a rung changes lives in a slot, each a module of its own:
 
-* tile order — :mod:`~lab.kernels.wgmma.order` (grouped by divisions, or read from a table);
+* tile order — :mod:`~lab.kernels.wgmma.order` (grouped by divisions, read from a table, or
+  walked over the experts' groups of a grouped GEMM);
 * producer and main loop — :mod:`~lab.kernels.wgmma.ring` (the stage ring's two loops) on
   :mod:`~lab.kernels.wgmma.stage` (one stage's copies and ``wgmma``), and
   :mod:`~lab.kernels.wgmma.promote` (FP8's promotion into FP32);
-* epilogue — :mod:`~lab.kernels.wgmma.epilogue` (registers, the copy engine, store threads);
+* epilogue — :mod:`~lab.kernels.wgmma.epilogue` (registers, the copy engine, store threads;
+  a grouped GEMM's rows up to its group's end);
 * fix-up — :mod:`~lab.kernels.wgmma.streamk` (stream-K's shared last wave);
 * ping-pong consumers — :mod:`~lab.kernels.wgmma.pingpong` (Hopper rung 6's side branch).
 
