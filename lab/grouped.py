@@ -26,7 +26,6 @@ from dataclasses import replace
 
 import numpy as np
 
-from lab import enqueue
 from lab.convert import narrow, widen
 from lab.dispatch import GemmError
 from lab.lru import LRU
@@ -158,12 +157,6 @@ def grouped_gemm(A, B, out=None, *, offsets=None, counts=None, out_dtype=None,
                         "expert), exactly one")
     masked = counts is not None
     routing = counts if masked else offsets
-    hot_key = (id(A), id(B), id(out), id(routing), masked, out_dtype)
-    if out is not None and not check_bounds:      # a repeat: what the recorded launch reads
-        hot = _HOT.get(hot_key)
-        if hot is not None and hot.same((A, B, out, routing)):
-            hot.launch()
-            return out
     a, b = describe(A, "A"), describe(B, "B")
     o = describe(out, "out") if out is not None else None
     experts, rows, k, n, out_dt = validate(a, b, o, dtype_name(out_dtype), masked)
@@ -171,9 +164,7 @@ def grouped_gemm(A, B, out=None, *, offsets=None, counts=None, out_dtype=None,
     host = _bounds(routing, "counts" if masked else "offsets",
                    experts + (0 if masked else 1), check_bounds)
     _check_routing(host, masked, experts, rows, mmax)
-    groups = experts if host is None else int(np.count_nonzero(host if masked
-                                                               else np.diff(host)))
-    cfg = hopper_config(a.dtype, out_dt, rows, k, n, experts, mmax, masked, routing, groups)
+    cfg = hopper_config(a.dtype, out_dt, rows, k, n, experts, mmax, masked, routing)
     grid_rows = kernel.tile_rows(experts, rows, mmax, masked)
     if cfg is None and grid_rows > GRID_Y_LIMIT:
         raise GemmError(f"{experts} experts and {rows} rows need {grid_rows:,} tile rows; one "
@@ -190,17 +181,8 @@ def grouped_gemm(A, B, out=None, *, offsets=None, counts=None, out_dtype=None,
     bounds = _bounds_device(routing, host)
     if cfg is not None:
         launch = _LAUNCHERS.get_or_make(cfg, lambda: _hopper_launcher(cfg))
-        args = (da.reshape((rows, k)), db.reshape((experts * k, n)), dc.reshape((rows, n)),
-                bounds, mmax)
-        read = _stream_reader(A, B, target, routing)
-        if read is None:
-            launch(*args)
-        else:                 # PyTorch's current stream; a repeat replays the launch (_Hot)
-            handle = read()
-            with enqueue.stream(handle):
-                plan = enqueue.record(lambda: launch(*args), args[:4])
-            if out is not None and not check_bounds:
-                _HOT[hot_key] = _Hot((A, B, out, routing), plan, read, handle)
+        launch(da.reshape((rows, k)), db.reshape((experts * k, n)), dc.reshape((rows, n)),
+               bounds, mmax)
     else:
         _launch(da, db, dc, out_dt, a.dtype, bounds, masked, rows, k, n, experts, mmax)
     if t.host:
@@ -218,7 +200,7 @@ TILES = ((64, 64), (64, 128), (64, 256), (128, 128), (128, 256))
 
 
 def hopper_config(in_dt: str, out_dt: str, rows: int, k: int, n: int, experts: int, mmax: int,
-                  masked: bool, routing, groups: int | None = None):
+                  masked: bool, routing):
     """The Hopper kernel's configuration for this call (:func:`tile_config`), or None for the
     teaching kernel: on a GPU of compute capability 9.x, 16-bit in and out, K a
     multiple of 64 (a k-slice never straddles two experts' weights), N a multiple of 8 (the
@@ -234,26 +216,9 @@ def hopper_config(in_dt: str, out_dt: str, rows: int, k: int, n: int, experts: i
         return None
     from numba import cuda
 
-    dev = cuda.get_current_device()
-    if dev.compute_capability[0] != 9:
+    if cuda.get_current_device().compute_capability[0] != 9:
         return None
-    per_group = mmax if masked else rows / experts
-    if per_group > SMALL_GROUPS:
-        return tile_config(in_dt, masked, per_group)
-    groups = min(experts, rows if groups is None else groups)
-    return tile_config(in_dt, masked, per_group,
-                       (64, tile_width(n, groups, int(dev.MULTIPROCESSOR_COUNT))))
-
-
-def tile_width(n: int, groups: int, sms: int) -> int:
-    """The columns of a 64-row tile for ``groups`` experts with rows (a decode step): the
-    widest of 256, 128 and 64 that still gives half the SMs a tile (measured on the H100: a
-    single token's two Mixtral experts of N = 4096 ran 1.06× PyTorch's grouped GEMM on 64-wide
-    tiles, 0.76× on 256-wide ones, which leave 100 of its 132 SMs idle)."""
-    for bn in (256, 128):
-        if groups * -(-n // bn) >= sms / 2:
-            return bn
-    return 64
+    return tile_config(in_dt, masked, mmax if masked else rows / experts)
 
 
 def tile_config(dtype: str, masked: bool, per_group: float, tile: tuple[int, int] | None = None):
@@ -275,43 +240,6 @@ def tile_config(dtype: str, masked: bool, per_group: float, tile: tuple[int, int
 
 
 _LAUNCHERS = LRU(16)                    # configuration -> its (memoised) launcher
-
-
-def _stream_reader(*arrays):
-    """A reader of PyTorch's current stream when every array is a PyTorch tensor (the call
-    then runs on that stream, and a repeat may replay it), else None."""
-    if not all(type(x).__module__.startswith("torch") for x in arrays):
-        return None
-    import torch
-
-    get, index = torch._C._cuda_getCurrentRawStream, arrays[0].device.index
-    return lambda: int(get(index))
-
-
-def _state(x):
-    return (x.data_ptr(), x.shape, x.stride(), x.dtype)
-
-
-class _Hot:
-    """A repeated call's fast path (PyTorch tensors, ``check_bounds=False``): what the recorded
-    launch reads of each operand (address, shape, strides, dtype) and the stream it was
-    recorded on; :meth:`launch` is one driver call."""
-
-    __slots__ = ("state", "plan", "read", "handle")
-
-    def __init__(self, arrays, plan, read, handle):
-        self.state = tuple(_state(x) for x in arrays)
-        self.plan, self.read, self.handle = plan, read, handle
-
-    def same(self, arrays) -> bool:
-        return tuple(_state(x) for x in arrays) == self.state and self.read() == self.handle \
-            and not enqueue._STREAMS
-
-    def launch(self) -> None:
-        self.plan.launch(self.handle)
-
-
-_HOT = LRU(64)
 
 
 def _hopper_launcher(cfg):

@@ -1,10 +1,13 @@
-"""Mixture of experts: every expert's product in one launch (``grouped``), the scheduler of the
-course's grouped kernel, and what PyTorch's grouped GEMM, a loop of ``torch.mm`` and a masked
-``torch.bmm`` cost at the shapes of two MoE layers."""
+"""Mixture of experts: every expert's product in one launch (``grouped``), the walk over the
+groups of the course's grouped kernel, and what it, PyTorch's grouped GEMM, a loop of
+``torch.mm`` and a masked ``torch.bmm`` cost at the shapes of two MoE layers."""
 from __future__ import annotations
+
+import math
 
 from lab import page, results
 from lab.kernels import grouped as kernel
+from lab.kernels.wgmma import order
 
 EXPERIMENT = "grouped"
 #: The implementations, as the table names them.
@@ -13,8 +16,9 @@ SHORT = {"torch.mm loop": "loop", "torch._grouped_mm": "grouped_mm",
 
 
 def scheduler_source():
-    """The teaching kernel's scheduler: a block's tile-row number → (expert, its rows)."""
-    return page.source(kernel, "group_of")
+    """The Hopper grouped kernel's tile order: a persistent block's work unit → (first row,
+    first column, the group's end, its expert), walking the groups."""
+    return page.source(order, "group_order")
 
 
 def _speed() -> dict:
@@ -63,6 +67,9 @@ def grouped_rows(model: str | None = None) -> list[dict]:
                 row[name] = f"{1e3 * r['median_ms']:,.0f}"
             else:
                 row[name] = f"{1e3 * r['median_ms']:,.0f} ({r['ratio_to_loop']:.2f})"
+        ours = speed.get((*key, "lab.grouped_gemm", "contiguous"))
+        row["ours ÷ grouped_mm"] = (f"{ours['ratio_to_grouped_mm']:.2f}"
+                                    if ours and ours.get("ratio_to_grouped_mm") else "-")
         out.append(row)
     return out
 
@@ -84,6 +91,12 @@ def _ratio(model, layer, tokens, impl, layout="contiguous") -> float:
     return _speed()[(model, layer, tokens, impl, layout)]["ratio_to_loop"]
 
 
+def _ours() -> list[dict]:
+    """Our contiguous-layout rows that were timed."""
+    return [r for r in _speed().values()
+            if r["impl"] == "lab.grouped_gemm" and r["layout"] == "contiguous"]
+
+
 def values() -> dict:
     """The section's quoted numbers, from the ``grouped`` results file."""
     speed = _speed()
@@ -95,7 +108,6 @@ def values() -> dict:
                   for t in decode]
     mx_grouped = [_ratio(mx, layer, t, "torch._grouped_mm") for layer in ("gate/up", "down")
                   for t in tokens]
-    ours = [r["ratio_to_loop"] for r in speed.values() if r["impl"] == "lab.grouped_gemm"]
     big = max(tokens)
     ds_loop_128 = speed[(ds, "down", 128, "torch.mm loop", "contiguous")]
     mx_pre = speed[(mx, "gate/up", big, "torch.mm loop", "contiguous")]
@@ -104,6 +116,14 @@ def values() -> dict:
     ds_g_1 = speed[(ds, "gate/up", 1, "torch._grouped_mm", "contiguous")]
     expert_bytes = 2 * ds_loop_128["k"] * ds_loop_128["n"]          # one expert's BF16 B
     read_gbps = results.rows("roofline", kernel="stream_read")[0]["gbps"]
+    ours = _ours()
+    to_gmm = sorted(r["ratio_to_grouped_mm"] for r in ours)
+    short = [r for r in ours if r["ratio_to_grouped_mm"] < 0.95]
+    ds_o_1 = speed[(ds, "gate/up", 1, "lab.grouped_gemm", "contiguous")]
+    ds_1_bytes = 2 * ds_o_1["k"] * ds_o_1["n"] * ds_o_1["experts_with_rows"]
+    prefill = [r for r in ours if r["tokens"] == big]
+    masked = [r["ratio_to_grouped_mm"] for r in speed.values()
+              if r["impl"] == "lab.grouped_gemm" and r["layout"] == "masked"]
     return {
         "moe_ds_expert_mb": f"{expert_bytes / 1e6:.0f}",
         "moe_ds_expert_read_us": f"{expert_bytes / (read_gbps * 1e3):.1f}",
@@ -123,8 +143,21 @@ def values() -> dict:
         "moe_ds_grouped_1_us": f"{1e3 * ds_g_1['median_ms']:,.0f}",
         "moe_mx_prefill_loop_tflops": f"{mx_pre['tflops']:.0f}",
         "moe_mx_prefill_grouped_tflops": f"{mx_pre_g['tflops']:.0f}",
-        "moe_ours_min": f"{min(ours):.2f}", "moe_ours_max": f"{max(ours):.2f}",
         "moe_prefill_tokens": f"{big:,}",
         "moe_tile": str(kernel.TILE),
+        "moe_ours_rows": str(len(ours)),
+        "moe_ours_level": str(sum(x >= 0.95 for x in to_gmm)),
+        "moe_ours_gmm_min": f"{to_gmm[0]:.2f}",
+        "moe_ours_gmm_max": f"{to_gmm[-1]:.2f}",
+        "moe_ours_gmm_geomean": f"{math.exp(sum(map(math.log, to_gmm)) / len(to_gmm)):.2f}",
+        "moe_ours_short": str(len(short)),
+        "moe_ours_short_tokens": ", ".join(sorted({f"{r['tokens']:,}" for r in short},
+                                                  key=lambda t: int(t.replace(",", ""))))
+                                  or "none",
+        "moe_ours_masked_min": f"{min(masked):.2f}",
+        "moe_ours_masked_max": f"{max(masked):.2f}",
+        "moe_ours_prefill_tflops_min": f"{min(r['tflops'] for r in prefill):.0f}",
+        "moe_ours_prefill_tflops_max": f"{max(r['tflops'] for r in prefill):.0f}",
+        "moe_ds_ours_1_us": f"{1e3 * ds_o_1['median_ms']:,.0f}",
+        "moe_ds_1_read_us": f"{ds_1_bytes / (read_gbps * 1e3):,.0f}",
     }
-
