@@ -44,23 +44,39 @@ def test_the_why_holds():
         float(v["moe_ds_grouped_1_us"].replace(",", ""))
 
 
-def test_what_our_grouped_kernel_did_is_what_the_page_says():
-    """Ours (the Hopper kernel, both layouts) timed on every layer and token count; its ratios
-    to the grouped GEMM as quoted; the shapes behind it are those named; at one token it takes
-    longer than reading the active experts' weights at the roof."""
-    v = ch7b.values()
+def test_what_the_teaching_kernel_did_is_what_the_page_says():
+    """Ours: far below the loop where timed; at prefill one call's time instead; on the
+    256-expert layer refused at launch (the widening's grid)."""
     ours = [r for r in results.rows("grouped") if r["impl"] == "lab.grouped_gemm"]
-    assert ours and all(r["part"] == "speed" for r in ours)
-    assert all(r["kernel"].startswith(("64x", "128x")) and "grouped" in r["kernel"] for r in ours)
-    contiguous = sorted(r["ratio_to_grouped_mm"] for r in ours if r["layout"] == "contiguous")
-    assert len(contiguous) == int(v["moe_ours_rows"]) == 16
-    assert v["moe_ours_gmm_min"] == f"{contiguous[0]:.2f}"
-    assert v["moe_ours_gmm_max"] == f"{contiguous[-1]:.2f}"
-    level = int(v["moe_ours_level"])
-    assert level == sum(x >= 0.95 for x in contiguous) and level + int(v["moe_ours_short"]) == 16
-    short = {r["tokens"] for r in ours
-             if r["layout"] == "contiguous" and r["ratio_to_grouped_mm"] < 0.95}
-    assert v["moe_ours_short_tokens"] == (", ".join(f"{t:,}" for t in sorted(short)) or "none")
-    assert float(v["moe_ds_ours_1_us"].replace(",", "")) > \
-        float(v["moe_ds_1_read_us"].replace(",", ""))
+    timed = [r for r in ours if r["part"] == "speed"]
+    assert timed and max(r["ratio_to_loop"] for r in timed) < 0.1
+    skipped = [r for r in ours if r["part"] == "skipped"]
+    assert all("widen" in r["reason"] for r in skipped if r["model"] == "DeepSeek-V3-like")
+    assert all(r["reason"].startswith("one call takes") for r in skipped
+               if r["model"] == "Mixtral 8x7B")
+    assert {r["phase"] for r in skipped if r["model"] == "Mixtral 8x7B"} == {"prefill"}
+    assert not [r for r in timed if r["model"] == "DeepSeek-V3-like"]
 
+
+def test_what_the_hopper_kernel_did_is_what_the_page_says():
+    """Ours on the H100: every layer and token count timed in both layouts by the Hopper
+    kernel; level (≥ 0.95) or ahead of the grouped GEMM where the page says, behind at one
+    token only; there its time spans less than the twofold range of the weights it reads."""
+    from lab.chapters.ch7b import s6_grouped
+
+    v = ch7b.values()
+    ours = [r for r in results.rows("grouped", s6_grouped.HOPPER_RUN)
+            if r["impl"] == "lab.grouped_gemm"]
+    assert ours and all(r["part"] == "speed" for r in ours)
+    assert all("grouped" in r["kernel"] and r["kernel"].startswith(("64x", "128x"))
+               for r in ours)
+    contiguous = [r for r in ours if r["layout"] == "contiguous"]
+    assert len(contiguous) == int(v["moe_h_rows"]) == 16
+    level = [r for r in contiguous if r["ratio_to_grouped_mm"] >= 0.95]
+    assert len(level) == int(v["moe_h_level"])
+    assert v["moe_h_level_min"] == f"{min(r['ratio_to_grouped_mm'] for r in level):.2f}"
+    short = [r for r in contiguous if r["ratio_to_grouped_mm"] < 0.95]
+    assert {r["tokens"] for r in short} == {1} and v["moe_h_short_tokens"] == "1"
+    one = [r["median_ms"] for r in contiguous if r["tokens"] == 1]
+    assert max(one) / min(one) < 0.6 * float(v["moe_h_one_mb_max"]) / float(v["moe_h_one_mb_min"])
+    assert all(r["ratio_to_grouped_mm"] >= 1 for r in contiguous if r["tokens"] == 4096)

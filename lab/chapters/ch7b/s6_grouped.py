@@ -1,6 +1,7 @@
 """Mixture of experts: every expert's product in one launch (``grouped``), the walk over the
-groups of the course's grouped kernel, and what it, PyTorch's grouped GEMM, a loop of
-``torch.mm`` and a masked ``torch.bmm`` cost at the shapes of two MoE layers."""
+groups of the course's grouped kernels, and what they, PyTorch's grouped GEMM, a loop of
+``torch.mm`` and a masked ``torch.bmm`` cost at the shapes of two MoE layers. The Hopper kernel
+was measured on an H100 (:data:`HOPPER_RUN`); the H200's file predates it."""
 from __future__ import annotations
 
 import math
@@ -10,15 +11,57 @@ from lab.kernels import grouped as kernel
 from lab.kernels.wgmma import order
 
 EXPERIMENT = "grouped"
+#: The results folder of the run that timed the Hopper grouped kernel.
+HOPPER_RUN = "h100-80gb-hbm3"
 #: The implementations, as the table names them.
 SHORT = {"torch.mm loop": "loop", "torch._grouped_mm": "grouped_mm",
          "torch.bmm masked": "bmm (masked)", "lab.grouped_gemm": "ours"}
 
 
 def scheduler_source():
+    """The teaching kernel's scheduler: a block's tile-row number → (expert, its rows)."""
+    return page.source(kernel, "group_of")
+
+
+def walk_source():
     """The Hopper grouped kernel's tile order: a persistent block's work unit → (first row,
     first column, the group's end, its expert), walking the groups."""
     return page.source(order, "group_order")
+
+
+def _hopper_speed() -> dict:
+    """(model, layer, tokens, impl, layout) → the speed row of the Hopper kernel's run."""
+    return {(r["model"], r["layer"], r["tokens"], r["impl"], r["layout"]): r
+            for r in results.rows(EXPERIMENT, HOPPER_RUN) if r["part"] == "speed"}
+
+
+def hopper_rows() -> list[dict]:
+    """One row per layer and token count of the Hopper kernel's run: µs per call of PyTorch's
+    grouped GEMM and of ours in both layouts, and ours (contiguous) ÷ the grouped GEMM."""
+    speed = _hopper_speed()
+    out = []
+    gmm = sorted((r for r in speed.values() if r["impl"] == "torch._grouped_mm"),
+                 key=lambda r: (r["model"] != "Mixtral 8x7B", r["model"], r["layer"],
+                                r["tokens"]))
+    for g in gmm:
+        key = (g["model"], g["layer"], g["tokens"])
+        ours = speed.get((*key, "lab.grouped_gemm", "contiguous"))
+        masked = speed.get((*key, "lab.grouped_gemm", "masked"))
+        out.append({"layer": f"{g['model']} {g['layer']}", "tokens": g["tokens"],
+                    "grouped_mm µs": f"{1e3 * g['median_ms']:,.0f}",
+                    "ours µs": f"{1e3 * ours['median_ms']:,.0f}" if ours else "-",
+                    "ours masked µs": f"{1e3 * masked['median_ms']:,.0f}" if masked else "-",
+                    "ours ÷ grouped_mm": (f"{ours['ratio_to_grouped_mm']:.2f}" if ours
+                                          else "-")})
+    return out
+
+
+def hopper_table():
+    """The Hopper grouped kernel against PyTorch's grouped GEMM, BF16, medians of the run's
+    processes, on the GPU that ran it."""
+    data = results.load(EXPERIMENT, HOPPER_RUN)
+    return page.table(hopper_rows(), title=f"Ours on {data['provenance']['gpu']}",
+                      source=results.source_line(EXPERIMENT, HOPPER_RUN))
 
 
 def _speed() -> dict:
@@ -67,9 +110,6 @@ def grouped_rows(model: str | None = None) -> list[dict]:
                 row[name] = f"{1e3 * r['median_ms']:,.0f}"
             else:
                 row[name] = f"{1e3 * r['median_ms']:,.0f} ({r['ratio_to_loop']:.2f})"
-        ours = speed.get((*key, "lab.grouped_gemm", "contiguous"))
-        row["ours ÷ grouped_mm"] = (f"{ours['ratio_to_grouped_mm']:.2f}"
-                                    if ours and ours.get("ratio_to_grouped_mm") else "-")
         out.append(row)
     return out
 
@@ -91,12 +131,6 @@ def _ratio(model, layer, tokens, impl, layout="contiguous") -> float:
     return _speed()[(model, layer, tokens, impl, layout)]["ratio_to_loop"]
 
 
-def _ours() -> list[dict]:
-    """Our contiguous-layout rows that were timed."""
-    return [r for r in _speed().values()
-            if r["impl"] == "lab.grouped_gemm" and r["layout"] == "contiguous"]
-
-
 def values() -> dict:
     """The section's quoted numbers, from the ``grouped`` results file."""
     speed = _speed()
@@ -108,6 +142,7 @@ def values() -> dict:
                   for t in decode]
     mx_grouped = [_ratio(mx, layer, t, "torch._grouped_mm") for layer in ("gate/up", "down")
                   for t in tokens]
+    ours = [r["ratio_to_loop"] for r in speed.values() if r["impl"] == "lab.grouped_gemm"]
     big = max(tokens)
     ds_loop_128 = speed[(ds, "down", 128, "torch.mm loop", "contiguous")]
     mx_pre = speed[(mx, "gate/up", big, "torch.mm loop", "contiguous")]
@@ -116,15 +151,7 @@ def values() -> dict:
     ds_g_1 = speed[(ds, "gate/up", 1, "torch._grouped_mm", "contiguous")]
     expert_bytes = 2 * ds_loop_128["k"] * ds_loop_128["n"]          # one expert's BF16 B
     read_gbps = results.rows("roofline", kernel="stream_read")[0]["gbps"]
-    ours = _ours()
-    to_gmm = sorted(r["ratio_to_grouped_mm"] for r in ours)
-    short = [r for r in ours if r["ratio_to_grouped_mm"] < 0.95]
-    ds_o_1 = speed[(ds, "gate/up", 1, "lab.grouped_gemm", "contiguous")]
-    ds_1_bytes = 2 * ds_o_1["k"] * ds_o_1["n"] * ds_o_1["experts_with_rows"]
-    prefill = [r for r in ours if r["tokens"] == big]
-    masked = [r["ratio_to_grouped_mm"] for r in speed.values()
-              if r["impl"] == "lab.grouped_gemm" and r["layout"] == "masked"]
-    return {
+    return {**hopper_values(),
         "moe_ds_expert_mb": f"{expert_bytes / 1e6:.0f}",
         "moe_ds_expert_read_us": f"{expert_bytes / (read_gbps * 1e3):.1f}",
         "moe_processes": str(data["parameters"]["processes"]),
@@ -143,21 +170,48 @@ def values() -> dict:
         "moe_ds_grouped_1_us": f"{1e3 * ds_g_1['median_ms']:,.0f}",
         "moe_mx_prefill_loop_tflops": f"{mx_pre['tflops']:.0f}",
         "moe_mx_prefill_grouped_tflops": f"{mx_pre_g['tflops']:.0f}",
+        "moe_ours_min": f"{min(ours):.2f}", "moe_ours_max": f"{max(ours):.2f}",
         "moe_prefill_tokens": f"{big:,}",
         "moe_tile": str(kernel.TILE),
-        "moe_ours_rows": str(len(ours)),
-        "moe_ours_level": str(sum(x >= 0.95 for x in to_gmm)),
-        "moe_ours_gmm_min": f"{to_gmm[0]:.2f}",
-        "moe_ours_gmm_max": f"{to_gmm[-1]:.2f}",
-        "moe_ours_gmm_geomean": f"{math.exp(sum(map(math.log, to_gmm)) / len(to_gmm)):.2f}",
-        "moe_ours_short": str(len(short)),
-        "moe_ours_short_tokens": ", ".join(sorted({f"{r['tokens']:,}" for r in short},
-                                                  key=lambda t: int(t.replace(",", ""))))
-                                  or "none",
-        "moe_ours_masked_min": f"{min(masked):.2f}",
-        "moe_ours_masked_max": f"{max(masked):.2f}",
-        "moe_ours_prefill_tflops_min": f"{min(r['tflops'] for r in prefill):.0f}",
-        "moe_ours_prefill_tflops_max": f"{max(r['tflops'] for r in prefill):.0f}",
-        "moe_ds_ours_1_us": f"{1e3 * ds_o_1['median_ms']:,.0f}",
-        "moe_ds_1_read_us": f"{ds_1_bytes / (read_gbps * 1e3):,.0f}",
+    }
+
+
+
+def hopper_values() -> dict:
+    """The numbers quoted of the Hopper grouped kernel's run."""
+    speed = _hopper_speed()
+    data = results.load(EXPERIMENT, HOPPER_RUN)
+    ours = [r for r in speed.values()
+            if r["impl"] == "lab.grouped_gemm" and r["layout"] == "contiguous"]
+    to_gmm = sorted(r["ratio_to_grouped_mm"] for r in ours)
+    level = [x for x in to_gmm if x >= 0.95]
+    short = [r for r in ours if r["ratio_to_grouped_mm"] < 0.95]
+    big = max(r["tokens"] for r in ours)
+    prefill = [r for r in ours if r["tokens"] == big]
+    one = [r for r in ours if r["tokens"] == 1]
+    weights = [2 * r["k"] * r["n"] * r["experts_with_rows"] / 1e6 for r in one]
+    masked = [r["ratio_to_grouped_mm"] for r in speed.values()
+              if r["impl"] == "lab.grouped_gemm" and r["layout"] == "masked"]
+    return {
+        "moe_h_gpu": data["provenance"]["gpu"],
+        "moe_h_processes": str(data["parameters"]["processes"]),
+        "moe_h_rows": str(len(ours)),
+        "moe_h_level": str(len(level)),
+        "moe_h_level_min": f"{min(level):.2f}",
+        "moe_h_gmm_max": f"{to_gmm[-1]:.2f}",
+        "moe_h_gmm_geomean": f"{math.exp(sum(map(math.log, to_gmm)) / len(to_gmm)):.2f}",
+        "moe_h_short": str(len(short)),
+        "moe_h_short_tokens": ", ".join(sorted({f"{r['tokens']:,}" for r in short})) or "none",
+        "moe_h_short_min": f"{min(r['ratio_to_grouped_mm'] for r in short):.2f}" if short
+                           else "-",
+        "moe_h_short_max": f"{max(r['ratio_to_grouped_mm'] for r in short):.2f}" if short
+                           else "-",
+        "moe_h_one_min_us": f"{1e3 * min(r['median_ms'] for r in one):.0f}",
+        "moe_h_one_max_us": f"{1e3 * max(r['median_ms'] for r in one):.0f}",
+        "moe_h_one_mb_min": f"{min(weights):.0f}",
+        "moe_h_one_mb_max": f"{max(weights):.0f}",
+        "moe_h_masked_min": f"{min(masked):.2f}",
+        "moe_h_masked_max": f"{max(masked):.2f}",
+        "moe_h_prefill_tflops_min": f"{min(r['tflops'] for r in prefill):.0f}",
+        "moe_h_prefill_tflops_max": f"{max(r['tflops'] for r in prefill):.0f}",
     }
