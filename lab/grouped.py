@@ -9,9 +9,13 @@ routed rows come in one of two layouts:
   C is ``[E, M_max, N]``, rows past a count left as they were in ``out`` (zeros in a new one).
 
 Inputs as ``lab.gemm`` takes them (Numba, CuPy or PyTorch device arrays, or host NumPy arrays;
-FP32, FP16 or BF16, both the same, row-major); ``out`` FP32 or the inputs' type. The kernel is
-the teaching kernel of :mod:`lab.kernels.grouped` (FP32 arithmetic; 16-bit inputs widened
-first, a 16-bit C narrowed after), which runs in the simulator and on any GPU.
+FP32, FP16 or BF16, both the same, row-major); ``out`` FP32 or the inputs' type. Two kernels:
+
+* on a GPU of compute capability 9.x, with 16-bit inputs and output, K a multiple of 64 and N
+  of 8: chapter 7's persistent Hopper kernel walking the groups (:func:`hopper_config`,
+  :func:`tile_config`; :mod:`lab.kernels.wgmma.order`'s ``group_order``);
+* elsewhere the teaching kernel of :mod:`lab.kernels.grouped` (FP32 arithmetic; 16-bit inputs
+  widened first, a 16-bit C narrowed after), which runs in the simulator and on any GPU.
 
 Everything is checked before anything is copied or launched, with the operand and the problem
 named: shapes and types, the layout, offsets that do not start at 0, decrease or do not end at
