@@ -76,7 +76,7 @@ def test_what_the_hopper_kernel_did_is_what_the_page_says():
     assert len(level) == int(v["moe_h_level"])
     assert v["moe_h_level_min"] == f"{min(r['ratio_to_grouped_mm'] for r in level):.2f}"
     short = [r for r in contiguous if r["ratio_to_grouped_mm"] < 0.95]
-    assert {r["tokens"] for r in short} == {1} and v["moe_h_short_tokens"] == "1"
+    assert {r["tokens"] for r in short} == {1}                 # "behind at a single token"
     one = [r["median_ms"] for r in contiguous if r["tokens"] == 1]
     assert max(one) / min(one) < 0.6 * float(v["moe_h_one_mb_max"]) / float(v["moe_h_one_mb_min"])
     assert all(r["ratio_to_grouped_mm"] >= 1 for r in contiguous if r["tokens"] == 4096)

@@ -200,8 +200,6 @@ def hopper_values() -> dict:
         "moe_h_level_min": f"{min(level):.2f}",
         "moe_h_gmm_max": f"{to_gmm[-1]:.2f}",
         "moe_h_gmm_geomean": f"{math.exp(sum(map(math.log, to_gmm)) / len(to_gmm)):.2f}",
-        "moe_h_short": str(len(short)),
-        "moe_h_short_tokens": ", ".join(sorted({f"{r['tokens']:,}" for r in short})) or "none",
         "moe_h_short_min": f"{min(r['ratio_to_grouped_mm'] for r in short):.2f}" if short
                            else "-",
         "moe_h_short_max": f"{max(r['ratio_to_grouped_mm'] for r in short):.2f}" if short
