@@ -35,19 +35,22 @@ def _hopper_speed() -> dict:
             for r in results.rows(EXPERIMENT, HOPPER_RUN) if r["part"] == "speed"}
 
 
-def hopper_rows() -> list[dict]:
-    """One row per layer and token count of the Hopper kernel's run: µs per call of PyTorch's
-    grouped GEMM and of ours in both layouts, and ours (contiguous) ÷ the grouped GEMM."""
+def hopper_rows(model: str | None = None) -> list[dict]:
+    """One row per layer and token count (of ``model``, or every model's) of the Hopper
+    kernel's run: µs per call of PyTorch's grouped GEMM and of ours in both layouts, and ours
+    (contiguous) ÷ the grouped GEMM."""
     speed = _hopper_speed()
     out = []
-    gmm = sorted((r for r in speed.values() if r["impl"] == "torch._grouped_mm"),
+    gmm = sorted((r for r in speed.values() if r["impl"] == "torch._grouped_mm"
+                  and model in (None, r["model"])),
                  key=lambda r: (r["model"] != "Mixtral 8x7B", r["model"], r["layer"],
                                 r["tokens"]))
     for g in gmm:
         key = (g["model"], g["layer"], g["tokens"])
         ours = speed.get((*key, "lab.grouped_gemm", "contiguous"))
         masked = speed.get((*key, "lab.grouped_gemm", "masked"))
-        out.append({"layer": f"{g['model']} {g['layer']}", "tokens": g["tokens"],
+        out.append({"layer": g["layer"] if model else f"{g['model']} {g['layer']}",
+                    "tokens": g["tokens"],
                     "grouped_mm µs": f"{1e3 * g['median_ms']:,.0f}",
                     "ours µs": f"{1e3 * ours['median_ms']:,.0f}" if ours else "-",
                     "ours masked µs": f"{1e3 * masked['median_ms']:,.0f}" if masked else "-",
@@ -56,11 +59,14 @@ def hopper_rows() -> list[dict]:
     return out
 
 
-def hopper_table():
-    """The Hopper grouped kernel against PyTorch's grouped GEMM, BF16, medians of the run's
-    processes, on the GPU that ran it."""
+def hopper_table(model: str):
+    """One model's layers: the Hopper grouped kernel against PyTorch's grouped GEMM, BF16,
+    medians of the run's processes, on the GPU that ran it."""
     data = results.load(EXPERIMENT, HOPPER_RUN)
-    return page.table(hopper_rows(), title=f"Ours on {data['provenance']['gpu']}",
+    rows = hopper_rows(model)
+    if not rows:
+        raise ValueError(f"no {model!r} layer in the grouped results of {HOPPER_RUN}")
+    return page.table(rows, title=f"{model}, ours on {data['provenance']['gpu']}",
                       source=results.source_line(EXPERIMENT, HOPPER_RUN))
 
 
