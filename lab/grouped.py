@@ -184,7 +184,8 @@ def grouped_gemm(A, B, out=None, *, offsets=None, counts=None, out_dtype=None,
     da, db, dc = (_upload(x) if x.host else as_numba(x) for x in (a, b, t))
     bounds = _bounds_device(routing, host)
     if cfg is not None:
-        launch = _LAUNCHERS.get_or_make(cfg, lambda: _hopper_launcher(cfg))
+        from lab.kernels import wgmma
+        launch = _LAUNCHERS.get_or_make(cfg, lambda: wgmma.grouped_launcher(cfg))
         launch(da.reshape((rows, k)), db.reshape((experts * k, n)), dc.reshape((rows, n)),
                bounds, mmax)
     else:
@@ -244,11 +245,6 @@ def tile_config(dtype: str, masked: bool, per_group: float, tile: tuple[int, int
 
 
 _LAUNCHERS = LRU(16)                    # configuration -> its (memoised) launcher
-
-
-def _hopper_launcher(cfg):
-    from lab.kernels import wgmma
-    return wgmma.grouped_launcher(cfg)
 
 
 def _upload(x: Operand):
