@@ -7,8 +7,9 @@ shapes, and (on compute capability 9.0) ``lab.gemm``'s configurations that no ru
 (:func:`lab.gemm.variants`) past their tile edges and the Hopper grouped kernels
 (:func:`lab.grouped.hopper_configs`) on groups of 0, 1 and a tile's rows ± 1, each shape
 **twice** through one launcher on fresh inputs: a fault that a first call hides (a ticket
-counter left unreset, a workspace reused dirty) shows on the second. What passed is written to ``lab/facts/gpu_checks.json`` under the
-GPU's name with :func:`lab.compiler.source_digest` of the sources checked.
+counter left unreset, a workspace reused dirty) shows on the second. What passed is written to
+``lab/facts/gpu_checks.json`` under the GPU's name with :func:`lab.compiler.source_digest` of
+the sources checked.
 
 :func:`problems` lists what the newest record lacks for the current sources: no record, a record
 of other sources, a GPU-only kernel (one the simulator cannot run) that runs on the recorded GPU
