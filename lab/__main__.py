@@ -469,6 +469,9 @@ def cmd_measure(args) -> int:
             _measure_here(step, row, root=root, command=command)
     if lock is not None:
         print(lock.summary(), flush=True)   # the parent adds it to this experiment's line
+        from lab import gpulock
+
+        gpulock.unshare(lock)
     print()
     print(tables.render(summary, ["experiment", "status", "seconds", "estimate_s", "note"],
                         {"seconds": "took s", "estimate_s": "H200 est. s"}))

@@ -63,6 +63,14 @@ class GpuLock:
         """Seconds this process has held the GPU so far, the current turn included."""
         return self.held_s + (time.perf_counter() - self._since if self.held else 0.0)
 
+    def close(self) -> None:
+        """Let go of the lock file for good (the lock too, if held)."""
+        if self._file.closed:
+            return
+        if self.held:
+            self.release()
+        self._file.close()
+
     def summary(self) -> str:
         return (f"{SUMMARY_HEAD} held {self.held_seconds():.0f} s, waited "
                 f"{self.waited_s:.0f} s")
@@ -147,3 +155,17 @@ def share(path: str) -> GpuLock:
     if hasattr(CUDADispatcher, "compile"):      # (the simulator's kernels compile nothing)
         release_while_compiling(CUDADispatcher, CURRENT)
     return CURRENT
+
+
+def unshare(lock: GpuLock) -> None:
+    """Undo :func:`share` of ``lock``: the dispatcher compiles as before and the lock file is
+    closed."""
+    global CURRENT
+    from numba.cuda.dispatcher import CUDADispatcher
+
+    original = getattr(getattr(CUDADispatcher, "compile", None), "__wrapped_by_gpulock__", None)
+    if original is not None:
+        CUDADispatcher.compile = original
+    lock.close()
+    if CURRENT is lock:
+        CURRENT = None

@@ -52,6 +52,8 @@ def test_the_lock_is_let_go_only_while_a_new_signature_compiles(tmp_path):
     gpulock.release_while_compiling(Dispatcher, lock)      # wrapping twice wraps once
     Dispatcher().compile(sig)
     assert seen[-1] is True and synced == [True, True]
+    lock.close()
+    assert _lock_is_free(path)
 
 
 def test_off_gpu_lets_go_for_host_work_and_takes_the_turn_back(tmp_path, monkeypatch):
@@ -68,6 +70,7 @@ def test_off_gpu_lets_go_for_host_work_and_takes_the_turn_back(tmp_path, monkeyp
             assert _lock_is_free(path)
     assert lock.held and not _lock_is_free(path)
     assert "held" in lock.summary() and lock.held_seconds() >= 0
+    lock.close()
 
 
 # ----------------------------------------------------------------------------- one lock a results folder
@@ -87,6 +90,8 @@ def test_every_measure_process_of_a_folder_shares_one_gpu_lock(tmp_path):
         fcntl.flock(second.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     first.release()
     fcntl.flock(second.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    first.close()
+    second.close()
 
 
 def test_a_serial_measure_run_takes_the_folders_gpu_lock(tmp_path, monkeypatch):
@@ -130,3 +135,16 @@ def test_the_processes_of_a_jobs_run_take_turns_through_the_folders_gpu_lock(tmp
     cli._measure_side_by_side(todo, 2, root=tmp_path, slug="h200", command="t")
     cmd = started[0]
     assert cmd[cmd.index("--gpu-lock") + 1] == gpulock.folder_lock(tmp_path / "h200")
+
+
+def test_unshare_lets_go_for_good_and_the_dispatcher_compiles_as_before(tmp_path):
+    from numba.cuda.dispatcher import CUDADispatcher
+
+    path = tmp_path / "gpu.lock"
+    before = getattr(CUDADispatcher, "compile", None)
+    lock = gpulock.share(str(path))
+    assert gpulock.CURRENT is lock and not _lock_is_free(path)
+    gpulock.unshare(lock)
+    assert gpulock.CURRENT is None and _lock_is_free(path) and lock._file.closed
+    assert getattr(CUDADispatcher, "compile", None) is before
+    lock.close()                                 # closing twice is harmless
