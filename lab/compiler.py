@@ -322,18 +322,71 @@ def facts_file(kind: str) -> Path:
     return CHECKS_FILE if kind in _CHECK_KINDS else FACTS_FILE
 
 
+def _codegen_files() -> list[tuple[Path, Path]]:
+    """``(path relative to lab/, path)`` of every ``lab`` source that generates device code."""
+    root = Path(__file__).resolve().parent
+    files = sorted(list(root.rglob("*.py")) + list((root / "twins").glob("*.cu")))
+    return [(path.relative_to(root), path) for path in files
+            if not (path.suffix == ".py" and (path.relative_to(root).parts[0] in _NOT_CODEGEN
+                                              or path.relative_to(root).parts[0] in _HOST_ONLY))]
+
+
 @functools.lru_cache(maxsize=None)
 def source_digest() -> str:
-    """Hash of every ``lab`` source that generates device code (kernels, intrinsics, twins)."""
-    root = Path(__file__).resolve().parent
+    """Hash of every ``lab`` source that generates device code (kernels, intrinsics, twins),
+    byte for byte."""
     h = hashlib.sha256()
-    files = sorted(list(root.rglob("*.py")) + list((root / "twins").glob("*.cu")))
-    for path in files:
-        rel = path.relative_to(root)
-        if rel.suffix == ".py" and (rel.parts[0] in _NOT_CODEGEN or rel.parts[0] in _HOST_ONLY):
-            continue
+    for rel, path in _codegen_files():
         h.update(str(rel).encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()
+
+
+@functools.lru_cache(maxsize=None)
+def code_digest() -> str:
+    """Hash of the sources of :func:`source_digest` read as code: each Python file as
+    :func:`canonical_code` writes it (no docstrings, comments, blank lines or layout), the CUDA C
+    twins byte for byte. A GPU check record is tied to it (:mod:`lab.gpu_checks`): a docstring
+    or a comment edited in a kernel module changes no kernel and keeps the record, while any
+    change of code, a string or a number included, asks for a new one."""
+    h = hashlib.sha256()
+    for rel, path in _codegen_files():
+        text = (canonical_code(path.read_text()).encode() if path.suffix == ".py"
+                else path.read_bytes())
+        h.update(str(rel).encode() + b"\0" + text + b"\0")
+    return h.hexdigest()
+
+
+def canonical_code(source: str) -> str:
+    """``source``'s syntax tree as one line of text without docstrings or positions: each node
+    as its class name and its non-empty fields. Python 3.11, 3.12 and 3.13 write the same text
+    for the same code (3.12's empty ``type_params`` and 3.13's ``None`` defaults are left out)."""
+    import ast
+
+    def dump(node) -> str:
+        if isinstance(node, ast.AST):
+            body = getattr(node, "body", None)
+            if (isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef,
+                                  ast.AsyncFunctionDef))
+                    and body and isinstance(body[0], ast.Expr)
+                    and isinstance(body[0].value, ast.Constant)
+                    and isinstance(body[0].value.value, str)):
+                skip_first = True
+            else:
+                skip_first = False
+            fields = []
+            for name in node._fields:
+                value = getattr(node, name, None)
+                if name == "body" and skip_first:
+                    value = value[1:]
+                if value is None or value == [] or name in ("kind", "type_comment"):
+                    continue
+                fields.append(f"{name}={dump(value)}")
+            return f"{type(node).__name__}({','.join(fields)})"
+        if isinstance(node, list):
+            return "[" + ",".join(dump(x) for x in node) + "]"
+        return repr(node)
+
+    return dump(ast.parse(source))
 
 
 #: Host-side modules that never change generated code (left out of :func:`source_digest`).

@@ -1,4 +1,4 @@
-"""The record of the checks a GPU ran, tied to the kernel sources it checked.
+"""The record of the checks a GPU ran, tied to the kernel code it checked.
 
 The CUDA simulator cannot run the tensor-core and Hopper kernels, so only a GPU checks them, and
 a change to their sources would otherwise pass every CPU test. ``python -m lab check --record``
@@ -8,8 +8,9 @@ shapes, and (on compute capability 9.0) ``lab.gemm``'s configurations that no ru
 (:func:`lab.grouped.hopper_configs`) on groups of 0, 1 and a tile's rows ± 1, each shape
 **twice** through one launcher on fresh inputs: a fault that a first call hides (a ticket
 counter left unreset, a workspace reused dirty) shows on the second. What passed is written to
-``lab/facts/gpu_checks.json`` under the GPU's name with :func:`lab.compiler.source_digest` of
-the sources checked.
+``lab/facts/gpu_checks.json`` under the GPU's name with :func:`lab.compiler.code_digest` of the
+sources checked: their code, so that a docstring or a comment edited later keeps the record
+(the sources' bytes are kept too, as ``source_digest``).
 
 :func:`problems` lists what the newest record lacks for the current sources: no record, a record
 of other sources, a GPU-only kernel (one the simulator cannot run) that runs on the recorded GPU
@@ -52,7 +53,8 @@ def record(gpu: str, cc: tuple[int, int], checked: dict[str, dict], skipped: dic
     ``{"shapes": [[m, n, k], ...], "calls": CALLS, "passed": bool}``; ``skipped`` maps a kernel
     that cannot run on this GPU to the reason. Refused (ValueError) if any check failed, if a
     kernel was called fewer than :data:`CALLS` times a shape, or if nothing was checked: a
-    record says the sources passed."""
+    record says the sources passed. ``digest`` (:func:`lab.compiler.code_digest` unless given)
+    is what :func:`problems` matches the current sources against."""
     from lab import compiler
 
     if not checked:
@@ -68,7 +70,8 @@ def record(gpu: str, cc: tuple[int, int], checked: dict[str, dict], skipped: dic
     path = Path(path or PATH)
     data = load(path) if path.exists() else {"records": {}}
     data["records"][gpu] = {
-        "source_digest": digest or compiler.source_digest(),
+        "code_digest": digest or compiler.code_digest(),
+        "source_digest": compiler.source_digest(),
         "compute_capability": f"{cc[0]}.{cc[1]}",
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "calls_per_shape": CALLS,
@@ -127,12 +130,12 @@ def problems(data: dict | None = None, digest: str | None = None) -> list[str]:
     from lab import compiler
 
     data = load() if data is None else data
-    digest = digest or compiler.source_digest()
+    digest = digest or compiler.code_digest()
     how = "check the kernels on a GPU: python -m lab check --record"
     records = data.get("records", {})
     if not records:
         return [f"no GPU check record; {how}"]
-    current = {gpu: r for gpu, r in records.items() if r.get("source_digest") == digest}
+    current = {gpu: r for gpu, r in records.items() if r.get("code_digest") == digest}
     if not current:
         dates = ", ".join(f"{gpu} ({r.get('date', '?')[:10]})" for gpu, r in records.items())
         return [f"the GPU check records ({dates}) are of other kernel sources than these; {how}"]

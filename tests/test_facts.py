@@ -159,10 +159,10 @@ def test_the_record_command_records_the_checks(monkeypatch, capsys, recording):
     assert done == [("report", len(TEACHING))] + (checks if recording else [])
 
 
-def test_the_gpu_check_record_is_of_these_kernel_sources():
-    """A GPU ran ``python -m lab check --record`` on the kernel sources as they are: every
-    GPU-only kernel that runs there twice at every shape (:mod:`lab.gpu_checks`). A kernel
-    change lands with a fresh record."""
+def test_the_gpu_check_record_is_of_this_kernel_code():
+    """A GPU ran ``python -m lab check --record`` on the kernel code as it is (docstrings and
+    comments aside: :func:`lab.compiler.code_digest`): every GPU-only kernel that runs there
+    twice at every shape (:mod:`lab.gpu_checks`). A change of code lands with a fresh record."""
     from lab import gpu_checks
 
     assert not gpu_checks.problems()

@@ -69,7 +69,7 @@ def test_the_gpu_only_kernels_are_those_the_simulator_cannot_run():
 
 
 def _data(gpu="h200", digest=DIGEST, checked=None, cc="9.0"):
-    return {"records": {gpu: {"source_digest": digest, "compute_capability": cc,
+    return {"records": {gpu: {"code_digest": digest, "compute_capability": cc,
                               "date": "2026-12-06T00:00:00+00:00", "calls_per_shape": 2,
                               "checked": _complete() if checked is None else checked,
                               "skipped": {}}}}
@@ -150,6 +150,7 @@ def test_check_record_calls_every_shape_twice_and_writes_what_passed(hopper, cap
         for m, n, k in shapes:
             assert hopper.calls.count((name, m, n, k)) == 2
     record = json.loads(hopper.path.read_text())["records"]["fake-h100"]
+    assert record["code_digest"] == lab.compiler.code_digest()
     assert record["source_digest"] == lab.compiler.source_digest()
     assert set(record["checked"]) == {*hopper.names, "lab.gemm variant v", "lab.grouped_gemm g"}
     assert "recorded in" in capsys.readouterr().out
