@@ -17,10 +17,51 @@ def test_installed_once_by_lab_device():
 
     from lab import simulator
 
+    from numba.core.types import scalars
+
     assert kernel.BlockManager.run.__module__ == "lab.simulator"
     assert kernelapi.FakeCUDAShared.array.__module__ == "lab.simulator"
+    assert scalars.Integer.__call__.__module__ == "lab.simulator"
+    assert scalars.Float.__call__ is scalars.Integer.__call__
     assert simulator.install() == []
 
+
+def test_a_scalar_cast_gives_what_numba_gives():
+    """int32(x) and its kind: NumPy's value and type, or NumPy's error, as numba's own call;
+    a type called on types is still a signature."""
+    from numba import float32, float64, int32, int64, uint8, uint32
+    from numba.core.types.abstract import Type
+
+    def outcome(call):
+        try:
+            value = call()
+        except Exception as e:                   # noqa: BLE001 - the error is the outcome
+            return type(e).__name__
+        return type(value), (repr(value) if value == value else "nan")
+
+    for value in (0, -1, 7, 2 ** 40, 3.9, -2.5, float("nan"), True, np.float32(2.5),
+                  np.int64(300), np.uint8(255)):
+        for kind in (int32, uint32, int64, uint8, float32, float64):
+            assert (outcome(lambda: kind(value))
+                    == outcome(lambda: Type.__call__(kind, value))), (kind, value)
+    assert str(int32(int32, float32)) == "(int32, float32) -> int32"
+
+
+def test_a_block_runs_with_the_longer_switch_interval_and_restores_it():
+    """(A simulated kernel is Python: it can read the interpreter's setting itself.)"""
+    import sys
+
+    from lab import simulator
+
+    @cuda.jit
+    def record(out):
+        out[cuda.threadIdx.x] = sys.getswitchinterval()
+
+    before = sys.getswitchinterval()
+    out = np.zeros(4)
+    record[2, 4](out)
+    assert out == pytest.approx([max(before, simulator.SWITCH_S)] * 4)
+    assert sys.getswitchinterval() == before
 
 def test_a_barrier_orders_writes_and_reads_across_the_block():
     """Each thread writes its slot, waits, reads its neighbour's: only a real barrier gives
