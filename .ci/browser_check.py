@@ -164,11 +164,13 @@ def _within(origin: str, problems: list[str]):
 
 
 def check(root: Path, todo: list[Path], shots: Path, quiet: bool = False,
-          counts: dict[str, int] | None = None, ahead: int = 0) -> dict[str, list[str]]:
+          counts: dict[str, int] | None = None, ahead: int = 0,
+          lines: dict[str, list[str]] | None = None) -> dict[str, list[str]]:
     """Open each page of ``todo`` (paths under ``root``) and return its problems by page;
-    ``counts``, if given, receives each page's words with every fold opened. ``ahead``: pages
-    that load while one is measured (for small pages, whose time is the wait for an idle
-    network; the book's pages keep the browser busy, and load one at a time)."""
+    ``counts``, if given, receives each page's words with every fold opened, and ``lines`` the
+    lines printed for it (printed as they come unless ``quiet``). ``ahead``: pages that load
+    while one is measured (for small pages, whose time is the wait for an idle network; the
+    book's pages keep one browser busy, and load one at a time)."""
     from playwright.sync_api import sync_playwright
 
     shots.mkdir(parents=True, exist_ok=True)
@@ -214,12 +216,14 @@ def check(root: Path, todo: list[Path], shots: Path, quiet: bool = False,
             if counts is not None:
                 counts[rel.as_posix()] = seen["opened"]
             page.close()
+            verdict = "ok" if not problems else f"{len(problems)} problem(s)"
+            said = [f"{rel.as_posix():<40} {verdict} ({seen['words']} words, "
+                    f"{seen['opened']} opened, {seen['tables']} tables)"]
+            said += [f"    {p}" for p in problems]
+            if lines is not None:
+                lines[rel.as_posix()] = said
             if not quiet:
-                verdict = "ok" if not problems else f"{len(problems)} problem(s)"
-                print(f"{rel.as_posix():<40} {verdict} ({seen['words']} words, "
-                      f"{seen['opened']} opened, {seen['tables']} tables)")
-                for p in problems:
-                    print(f"    {p}")
+                print("\n".join(said), flush=True)
             found[rel.as_posix()] = problems
         browser.close()
     server.shutdown()
@@ -299,6 +303,35 @@ def self_test(shots: Path) -> int:
     return 1 if bad else 0
 
 
+def _check_share(root: Path, share: list[Path], shots: Path):
+    counts: dict[str, int] = {}
+    lines: dict[str, list[str]] = {}
+    found = check(root, share, shots, quiet=True, counts=counts, lines=lines)
+    return found, counts, lines
+
+
+def check_in_browsers(root: Path, todo: list[Path], shots: Path, browsers: int):
+    """:func:`check` of ``todo`` shared among ``browsers`` processes, each with a browser of its
+    own (the book's pages are dealt largest first, so that the shares take alike), the lines
+    printed in page order: (problems by page, opened words by page)."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    browsers = max(1, min(browsers, len(todo)))
+    by_size = sorted(todo, key=lambda rel: -(root / rel).stat().st_size)
+    shares = [by_size[i::browsers] for i in range(browsers)]
+    found: dict[str, list[str]] = {}
+    counts: dict[str, int] = {}
+    lines: dict[str, list[str]] = {}
+    with ProcessPoolExecutor(browsers) as pool:
+        for f, c, ln in pool.map(_check_share, [root] * browsers, shares, [shots] * browsers):
+            found.update(f)
+            counts.update(c)
+            lines.update(ln)
+    for rel in todo:
+        print("\n".join(lines[rel.as_posix()]))
+    return {rel.as_posix(): found[rel.as_posix()] for rel in todo}, counts
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -306,6 +339,9 @@ def main(argv=None) -> int:
     parser.add_argument("--screenshots", default="_build/screenshots")
     parser.add_argument("--self-test", action="store_true",
                         help="plant every fault on a page of its own and check each is caught")
+    parser.add_argument("--browsers", type=int, default=2,
+                        help="browsers opening pages side by side, each in a process of its "
+                             "own (default 2)")
     args = parser.parse_args(argv)
     shots = Path(args.screenshots)
     if args.self_test:
@@ -315,8 +351,7 @@ def main(argv=None) -> int:
     if not todo:
         print(f"no pages under {root}")
         return 1
-    counts: dict[str, int] = {}
-    found = check(root, todo, shots, counts=counts)
+    found, counts = check_in_browsers(root, todo, shots, args.browsers)
     found["main path"] = words.path_problems(counts)
     for p in found["main path"]:
         print(p)
