@@ -204,6 +204,14 @@ def to_format(x: np.ndarray, dtype) -> np.ndarray:
     return np.ascontiguousarray(x.astype(dtype))
 
 
+def poisoned(shape, dtype) -> np.ndarray:
+    """An output buffer of NaN in the kernel's output format (bfloat16: the bits of its quiet
+    NaN, 0x7FC0), so that any element a kernel fails to write reads back as NaN."""
+    if np.dtype(dtype) == np.uint16:
+        return np.full(shape, 0x7FC0, np.uint16)
+    return np.full(shape, np.nan, dtype)
+
+
 def to_float64(x: np.ndarray) -> np.ndarray:
     """The exact values a kernel sees, in float64 (bfloat16 bits expanded)."""
     if x.dtype == np.uint16:

@@ -226,7 +226,7 @@ def check_layout(layout: str, m: int, n: int, k: int, kind: str = "fp16"):
     spec = get_kind(kind)
     a, b = accuracy.random_inputs(m, n, k, spec.in_dtype)
     a_s, b_s = layout_operands(layout, a, b)
-    d_c = cuda.to_device(np.full((m, n), np.nan, dtype=spec.out_dtype))
+    d_c = cuda.to_device(accuracy.poisoned((m, n), spec.out_dtype))
     launch_layout(layout, cuda.to_device(a_s), cuda.to_device(b_s), d_c, kind)
     cuda.synchronize()
     return accuracy.compare(d_c.copy_to_host(), a, b, dtype_name=spec.in_name,

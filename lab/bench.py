@@ -12,7 +12,8 @@ import numpy as np
 
 from lab import providers, twins
 from lab.accuracy import (LAMBDA, TENSOR_CORE_FACTOR, TF32_INPUT_UNIT, UNIT, CheckResult,
-                          bound_factor, compare, new_seed, random_inputs, to_float64, to_format)
+                          bound_factor, compare, new_seed, poisoned, random_inputs, to_float64,
+                          to_format)
 from lab.api import matmul
 from lab.kernels import REGISTRY, shapes_for
 from lab.timing import (QUEUE_BATCH, QUEUE_BATCHES, QUEUE_WARMUP, SPIN_MIN_MS, Operands, Spinner,
@@ -53,7 +54,7 @@ def check(name: str, m: int, n: int, k: int, *, seed: int | None = None) -> Chec
 
     seed = new_seed() if seed is None else seed
     a, b = random_inputs(m, n, k, provider.dtype, np.random.default_rng(seed))
-    d_c = cuda.to_device(np.full((m, n), np.nan, dtype=provider.out_dtype))
+    d_c = cuda.to_device(poisoned((m, n), provider.out_dtype))
     provider.prepare(cuda.to_device(a), cuda.to_device(b), d_c)()
     cuda.synchronize()
     return compare(d_c.copy_to_host(), a, b, kernel=name, seed=seed,

@@ -101,3 +101,13 @@ def test_bfloat16_rounding_round_trips():
     bits = bench.to_format(x, np.uint16)
     back = bench.to_float64(bits)
     assert np.allclose(back, x, rtol=2 ** -8)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.uint16])
+def test_a_poisoned_buffer_reads_as_nan_in_every_output_format(dtype):
+    """(A plain ``np.full(shape, nan, uint16)`` would be zeros: BF16 outputs need the bits.)"""
+    from lab.accuracy import poisoned, to_float64
+
+    buf = poisoned((3, 5), dtype)
+    assert buf.dtype == dtype and buf.shape == (3, 5)
+    assert np.isnan(to_float64(buf)).all()
