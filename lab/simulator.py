@@ -1,6 +1,8 @@
 """Numba's CUDA simulator, quickened: a block's barrier that waits instead of polling, a
 shared array's call site read from one frame instead of the whole stack, a scalar cast such as
-``int32(x)`` made straight by NumPy, and a block's threads switched every 50 ms rather than 5.
+``int32(x)`` made by NumPy's ``int32`` itself while a kernel runs (numba's call around it took
+most of a register-tiled kernel's time: two million casts in one 129×129×17 check), and a
+block's threads switched every 50 ms rather than 5.
 
 Installed by :mod:`lab.device` whenever kernels run in the simulator (the tests, the notebooks
 and the book's build alike); the kernels run the same code in the same threads, only Numba's
@@ -31,6 +33,9 @@ _SIMULATOR_SHA256 = {
         "0c464a7031353c21c79ad6b0cd4a040ade7d0cab4851e4133fb62e46c37ba5e1",
     "Float.cast_python_value":
         "0c464a7031353c21c79ad6b0cd4a040ade7d0cab4851e4133fb62e46c37ba5e1",
+    # the swap of a kernel module's ``cuda`` for the simulator's, around every launch and
+    # device-function call
+    "swapped_cuda_module": "09b129934152cee2d24d23eee09e8851d84130a1254f57149d248f21165ecdb0",
 }
 
 #: The interpreter's switch interval while a block runs (seconds; Python's default is 0.005).
@@ -140,6 +145,8 @@ def install() -> list[str]:
         allocate = kernelapi.FakeCUDAShared.array
 
         def array(self, shape, dtype, alignment=None):
+            if isinstance(dtype, type) and issubclass(dtype, np.generic):
+                dtype = np.dtype(dtype)               # (a kernel module's int32 is NumPy's)
             if alignment is not None or shape == 0:
                 return allocate(self, shape, dtype, alignment)
             if isinstance(dtype, kernelapi.types.Type):
@@ -158,7 +165,55 @@ def install() -> list[str]:
             and scalars.Integer.__call__ is Type.__call__):
         scalars.Integer.__call__ = scalars.Float.__call__ = _scalar_call(Type.__call__)
         applied.append("scalar casts")
+    swap = getattr(kernelapi.swapped_cuda_module, "__wrapped__", None)
+    if swap is not None and _unchanged(swap) and "shared arrays" in applied:
+        kernelapi.swapped_cuda_module = sim.swapped_cuda_module = _swapped_module(kernelapi)
+        applied.append("scalar types in kernel modules")
     return applied
+
+
+def _swapped_module(kernelapi):
+    """numba's ``swapped_cuda_module`` (a kernel module's globals that are ``numba.cuda`` become
+    the simulator's module while any kernel or device function of it runs), which also makes
+    the module's numba integer and float types (``int32``, ``float32``, ...) NumPy's types of
+    the same name for as long: ``int32(x)`` in a kernel is then NumPy's call, which is what
+    numba's makes (:func:`_scalar_call`), and a type given as an array's dtype is the same
+    dtype."""
+    import contextlib
+
+    from numba import cuda
+    from numba.core.types import scalars
+
+    kinds = (scalars.Integer, scalars.Float)
+
+    @contextlib.contextmanager
+    def swapped_cuda_module(fn, fake_cuda_module):
+        globs = fn.__globals__
+        gid = id(globs)
+        with kernelapi._locks_register_lock:
+            lock = kernelapi._globals_locks[gid]
+        with lock:
+            if kernelapi._swap_refcount[gid] == 0:          # the first to enter swaps
+                orig = {}
+                for name, value in globs.items():
+                    if value is cuda:
+                        orig[name] = value
+                        globs[name] = fake_cuda_module
+                    elif type(value) in kinds:
+                        orig[name] = value
+                        globs[name] = getattr(np, value.name)
+                kernelapi._swap_orig[gid] = orig
+            kernelapi._swap_refcount[gid] += 1
+        try:
+            yield
+        finally:
+            with lock:
+                kernelapi._swap_refcount[gid] -= 1
+                if kernelapi._swap_refcount[gid] == 0:      # the last to leave restores
+                    globs.update(kernelapi._swap_orig.pop(gid))
+                    del kernelapi._swap_refcount[gid]
+
+    return swapped_cuda_module
 
 
 def _scalar_call(original):

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from lab import device  # (before numba: it decides the simulator)
-from numba import cuda  # noqa: E402
+from numba import cuda, float32, int32, uint8  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not device.SIMULATOR, reason="the CUDA simulator's scheduler")
 
@@ -23,6 +23,8 @@ def test_installed_once_by_lab_device():
     assert kernelapi.FakeCUDAShared.array.__module__ == "lab.simulator"
     assert scalars.Integer.__call__.__module__ == "lab.simulator"
     assert scalars.Float.__call__ is scalars.Integer.__call__
+    assert kernelapi.swapped_cuda_module.__module__ == "lab.simulator"
+    assert kernel.swapped_cuda_module is kernelapi.swapped_cuda_module
     assert simulator.install() == []
 
 
@@ -126,3 +128,26 @@ def test_an_exception_in_one_thread_is_raised_from_the_launch_and_stops_the_rest
     with pytest.raises(IndexError, match=r"tid=\[5, 0, 0\]"):
         fails[1, 16](out)
     assert not out.any()                # nobody passed the second barrier
+
+
+def test_a_kernel_modules_scalar_types_are_numpys_while_it_runs():
+    """While a kernel of this module runs, its int32 is np.int32 (the same cast, without
+    numba's call around it), its types still name arrays' dtypes (dynamic shared memory
+    included), and numba's types are back after the launch."""
+    from numba.core import types
+
+    @cuda.jit
+    def probe(out):
+        t = cuda.threadIdx.x
+        dyn = cuda.shared.array(0, dtype=uint8)
+        loc = cuda.local.array(2, float32)
+        loc[0] = float32(1.5)
+        out[t, 0] = int32 is np.int32
+        out[t, 1] = type(int32(7.9)) is np.int32 and int32(7.9) == 7
+        out[t, 2] = dyn.dtype == np.uint8 and dyn.size == 16
+        out[t, 3] = loc.dtype == np.float32 and loc[0] == 1.5
+
+    out = np.zeros((4, 4), np.int64)
+    probe[1, 4, 0, 16](out)
+    assert out.all(), out
+    assert int32 is types.int32 and float32 is types.float32 and uint8 is types.uint8
