@@ -2,7 +2,8 @@
 shared array's call site read from one frame instead of the whole stack, a scalar cast such as
 ``int32(x)`` made by NumPy's ``int32`` itself while a kernel runs (numba's call around it took
 most of a register-tiled kernel's time: two million casts in one 129×129×17 check), and a
-block's threads switched every 50 ms rather than 5.
+block's threads switched every 50 ms rather than 5, and those threads kept from block to block
+rather than started and joined for each.
 
 Installed by :mod:`lab.device` whenever kernels run in the simulator (the tests, the notebooks
 and the book's build alike); the kernels run the same code in the same threads, only Numba's
@@ -84,6 +85,39 @@ class _Barrier:
             if thread.exception and self.failed is None:
                 self.failed = thread
             self._open_if_all_wait()
+            if not self.live:
+                self.cond.notify_all()          # the block is done: wake its launcher
+
+    def wait_for_all(self):
+        """Until every thread of the block has finished."""
+        with self.cond:
+            while self.live:
+                self.cond.wait()
+
+
+class _Pool:
+    """Simulated threads kept between blocks and launches: starting an OS thread, then joining
+    it, cost about 100 µs, which a check of a kernel paid for each of some 250,000 threads. A
+    worker runs one CUDA thread at a time (:meth:`_Worker.assign`) and waits for the next."""
+
+    def __init__(self, worker_class):
+        self.worker_class = worker_class
+        self.idle: list = []
+        self.lock = threading.Lock()
+
+    def take(self, n: int) -> list:
+        with self.lock:
+            workers, self.idle = self.idle[:n], self.idle[n:]
+        workers = [w for w in workers if w.is_alive()]
+        while len(workers) < n:
+            worker = self.worker_class()
+            worker.start()
+            workers.append(worker)
+        return workers
+
+    def give(self, workers: list) -> None:
+        with self.lock:
+            self.idle.extend(workers)
 
 
 def install() -> list[str]:
@@ -108,37 +142,32 @@ def install() -> list[str]:
     if _unchanged(sim.BlockManager.run, sim.BlockThread.run, sim.BlockThread.syncthreads):
         thread_body = sim.BlockThread.run
 
+        pool = _Pool(_worker_class(sim, thread_body))
+
         def run(self, grid_point, *args):
             def target():
                 self._f(*args)
 
-            threads = [sim.BlockThread(target, self, grid_point, point, self._debug)
-                       for point in np.ndindex(*self._block_dim)]
-            barrier = _Barrier(len(threads))
+            points = list(np.ndindex(*self._block_dim))
+            workers = pool.take(len(points))
+            barrier = _Barrier(len(points))
             previous = sys.getswitchinterval()
             sys.setswitchinterval(max(previous, SWITCH_S))
             try:
-                for t in threads:
-                    t.barrier = barrier
-                    t.start()
-                for t in threads:
-                    t.join()
+                for worker, point in zip(workers, points):
+                    worker.assign(target, self, grid_point, point, self._debug, barrier)
+                barrier.wait_for_all()
             finally:
                 sys.setswitchinterval(previous)
-            if barrier.failed is not None:
-                failed = barrier.failed.exception
+            failed = barrier.failed.exception if barrier.failed is not None else None
+            pool.give(workers)
+            if failed is not None:
                 raise failed[0].with_traceback(failed[1])
-
-        def body(self):
-            try:
-                thread_body(self)
-            finally:
-                self.barrier.leave(self)
 
         def syncthreads(self):
             self.barrier.wait()
 
-        sim.BlockManager.run, sim.BlockThread.run = run, body
+        sim.BlockManager.run = run
         sim.BlockThread.syncthreads = syncthreads
         applied.append("barrier")
     if _unchanged(kernelapi.FakeCUDAShared.array):
@@ -214,6 +243,51 @@ def _swapped_module(kernelapi):
                     del kernelapi._swap_refcount[gid]
 
     return swapped_cuda_module
+
+
+def _worker_class(sim, thread_body):
+    """A simulated thread that outlives its CUDA thread: a ``BlockThread`` (what the simulator's
+    ``threading.current_thread()`` lookups and lab's warp stand-ins expect) that waits for a
+    CUDA thread of a block, runs it as ``BlockThread.run`` does, leaves the block's barrier and
+    waits again. Each assignment sets what ``BlockThread.__init__`` sets and drops whatever
+    else a launch left on it (a count of barriers, say)."""
+    from numba.cuda.simulator.kernelapi import Dim3
+
+    class Worker(sim.BlockThread):
+        def __init__(self):
+            threading.Thread.__init__(self, daemon=True)
+            self._go = threading.Semaphore(0)
+            self._own = None
+
+        def assign(self, f, manager, block, point, debug, barrier):
+            if self._own is None:                  # (started: the thread's own fields are set)
+                self._own = set(self.__dict__) | {
+                    "_target", "_args", "_kwargs", "_manager", "barrier", "debug", "blockIdx",
+                    "threadIdx", "exception", "abort", "syncthreads_blocked", "thread_id"}
+            for name in [k for k in self.__dict__ if k not in self._own]:
+                del self.__dict__[name]
+            self._target, self._args, self._kwargs = f, (), {}
+            self._manager, self.barrier, self.debug = manager, barrier, debug
+            self.blockIdx, self.threadIdx = Dim3(*block), Dim3(*point)
+            self.exception, self.abort, self.syncthreads_blocked = None, False, False
+            dim = Dim3(*manager._block_dim)
+            self.thread_id = self.threadIdx.x + dim.x * (self.threadIdx.y
+                                                         + dim.y * self.threadIdx.z)
+            self._go.release()
+
+        def run(self):
+            while True:
+                self._go.acquire()
+                errors = np.geterr()
+                try:
+                    if self.debug:                 # as BlockThread's debug wrapper
+                        np.seterr(divide="raise")
+                    thread_body(self)
+                finally:
+                    np.seterr(**errors)
+                    self.barrier.leave(self)
+
+    return Worker
 
 
 def _scalar_call(original):

@@ -151,3 +151,30 @@ def test_a_kernel_modules_scalar_types_are_numpys_while_it_runs():
     probe[1, 4, 0, 16](out)
     assert out.all(), out
     assert int32 is types.int32 and float32 is types.float32 and uint8 is types.uint8
+
+
+def test_threads_are_reused_and_start_each_cuda_thread_afresh():
+    """A block's threads come from a pool: a second launch starts no new OS thread, and what
+    one launch left on its threads (an attribute, a finished exception) is gone in the next."""
+    import threading
+
+    @cuda.jit
+    def mark(out):
+        t = threading.current_thread()
+        out[cuda.threadIdx.x, 0] = hasattr(t, "left_by_last_launch")
+        out[cuda.threadIdx.x, 1] = t.exception is None and not t.abort
+        t.left_by_last_launch = True
+
+    @cuda.jit
+    def fails(out):
+        if cuda.threadIdx.x == 3:
+            out[1000, 0] = 1
+
+    out = np.zeros((32, 2), np.int64)
+    mark[1, 32](out)
+    with pytest.raises(IndexError):
+        fails[1, 32](out)
+    threads = threading.active_count()
+    mark[2, 32](out)
+    assert threading.active_count() == threads
+    assert (out[:, 0] == 0).all() and (out[:, 1] == 1).all()
