@@ -6,8 +6,8 @@ block's threads switched every 50 ms rather than 5, and those threads kept from 
 rather than started and joined for each.
 
 Installed by :mod:`lab.device` whenever kernels run in the simulator (the tests, the notebooks
-and the book's build alike); the kernels run the same code in the same threads, only Numba's
-bookkeeping around them changes (:func:`install`).
+and the book's build alike); the kernels run the same code, one Python thread per CUDA thread
+of a block, only Numba's bookkeeping around them changes (:func:`install`).
 """
 from __future__ import annotations
 
@@ -130,7 +130,9 @@ def install() -> list[str]:
     the caller's frame (the same file and line). While a block runs, the interpreter switches
     threads every :data:`SWITCH_S` seconds. A scalar type called on a number (``int32(x)``,
     ``float32(x)``) calls NumPy's type of the same name, as numba's does after an import and a
-    type check. The kernels run the same code, in the same threads. Each replacement applies
+    type check. A block's threads come from a pool (:class:`_Pool`) instead of being started
+    and joined for every block. The kernels run the same code, one Python thread per CUDA
+    thread of the block. Each replacement applies
     only to the code it was written against (checked by hash), and once; the names of those
     applied are returned."""
     from numba.core.types import scalars
