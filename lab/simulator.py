@@ -130,11 +130,11 @@ def install() -> list[str]:
     the caller's frame (the same file and line). While a block runs, the interpreter switches
     threads every :data:`SWITCH_S` seconds. A scalar type called on a number (``int32(x)``,
     ``float32(x)``) calls NumPy's type of the same name, as numba's does after an import and a
-    type check. A block's threads come from a pool (:class:`_Pool`) instead of being started
-    and joined for every block. The kernels run the same code, one Python thread per CUDA
-    thread of the block. Each replacement applies
-    only to the code it was written against (checked by hash), and once; the names of those
-    applied are returned."""
+    type check, and while a kernel module runs its numba scalar types are NumPy's
+    (:func:`_swapped_module`). A block's threads come from a pool (:class:`_Pool`) instead of
+    being started and joined for every block. The kernels run the same code, one Python thread
+    per CUDA thread of the block. Each replacement applies only to the code it was written
+    against (checked by hash), and once; the names of those applied are returned."""
     from numba.core.types import scalars
     from numba.core.types.abstract import Type
     from numba.cuda.simulator import kernel as sim
