@@ -29,7 +29,6 @@ _SIMULATOR_SHA256 = {
     "FakeCUDAShared.array": "46c69699220dd500ba43cd23a5eedb48ea3f2ea602876838c887e592d4055d75",
     # numba's scalar types called on a value (``int32(x)`` in a kernel): an import and an
     # abstract-class check on every call before NumPy makes the value
-    "Type.__call__": "66b4a100a28208724e826e4d9fa6e4f66254dec8f9463a628d39eea7f730570f",
     "Integer.cast_python_value":
         "0c464a7031353c21c79ad6b0cd4a040ade7d0cab4851e4133fb62e46c37ba5e1",
     "Float.cast_python_value":
@@ -97,8 +96,8 @@ class _Barrier:
 
 class _Pool:
     """Simulated threads kept between blocks and launches: starting an OS thread, then joining
-    it, cost about 100 µs, which a check of a kernel paid for each of some 250,000 threads. A
-    worker runs one CUDA thread at a time (:meth:`_Worker.assign`) and waits for the next."""
+    it, cost about 100 µs, which the kernel checks paid for each of some 250,000 threads. A
+    worker (:func:`_worker_class`) runs one CUDA thread at a time and waits for the next."""
 
     def __init__(self, worker_class):
         self.worker_class = worker_class
@@ -128,15 +127,12 @@ def install() -> list[str]:
     place — it opens on the same condition, and an error aborts the block's other threads at
     their next barrier and is raised as the simulator raises it — and the call site is read from
     the caller's frame (the same file and line). While a block runs, the interpreter switches
-    threads every :data:`SWITCH_S` seconds. A scalar type called on a number (``int32(x)``,
-    ``float32(x)``) calls NumPy's type of the same name, as numba's does after an import and a
-    type check, and while a kernel module runs its numba scalar types are NumPy's
-    (:func:`_swapped_module`). A block's threads come from a pool (:class:`_Pool`) instead of
+    threads every :data:`SWITCH_S` seconds, and while a kernel module runs its numba scalar
+    types are NumPy's (:func:`_swapped_module`). A block's threads come from a pool (:class:`_Pool`) instead of
     being started and joined for every block. The kernels run the same code, one Python thread
     per CUDA thread of the block. Each replacement applies only to the code it was written
     against (checked by hash), and once; the names of those applied are returned."""
     from numba.core.types import scalars
-    from numba.core.types.abstract import Type
     from numba.cuda.simulator import kernel as sim
     from numba.cuda.simulator import kernelapi
 
@@ -191,13 +187,10 @@ def install() -> list[str]:
 
         kernelapi.FakeCUDAShared.array = array
         applied.append("shared arrays")
-    if (_unchanged(Type.__call__, scalars.Integer.cast_python_value,
-                   scalars.Float.cast_python_value)
-            and scalars.Integer.__call__ is Type.__call__):
-        scalars.Integer.__call__ = scalars.Float.__call__ = _scalar_call(Type.__call__)
-        applied.append("scalar casts")
     swap = getattr(kernelapi.swapped_cuda_module, "__wrapped__", None)
-    if swap is not None and _unchanged(swap) and "shared arrays" in applied:
+    if (swap is not None and "shared arrays" in applied
+            and _unchanged(swap, scalars.Integer.cast_python_value,
+                           scalars.Float.cast_python_value)):
         kernelapi.swapped_cuda_module = sim.swapped_cuda_module = _swapped_module(kernelapi)
         applied.append("scalar types in kernel modules")
     return applied
@@ -208,8 +201,8 @@ def _swapped_module(kernelapi):
     the simulator's module while any kernel or device function of it runs), which also makes
     the module's numba integer and float types (``int32``, ``float32``, ...) NumPy's types of
     the same name for as long: ``int32(x)`` in a kernel is then NumPy's call, which is what
-    numba's makes (:func:`_scalar_call`), and a type given as an array's dtype is the same
-    dtype."""
+    numba's makes (``cast_python_value``) after an import and a type check, and a type given as
+    an array's dtype is the same dtype."""
     import contextlib
 
     from numba import cuda
@@ -291,21 +284,3 @@ def _worker_class(sim, thread_body):
 
     return Worker
 
-
-def _scalar_call(original):
-    """``Type.__call__`` for numba's integer and float types: on one number, NumPy's type of the
-    same name (what ``cast_python_value`` calls); anything else (a signature such as
-    ``int32(int32, int32)``, an object) as numba does."""
-    numbers = (int, float, np.generic)
-    made = {}
-
-    def call(self, *args):
-        if len(args) == 1 and isinstance(args[0], numbers):
-            make = made.get(self.name)
-            if make is None:
-                make = made[self.name] = getattr(np, self.name)
-            return make(args[0])
-        return original(self, *args)
-
-    call.__doc__ = original.__doc__
-    return call
