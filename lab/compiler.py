@@ -326,9 +326,9 @@ def _codegen_files() -> list[tuple[Path, Path]]:
     """``(path relative to lab/, path)`` of every ``lab`` source that generates device code."""
     root = Path(__file__).resolve().parent
     files = sorted(list(root.rglob("*.py")) + list((root / "twins").glob("*.cu")))
-    return [(path.relative_to(root), path) for path in files
-            if not (path.suffix == ".py" and (path.relative_to(root).parts[0] in _NOT_CODEGEN
-                                              or path.relative_to(root).parts[0] in _HOST_ONLY))]
+    pairs = [(path.relative_to(root), path) for path in files]
+    return [(rel, path) for rel, path in pairs
+            if not (rel.suffix == ".py" and rel.parts[0] in _NOT_CODEGEN | _HOST_ONLY)]
 
 
 @functools.lru_cache(maxsize=None)
@@ -362,21 +362,15 @@ def canonical_code(source: str) -> str:
     for the same code (3.12's empty ``type_params`` and 3.13's ``None`` defaults are left out)."""
     import ast
 
+    documented = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+
     def dump(node) -> str:
         if isinstance(node, ast.AST):
-            body = getattr(node, "body", None)
-            if (isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef,
-                                  ast.AsyncFunctionDef))
-                    and body and isinstance(body[0], ast.Expr)
-                    and isinstance(body[0].value, ast.Constant)
-                    and isinstance(body[0].value.value, str)):
-                skip_first = True
-            else:
-                skip_first = False
             fields = []
             for name in node._fields:
                 value = getattr(node, name, None)
-                if name == "body" and skip_first:
+                if (name == "body" and isinstance(node, documented)
+                        and ast.get_docstring(node, clean=False) is not None):
                     value = value[1:]
                 if value is None or value == [] or name in ("kind", "type_comment"):
                     continue
