@@ -165,23 +165,53 @@ def skip_reason(name: str) -> str | None:
 def in_processes(name: str, processes: int, progress) -> list[dict]:
     """Experiment ``name``'s rows measured in ``processes`` fresh processes, one after another
     (``python -m lab.experiments.<name> --child PATH INDEX``): every process's rows, read from
-    the JSON-lines file it appends to as it measures, in a folder under ``LAB_SUITE_WORK`` when
-    that is set (one that outlives a run cut short). A process that fails raises RuntimeError
-    with the end of its stderr."""
+    the JSON-lines file it appends to as it measures. A process that fails raises RuntimeError
+    with the end of its stderr.
+
+    With ``LAB_SUITE_WORK`` set, the files are kept in its folder ``<name>/``, and a run cut
+    short (a time limit) goes on where it stopped: a process that finished left a marker naming
+    its GPU (``process<i>.done``), and a later run on the same GPU keeps that process's rows and
+    runs only the rest; a process cut short, or one that ran on another GPU, is run again."""
     import json
     import os
     import subprocess
     import sys
     import tempfile
 
-    work = tempfile.mkdtemp(prefix=f"{name}_", dir=os.environ.get("LAB_SUITE_WORK") or None)
+    from lab import device
+
+    kept = os.environ.get("LAB_SUITE_WORK")
+    if kept:
+        work = os.path.join(kept, name)
+        os.makedirs(work, exist_ok=True)
+    else:
+        work = tempfile.mkdtemp(prefix=f"{name}_")
+    gpu = device.provenance()["gpu"]
     raw = []
     for index in progress(range(processes), desc="processes"):
         path = os.path.join(work, f"process{index}.jsonl")
-        done = subprocess.run([sys.executable, "-m", f"lab.experiments.{name}", "--child", path,
-                               str(index)], capture_output=True, text=True)
-        if done.returncode:
-            raise RuntimeError(f"{name} process {index} failed: {done.stderr[-800:]}")
+        done = os.path.join(work, f"process{index}.done")
+        if not (kept and _finished_on(done, gpu)):
+            for stale in (path, done):
+                if os.path.exists(stale):
+                    os.remove(stale)
+            ran = subprocess.run([sys.executable, "-m", f"lab.experiments.{name}", "--child",
+                                  path, str(index)], capture_output=True, text=True)
+            if ran.returncode:
+                raise RuntimeError(f"{name} process {index} failed: {ran.stderr[-800:]}")
+            with open(done, "w") as f:
+                json.dump({"gpu": gpu}, f)
         with open(path) as f:
             raw += [json.loads(line) for line in f]
     return raw
+
+
+def _finished_on(marker: str, gpu: str) -> bool:
+    """Whether ``marker`` says its process finished on ``gpu``."""
+    import json
+
+    try:
+        with open(marker) as f:
+            return json.load(f).get("gpu") == gpu
+    except (OSError, ValueError, AttributeError):
+        return False

@@ -67,3 +67,33 @@ def test_a_process_that_fails_is_raised_with_its_stderr(tmp_path, monkeypatch):
     monkeypatch.setenv("LAB_SUITE_WORK", str(tmp_path))
     with pytest.raises(RuntimeError, match=r"no_such_experiment process 0 failed: .*No module"):
         experiments.in_processes("no_such_experiment", 2, lambda it, desc: it)
+
+
+def test_a_run_cut_short_goes_on_where_it_stopped(tmp_path, monkeypatch):
+    """With LAB_SUITE_WORK, processes that finished on this GPU are kept; the one that failed,
+    and one that finished on another GPU, run again."""
+    import json
+    import subprocess
+    from types import SimpleNamespace
+
+    from lab import experiments
+
+    ran, fail_at = [], {2}
+
+    def fake_run(argv, **kw):
+        path, index = argv[-2], int(argv[-1])
+        ran.append(index)
+        with open(path, "a") as f:
+            f.write(json.dumps({"process": index}) + "\n")
+        return SimpleNamespace(returncode=1 if index in fail_at else 0, stderr="cut short")
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    monkeypatch.setenv("LAB_SUITE_WORK", str(tmp_path))
+    with pytest.raises(RuntimeError, match="process 2 failed: cut short"):
+        experiments.in_processes("suite", 3, lambda it, desc: it)
+    assert ran == [0, 1, 2]
+    (tmp_path / "suite" / "process1.done").write_text(json.dumps({"gpu": "another GPU"}))
+    fail_at.clear()
+    raw = experiments.in_processes("suite", 3, lambda it, desc: it)
+    assert ran == [0, 1, 2, 1, 2]
+    assert raw == [{"process": 0}, {"process": 1}, {"process": 2}]

@@ -52,14 +52,12 @@ def build(cfg: HopperConfig):
     ELECT = cfg.elect
     HANDOFF = cfg.handoff                 # staged C handed to store threads (mbarriers)
     SLOTS = cfg.slots
-    # a full and an empty mbarrier per stage; 2 "order"; hand-off: a filled and a freed
-    # mbarrier per staging slot of each consumer warpgroup
+    # a full and an empty mbarrier per stage; 2 "order"; a filled and a freed per hand-off slot
     BARRIERS = 2 * STAGES + 2 + (2 * CONSUMERS * SLOTS if HANDOFF else 0)
     SCALED = cfg.fp8                      # FP8: scale arguments, Bᵀ
     PART = ACC if cfg.promote else 1      # the tensor cores' partial sums, when promoting
     BLOCK = cfg.scales == "block"         # (else per-tensor scales, in the epilogue)
-    CB = max(1, BN // 128)                # B scales per tile (one per 128 columns)
-    RA = 2 * MT                           # A scales per thread (two rows per m64 tile)
+    CB, RA = max(1, BN // 128), 2 * MT    # B scales per tile, A scales per thread (FP8)
     SBK = cfg.bk
     # warps that hand one stage back: each consumer warp of every block of the cluster
     RELEASERS = 4 if PINGPONG else 4 * CONSUMERS * CLUSTER
@@ -78,12 +76,8 @@ def build(cfg: HopperConfig):
     zero = zero_acc(ACC)
     GROUPED = bool(cfg.grouped)           # groups of rows, each with its own B (table: bounds)
     EXTRA = 0 if cfg.grouped == "counts" else 1   # offsets: one more than the experts
-    if GROUPED:
-        row_tiles, group_tile = group_order(cfg)
-        store_group = grouped_slot(cfg)
-
-    # one block per SM and a register cap at entry: what setmaxnreg needs to take effect
-    bounds = {} if hopper.SIMULATOR else {"launch_bounds": (cfg.threads, 1)}
+    row_tiles, group_tile = group_order(cfg)
+    store_group = grouped_slot(cfg)
 
     @cuda.jit(device=True, inline="always")
     def ws_body(map_a, map_b, map_c, C, k, sa, sb, work, flags, table, mmax):
@@ -238,32 +232,37 @@ def build(cfg: HopperConfig):
         if CLUSTER > 1:
             hopper.cluster_sync()     # no block exits while its partner may still signal it
 
-    # the kernels: one per argument list (stream-K and traces: workspace and flags; a table
-    # of tiles; FP8: scales); the arguments a kernel lacks are stand-ins it never reads
+    return entry_point(cfg, ws_body)
+
+
+def entry_point(cfg: HopperConfig, ws_body):
+    """The kernel of ``cfg``'s argument list around ``ws_body`` (stream-K and traces: workspace
+    and flags; a table of tiles; the groups of a grouped GEMM; FP8: scales); the arguments
+    a kernel lacks are stand-ins it never reads. One block per SM and a register cap at
+    entry: what setmaxnreg needs to take effect."""
+    bounds = {} if hopper.SIMULATOR else {"launch_bounds": (cfg.threads, 1)}
+    if cfg.streamk or cfg.traced:                  # (a trace is written after the flags)
+        @cuda.jit(**bounds)
+        def wgmma_ws_sk(map_a, map_b, map_c, C, k, work, flags):
+            ws_body(map_a, map_b, map_c, C, k, C, C, work, flags, map_a, int32(0))
+        return wgmma_ws_sk
+    if cfg.table:
+        @cuda.jit(**bounds)
+        def wgmma_ws_table(map_a, map_b, map_c, C, k, table):
+            ws_body(map_a, map_b, map_c, C, k, C, C, C, map_a, table, int32(0))
+        return wgmma_ws_table
+    if cfg.grouped:
+        @cuda.jit(**bounds)
+        def wgmma_ws_grouped(map_a, map_b, map_c, C, k, groups, mmax):
+            ws_body(map_a, map_b, map_c, C, k, C, C, C, map_a, groups, mmax)
+        return wgmma_ws_grouped
+    if cfg.fp8:
+        @cuda.jit(**bounds)
+        def wgmma_ws_scaled(map_a, map_b, map_c, C, k, sa, sb):
+            ws_body(map_a, map_b, map_c, C, k, sa, sb, C, map_a, map_a, int32(0))
+        return wgmma_ws_scaled
+
     @cuda.jit(**bounds)
     def wgmma_ws(map_a, map_b, map_c, C, k):
         ws_body(map_a, map_b, map_c, C, k, C, C, C, map_a, map_a, int32(0))
-
-    @cuda.jit(**bounds)
-    def wgmma_ws_scaled(map_a, map_b, map_c, C, k, sa, sb):
-        ws_body(map_a, map_b, map_c, C, k, sa, sb, C, map_a, map_a, int32(0))
-
-    @cuda.jit(**bounds)
-    def wgmma_ws_sk(map_a, map_b, map_c, C, k, work, flags):
-        ws_body(map_a, map_b, map_c, C, k, C, C, work, flags, map_a, int32(0))
-
-    @cuda.jit(**bounds)
-    def wgmma_ws_table(map_a, map_b, map_c, C, k, table):
-        ws_body(map_a, map_b, map_c, C, k, C, C, C, map_a, table, int32(0))
-
-    @cuda.jit(**bounds)
-    def wgmma_ws_grouped(map_a, map_b, map_c, C, k, groups, mmax):
-        ws_body(map_a, map_b, map_c, C, k, C, C, C, map_a, groups, mmax)
-
-    if STREAMK or cfg.traced:                      # (a trace is written after the flags)
-        return wgmma_ws_sk
-    if cfg.table:
-        return wgmma_ws_table
-    if GROUPED:
-        return wgmma_ws_grouped
-    return wgmma_ws_scaled if SCALED else wgmma_ws
+    return wgmma_ws
