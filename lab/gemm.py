@@ -32,6 +32,7 @@ the stream it was recorded on, whose workspaces it uses. A graph (:func:`graph`,
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 
 import numpy as np
@@ -47,12 +48,13 @@ from lab.operands import (DTYPES, NUMBA_DT, Operand, as_numba, check_kernels,  #
 
 from numba import cuda  # noqa: E402  (after lab.device)
 
-#: Calls timed per candidate when tuning, each alone after the L2 cache is flushed
+#: Calls timed per candidate when tuning, each alone after the L2 cache is flushed by a read
 #: (:func:`lab.timing.flush_l2`): a decode product's B (32 MB at N = K = 4096) fits in the L2,
 #: and timed back to back it would be read from there, which ranks the candidates as no model
-#: calls them. Part of the tuning cache's key (:data:`TUNE_METHOD`).
+#: calls them; a flush by writing would leave dirty lines for the timed call to write back.
+#: Part of the tuning cache's key (:data:`TUNE_METHOD`).
 TUNE_CALLS = 10
-TUNE_METHOD = f"median of {TUNE_CALLS}, L2 flushed"
+TUNE_METHOD = f"median of {TUNE_CALLS}, candidates in turn, L2 flushed by a read"
 #: Recorded calls kept (by buffers and stream), and fast paths (by the ids of the arrays).
 CALLS_KEPT = 256
 #: Shapes whose tuned choice is kept; launchers and workspaces kept.
@@ -120,8 +122,9 @@ def _from_disk(choice: Choice) -> Choice | None:
 
 def tune(choice: Choice, a, b, c, handle: int = 0) -> Choice:
     """The fastest of ``choice`` and its candidates at this shape (the median of
-    :data:`TUNE_CALLS` replays of each one's recorded launch plans, each between a pair of
-    CUDA events after the L2 cache is flushed, by :func:`lab.timing.event_samples`, after the
+    :data:`TUNE_CALLS` replays of each one's recorded launch plans, the candidates in turn, each
+    call between a pair of CUDA events after the L2 cache is flushed by a read, by
+    :func:`lab.timing.interleaved_medians` and :func:`lab.timing.flush_l2`, after the
     recording call and as many replays as make a call of several launches one CUDA graph: the
     driver calls alone, so that the GPU's time on operands read from HBM decides, not the
     launcher's Python, a graph's capture or an L2 holding B), remembered per shape in this
@@ -139,14 +142,14 @@ def tune(choice: Choice, a, b, c, handle: int = 0) -> Choice:
     if best is not None:
         _TUNED[key] = best
         return best
-    times = []
-    for cand in (replace(choice, candidates=()), *choice.candidates):
+    cands, plans = (replace(choice, candidates=()), *choice.candidates), []
+    for cand in cands:
         with enqueue.stream(handle):       # the first call records its plans, the timed
-            cp = enqueue.record(lambda: run(cand, a, b, c), (a, b, c))   # ones replay them
-        ms = float(np.median(timing.event_samples(
-            lambda i: cp.launch(handle), warmup=enqueue.GRAPH_AFTER, repeats=TUNE_CALLS,
-            stream=handle, before=lambda: timing.flush_l2(handle))))
-        times.append((ms, cand))
+            plans.append(enqueue.record(lambda: run(cand, a, b, c), (a, b, c)))  # ones replay
+    medians = timing.interleaved_medians(
+        [functools.partial(cp.launch, handle) for cp in plans], warmup=enqueue.GRAPH_AFTER,
+        repeats=TUNE_CALLS, stream=handle, before=lambda: timing.flush_l2(handle, read=True))
+    times = list(zip(medians, cands))
     ms, best = min(times, key=lambda t: t[0])
     label = "first call timed: " + ", ".join(f"{_label(c)} {1e3 * ms:.1f} us"
                                              for ms, c in times)

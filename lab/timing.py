@@ -102,26 +102,50 @@ def event_samples(call: Callable[[int], None], *, warmup: int = 3, repeats: int 
     return [cuda.event_elapsed_time(a, b) / batch for a, b in zip(starts, stops)]
 
 
-#: L2 flush buffers, by context: twice the L2 cache, written once per flush.
+#: L2 flush buffers, by context: twice the L2 cache (and, for a flush by reading, the reading
+#: kernel's one float per thread).
 _FLUSH: dict = {}
+#: Blocks per SM and threads per block of a flush by reading.
+READ_BLOCKS_PER_SM, READ_THREADS = 4, 256
 
 
-def flush_l2(stream=None) -> None:
-    """Evict the operands of the last call from the L2 cache: a write of twice its size
-    (``cuMemsetD8Async``, enqueued on ``stream``, a driver handle; None: the default stream),
-    as Triton's ``do_bench`` zeroes a buffer before each timed call. A call timed after it
-    reads its operands from HBM, as a model's layer does its weights."""
+def flush_l2(stream=None, *, read: bool = False) -> None:
+    """Evict the operands of the last call from the L2 cache, enqueued on ``stream`` (a driver
+    handle; None: the default stream), so that a call timed after it reads its operands from
+    HBM, as a model's layer does its weights.
+
+    By default a write of twice the L2's size (``cuMemsetD8Async``), as Triton's ``do_bench``
+    zeroes a buffer before each timed call. That leaves the L2 full of dirty lines, and the
+    timed call pays for writing them back as it evicts them: on the H200, 14336×4096 decode
+    products timed 42-48 µs a call after it and 30-35 µs in a CUDA graph of back-to-back calls
+    (the suite), about the 13 µs that writing 60 MB back takes. ``read=True`` reads the buffer
+    instead (chapter 0's streaming-read kernel, :func:`lab.roofline.read_kernel`): the L2 is
+    left holding clean lines, which cost nothing to evict. lab.gemm's first-call tuning flushes
+    this way, since it ranks candidates whose times differ by less than that write-back."""
     require_gpu("flushing the L2 cache")
     from cuda.bindings import driver as cu
     from numba import cuda
     from numba.cuda.cudadrv import driver
 
-    key = id(cuda.current_context())
+    key = (id(cuda.current_context()), read)
     if key not in _FLUSH:
-        l2 = cuda.get_current_device().L2_CACHE_SIZE
-        _FLUSH[key] = cuda.device_array(2 * max(l2, 1 << 20), dtype=np.uint8)
-    buf = _FLUSH[key]
+        dev = cuda.get_current_device()
+        size = 2 * max(dev.L2_CACHE_SIZE, 1 << 20)
+        if read:
+            blocks = READ_BLOCKS_PER_SM * dev.MULTIPROCESSOR_COUNT
+            _FLUSH[key] = (cuda.device_array(size // 4, dtype=np.float32),
+                           cuda.device_array(blocks * READ_THREADS, dtype=np.float32), blocks)
+        else:
+            _FLUSH[key] = cuda.device_array(size, dtype=np.uint8)
     handle = int(stream) if stream is not None else 0
+    if read:
+        from lab.roofline import read_kernel
+
+        buf, out, blocks = _FLUSH[key]
+        s = cuda.external_stream(handle) if handle else cuda.default_stream()
+        read_kernel[blocks, READ_THREADS, s](buf, out)
+        return
+    buf = _FLUSH[key]
     # the asynchronous memset on any stream, the default one included (Numba's
     # device_memset blocks the host there, and the timed call would then start late)
     err = cu.cuMemsetD8Async(cu.CUdeviceptr(driver.device_pointer(buf)), 0, buf.nbytes,
@@ -129,6 +153,18 @@ def flush_l2(stream=None) -> None:
     err = err[0] if isinstance(err, tuple) else err
     if int(err) != 0:
         raise RuntimeError(f"cuMemsetD8Async failed: {err}")
+
+
+def interleaved_medians(launches: list, *, warmup: int, repeats: int, stream=None,
+                        before: Callable[[], None] | None = None) -> list[float]:
+    """The median ms per call of each of ``launches`` (functions of no argument), timed in
+    turn, one call each per round (a, b, c, a, b, c, …: every one sees the same clock as the
+    board warms), ``repeats`` rounds after ``warmup`` untimed ones, by :func:`event_samples`
+    with ``before()`` ahead of every timed call."""
+    n = len(launches)
+    samples = event_samples(lambda i: launches[i % n](), warmup=warmup * n,
+                            repeats=repeats * n, stream=stream, before=before)
+    return [float(np.median(samples[j::n])) for j in range(n)]
 
 
 def time_gpu(call: Callable[[int], None], *, warmup: int = 3, repeats: int = 20,

@@ -1,4 +1,7 @@
 """lab.timing without a GPU: how many input sets a rotated timing cycles through."""
+from types import SimpleNamespace
+
+import numpy as np
 import pytest
 
 from lab import timing
@@ -80,17 +83,59 @@ def test_the_event_loop_runs_before_ahead_of_each_sample(monkeypatch):
                    "event"]
 
 
-def test_the_tuning_times_each_call_after_an_l2_flush(monkeypatch):
-    """lab.gemm's first-call tuning flushes the L2 before every timed call (a decode B fits in
-    the L2 and would otherwise be timed from there), and its disk key names that method."""
-    import inspect
+def test_candidates_are_timed_in_turn_one_call_each_per_round(monkeypatch):
+    from lab import timing
+
+    order, befores = [], []
+
+    def fake_samples(call, *, warmup, repeats, stream=None, before=None, batch=1):
+        for i in range(warmup):
+            call(i)
+        out = []
+        for i in range(warmup, warmup + repeats):
+            before()
+            call(i)
+            out.append(float(len(order)))            # a sample: how many calls so far
+        return out
+
+    monkeypatch.setattr(timing, "event_samples", fake_samples)
+    launches = [lambda name=name: order.append(name) for name in "abc"]
+    medians = timing.interleaved_medians(launches, warmup=2, repeats=5,
+                                         before=lambda: befores.append(1))
+    assert order == list("abc") * 7                   # 2 warm-up rounds, then 5 timed ones
+    assert len(befores) == 15                          # a flush before every timed call
+    assert medians == [float(np.median([7 + 3 * r + j for r in range(5)])) for j in range(3)]
+
+
+def test_the_tuning_flushes_the_l2_by_reading_before_every_timed_call(monkeypatch):
+    """lab.gemm's first-call tuning times every candidate in turn with the L2 flushed by a read
+    before each call (a decode B fits in the L2; a flush by writing leaves dirty lines that the
+    timed call pays to write back), keeps the fastest, and its disk key names that method."""
     import sys
+    from dataclasses import replace
 
     import lab  # noqa: F401
+    from lab import compiler, device, enqueue, timing
 
     G = sys.modules["lab.gemm"]
+    flushes, remembered = [], []
+    monkeypatch.setattr(device, "GPU", True)
+    monkeypatch.setattr(G, "_from_disk", lambda choice: None)
+    monkeypatch.setattr(G, "_disk_key", lambda choice: "key")
+    monkeypatch.setattr(G, "run", lambda cand, a, b, c: None)
+    monkeypatch.setattr(compiler, "remember", lambda *args: remembered.append(args))
+    monkeypatch.setattr(enqueue, "record", lambda fn, arrays: SimpleNamespace(
+        launch=lambda handle: None))
+    monkeypatch.setattr(timing, "flush_l2", lambda handle, **kw: flushes.append(kw))
 
-    src = inspect.getsource(G.tune)
-    assert "before=lambda: timing.flush_l2(handle)" in src
-    assert "L2 flushed" in G.TUNE_METHOD
-    assert "TUNE_METHOD" in inspect.getsource(G._disk_key)
+    def fake_medians(launches, *, warmup, repeats, stream, before):
+        before()
+        return [3.0, 1.0, 2.0][:len(launches)]
+
+    monkeypatch.setattr(timing, "interleaved_medians", fake_medians)
+    first = G.choose(1, 4096, 4096, "float16", "float16", (9, 0), 132)
+    assert len(first.candidates) >= 2
+    best = G.tune(replace(first), None, None, None)
+    assert flushes == [{"read": True}]
+    assert best.kernel == first.candidates[0].kernel and best.tuned.startswith("first call")
+    assert remembered and "read" in G.TUNE_METHOD and "in turn" in G.TUNE_METHOD

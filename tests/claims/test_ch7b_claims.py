@@ -24,10 +24,16 @@ def test_grouped_beats_the_loop_on_256_experts_and_loses_on_eight():
     deepseek = _ratios("torch._grouped_mm", model="DeepSeek-V3-like")
     mixtral = _ratios("torch._grouped_mm", model="Mixtral 8x7B")
     assert len(deepseek) == len(mixtral) == 8
-    assert min(deepseek) > 1 and max(mixtral) < 1
+    assert max(mixtral) < 1
     v = ch7b.values()
-    decode = _ratios("torch._grouped_mm", model="DeepSeek-V3-like", phase="decode")
-    assert v["moe_ds_grouped_min"] == f"{min(decode):.1f}"
+    decode = [r for r in _speed() if r["impl"] == "torch._grouped_mm"
+              and r["model"] == "DeepSeek-V3-like" and r["phase"] == "decode"]
+    low = min(decode, key=lambda r: r["ratio_to_loop"])
+    assert v["moe_ds_grouped_min"] == f"{low['ratio_to_loop']:.2f}"
+    assert v["moe_ds_grouped_max"] == f"{max(r['ratio_to_loop'] for r in decode):.2f}"
+    assert low["tokens"] == 1 and low["experts_with_rows"] == 8   # "the low end at a single
+    assert all(r["ratio_to_loop"] > 1 for r in decode if r["tokens"] > 1)   # token, 8 products"
+    assert min(_ratios("torch._grouped_mm", model="DeepSeek-V3-like", phase="prefill")) > 1
     assert float(v["moe_mx_prefill_loop_tflops"]) > float(v["moe_mx_prefill_grouped_tflops"])
 
 
@@ -38,35 +44,19 @@ def test_the_why_holds():
     v = ch7b.values()
     rows, experts = int(v["moe_ds_rows_128"]), int(v["moe_ds_experts_128"])
     assert 3 <= rows / experts <= 6 and experts >= 0.9 * 256
-    assert float(v["moe_ds_launch_us"]) > 3 * float(v["moe_ds_expert_read_us"])
+    ratio = float(v["moe_ds_launch_us"]) / float(v["moe_ds_expert_read_us"])
+    assert abs(ratio - float(v["moe_ds_loop_over_read"])) < 0.2 and ratio > 2
     assert float(v["moe_ds_bmm_128"]) > 1
     assert float(v["moe_ds_bmm_1_us"].replace(",", "")) > \
         float(v["moe_ds_grouped_1_us"].replace(",", ""))
 
 
-def test_what_the_teaching_kernel_did_is_what_the_page_says():
-    """Ours: far below the loop where timed; at prefill one call's time instead; on the
-    256-expert layer refused at launch (the widening's grid)."""
-    ours = [r for r in results.rows("grouped") if r["impl"] == "lab.grouped_gemm"]
-    timed = [r for r in ours if r["part"] == "speed"]
-    assert timed and max(r["ratio_to_loop"] for r in timed) < 0.1
-    skipped = [r for r in ours if r["part"] == "skipped"]
-    assert all("widen" in r["reason"] for r in skipped if r["model"] == "DeepSeek-V3-like")
-    assert all(r["reason"].startswith("one call takes") for r in skipped
-               if r["model"] == "Mixtral 8x7B")
-    assert {r["phase"] for r in skipped if r["model"] == "Mixtral 8x7B"} == {"prefill"}
-    assert not [r for r in timed if r["model"] == "DeepSeek-V3-like"]
-
-
 def test_what_the_hopper_kernel_did_is_what_the_page_says():
-    """Ours on the H100: every layer and token count timed in both layouts by the Hopper
-    kernel; level (≥ 0.95) or ahead of the grouped GEMM where the page says, behind at one
+    """Ours: every layer and token count timed in both layouts by the Hopper kernel (the
+    teaching kernel, which the page says is not timed, never); level (≥ 0.95) or ahead of the grouped GEMM where the page says, behind at one
     token only; there its time spans less than the twofold range of the weights it reads."""
-    from lab.chapters.ch7b import s6_grouped
-
     v = ch7b.values()
-    ours = [r for r in results.rows("grouped", s6_grouped.HOPPER_RUN)
-            if r["impl"] == "lab.grouped_gemm"]
+    ours = [r for r in results.rows("grouped") if r["impl"] == "lab.grouped_gemm"]
     assert ours and all(r["part"] == "speed" for r in ours)
     assert all("grouped" in r["kernel"] and r["kernel"].startswith(("64x", "128x"))
                for r in ours)

@@ -1,7 +1,7 @@
 """Mixture of experts: every expert's product in one launch (``grouped``), the walk over the
 groups of the course's grouped kernels, and what they, PyTorch's grouped GEMM, a loop of
-``torch.mm`` and a masked ``torch.bmm`` cost at the shapes of two MoE layers. The Hopper kernel
-was measured on an H100 (:data:`HOPPER_RUN`); the H200's file predates it."""
+``torch.mm`` and a masked ``torch.bmm`` cost at the shapes of two MoE layers, all from one
+results file (the selected GPU's)."""
 from __future__ import annotations
 
 import math
@@ -11,11 +11,9 @@ from lab.kernels import grouped as kernel
 from lab.kernels.wgmma import order
 
 EXPERIMENT = "grouped"
-#: The results folder of the run that timed the Hopper grouped kernel.
-HOPPER_RUN = "h100-80gb-hbm3"
 #: The implementations, as the table names them.
 SHORT = {"torch.mm loop": "loop", "torch._grouped_mm": "grouped_mm",
-         "torch.bmm masked": "bmm (masked)", "lab.grouped_gemm": "ours"}
+         "torch.bmm masked": "bmm (masked)"}
 
 
 def scheduler_source():
@@ -29,17 +27,11 @@ def walk_source():
     return page.source(order, "group_order")
 
 
-def _hopper_speed() -> dict:
-    """(model, layer, tokens, impl, layout) → the speed row of the Hopper kernel's run."""
-    return {(r["model"], r["layer"], r["tokens"], r["impl"], r["layout"]): r
-            for r in results.rows(EXPERIMENT, HOPPER_RUN) if r["part"] == "speed"}
-
-
 def hopper_rows(model: str | None = None) -> list[dict]:
-    """One row per layer and token count (of ``model``, or every model's) of the Hopper
-    kernel's run: µs per call of PyTorch's grouped GEMM and of ours in both layouts, and ours
-    (contiguous) ÷ the grouped GEMM."""
-    speed = _hopper_speed()
+    """One row per layer and token count (of ``model``, or every model's): µs per call of
+    PyTorch's grouped GEMM and of ours in both layouts, and ours (contiguous) ÷ the grouped
+    GEMM."""
+    speed = _speed()
     out = []
     gmm = sorted((r for r in speed.values() if r["impl"] == "torch._grouped_mm"
                   and model in (None, r["model"])),
@@ -61,13 +53,12 @@ def hopper_rows(model: str | None = None) -> list[dict]:
 
 def hopper_table(model: str):
     """One model's layers: the Hopper grouped kernel against PyTorch's grouped GEMM, BF16,
-    medians of the run's processes, on the GPU that ran it."""
-    data = results.load(EXPERIMENT, HOPPER_RUN)
+    medians of the run's processes."""
     rows = hopper_rows(model)
     if not rows:
-        raise ValueError(f"no {model!r} layer in the grouped results of {HOPPER_RUN}")
-    return page.table(rows, title=f"{model}, ours on {data['provenance']['gpu']}",
-                      source=results.source_line(EXPERIMENT, HOPPER_RUN))
+        raise ValueError(f"no {model!r} layer in the grouped results")
+    return page.table(rows, title=f"{model}: ours against the grouped GEMM",
+                      source=results.source_line(EXPERIMENT))
 
 
 def _speed() -> dict:
@@ -79,8 +70,6 @@ def _speed() -> dict:
 def _why_not(r: dict) -> str:
     """A short reason for an implementation that was not timed."""
     reason = r.get("reason") or r.get("error") or ""
-    if "widen" in reason:
-        return "refused at launch"
     if "one call takes" in reason:
         return reason.removeprefix("one call takes ").split(" (")[0] + " a call"
     return reason[:40]
@@ -88,8 +77,8 @@ def _why_not(r: dict) -> str:
 
 def grouped_rows(model: str | None = None) -> list[dict]:
     """One row per layer and token count (of ``model``, or every model's): the routed rows, how
-    many experts got some, and each implementation's µs per call with its ratio to the loop
-    (ours: the contiguous layout)."""
+    many experts got some, and each of PyTorch's implementations' µs per call with its ratio
+    to the loop (ours: :func:`hopper_rows`)."""
     speed = _speed()
     other = {(r["model"], r["layer"], r["tokens"], r["impl"], r["layout"]): r
              for r in results.rows(EXPERIMENT) if r["part"] != "speed"}
@@ -105,8 +94,7 @@ def grouped_rows(model: str | None = None) -> list[dict]:
                "experts": f"{loop['experts_with_rows']}/{loop['experts']}"}
         for impl, layout in (("torch.mm loop", "contiguous"),
                              ("torch._grouped_mm", "contiguous"),
-                             ("torch.bmm masked", "masked"),
-                             ("lab.grouped_gemm", "contiguous")):
+                             ("torch.bmm masked", "masked")):
             r = speed.get((*key, impl, layout))
             name = SHORT[impl]
             if r is None:
@@ -126,8 +114,7 @@ def grouped_table(model: str):
     rows = grouped_rows(model)
     if not rows:
         raise ValueError(f"no {model!r} layer in the grouped results")
-    headers = {"loop": "loop µs", "grouped_mm": "grouped_mm µs", "bmm (masked)": "bmm µs",
-               "ours": "ours µs"}
+    headers = {"loop": "loop µs", "grouped_mm": "grouped_mm µs", "bmm (masked)": "bmm µs"}
     experts = int(rows[0]["experts"].split("/")[1])
     return page.table(rows, headers=headers, title=f"{model}: {experts} experts",
                       source=results.source_line(EXPERIMENT))
@@ -148,7 +135,6 @@ def values() -> dict:
                   for t in decode]
     mx_grouped = [_ratio(mx, layer, t, "torch._grouped_mm") for layer in ("gate/up", "down")
                   for t in tokens]
-    ours = [r["ratio_to_loop"] for r in speed.values() if r["impl"] == "lab.grouped_gemm"]
     big = max(tokens)
     ds_loop_128 = speed[(ds, "down", 128, "torch.mm loop", "contiguous")]
     mx_pre = speed[(mx, "gate/up", big, "torch.mm loop", "contiguous")]
@@ -157,12 +143,14 @@ def values() -> dict:
     ds_g_1 = speed[(ds, "gate/up", 1, "torch._grouped_mm", "contiguous")]
     expert_bytes = 2 * ds_loop_128["k"] * ds_loop_128["n"]          # one expert's BF16 B
     read_gbps = results.rows("roofline", kernel="stream_read")[0]["gbps"]
+    read_us = expert_bytes / (read_gbps * 1e3)
+    per_expert_us = 1e3 * ds_loop_128["median_ms"] / ds_loop_128["experts_with_rows"]
     return {**hopper_values(),
         "moe_ds_expert_mb": f"{expert_bytes / 1e6:.0f}",
-        "moe_ds_expert_read_us": f"{expert_bytes / (read_gbps * 1e3):.1f}",
+        "moe_ds_expert_read_us": f"{read_us:.1f}",
         "moe_processes": str(data["parameters"]["processes"]),
-        "moe_ds_grouped_min": f"{min(ds_grouped):.1f}",
-        "moe_ds_grouped_max": f"{max(ds_grouped):.1f}",
+        "moe_ds_grouped_min": f"{min(ds_grouped):.2f}",
+        "moe_ds_grouped_max": f"{max(ds_grouped):.2f}",
         "moe_mx_grouped_min": f"{min(mx_grouped):.2f}",
         "moe_mx_grouped_max": f"{max(mx_grouped):.2f}",
         "moe_ds_prefill_grouped": f"{_ratio(ds, 'gate/up', big, 'torch._grouped_mm'):.2f}",
@@ -170,13 +158,13 @@ def values() -> dict:
         "moe_ds_experts_128": str(ds_loop_128["experts_with_rows"]),
         "moe_ds_rows_128": str(ds_loop_128["rows"]),
         "moe_ds_loop_128_us": f"{1e3 * ds_loop_128['median_ms']:,.0f}",
-        "moe_ds_launch_us": f"{1e3 * ds_loop_128['median_ms'] / ds_loop_128['experts_with_rows']:.0f}",
+        "moe_ds_launch_us": f"{per_expert_us:.0f}",
+        "moe_ds_loop_over_read": f"{per_expert_us / read_us:.1f}",
         "moe_ds_bmm_128": f"{_ratio(ds, 'down', 128, 'torch.bmm masked', 'masked'):.1f}",
         "moe_ds_bmm_1_us": f"{1e3 * ds_bmm_1['median_ms']:,.0f}",
         "moe_ds_grouped_1_us": f"{1e3 * ds_g_1['median_ms']:,.0f}",
         "moe_mx_prefill_loop_tflops": f"{mx_pre['tflops']:.0f}",
         "moe_mx_prefill_grouped_tflops": f"{mx_pre_g['tflops']:.0f}",
-        "moe_ours_min": f"{min(ours):.2f}", "moe_ours_max": f"{max(ours):.2f}",
         "moe_prefill_tokens": f"{big:,}",
         "moe_tile": str(kernel.TILE),
     }
@@ -185,8 +173,8 @@ def values() -> dict:
 
 def hopper_values() -> dict:
     """The numbers quoted of the Hopper grouped kernel's run."""
-    speed = _hopper_speed()
-    data = results.load(EXPERIMENT, HOPPER_RUN)
+    speed = _speed()
+    data = results.load(EXPERIMENT)
     ours = [r for r in speed.values()
             if r["impl"] == "lab.grouped_gemm" and r["layout"] == "contiguous"]
     to_gmm = sorted(r["ratio_to_grouped_mm"] for r in ours)
