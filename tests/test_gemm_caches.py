@@ -271,7 +271,7 @@ def test_a_tuned_choice_is_kept_for_the_choice_it_was_timed_for(gpu, monkeypatch
     monkeypatch.setattr(GM, "_disk_key", lambda choice: "this GPU")
     monkeypatch.setattr(compiler, "remember", lambda *a: None)
     monkeypatch.setattr(enqueue, "record", lambda call, inputs=(): FakeCallPlan())
-    monkeypatch.setattr(timing, "event_samples", lambda *a, **k: [1.0])
+    monkeypatch.setattr(timing, "event_samples", lambda call, *, repeats, **k: [1.0] * repeats)
     host = np.zeros((4096, 4096), np.float16)
     for sms in (132, 114):
         choice = lab.gemm.explain(host, host, cc=(9, 0), sms=sms)
