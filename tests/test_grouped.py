@@ -255,3 +255,112 @@ def test_a_grouped_configuration_keeps_to_its_rules():
                 dict(cluster=2, regs=224, producer_regs=56)):
         with pytest.raises(ValueError, match="grouped"):
             replace(cfg, **bad).validate()
+
+
+# ----------------------------------------------------------------------- the repeat path
+
+class _Tensor:
+    """What the repeat path reads of a PyTorch tensor (its module named ``torch``)."""
+
+    def __init__(self, ptr, shape, dtype="bfloat16"):
+        self.ptr, self.shape, self.dtype = ptr, shape, dtype
+
+    def data_ptr(self):
+        return self.ptr
+
+    def stride(self):
+        return (1,) if len(self.shape) == 1 else (self.shape[1], 1)
+
+
+_Tensor.__module__ = "torch"
+
+
+class _Plan:
+    def __init__(self):
+        self.params, self.launches = 99, []
+        self._direct = lambda handle, params, extra: self.launches.append(handle) or 0
+
+
+class _Checked(Exception):
+    """The checked path was taken."""
+
+
+@pytest.fixture
+def repeat(monkeypatch):
+    """A recorded contiguous call of (A, B, out, offsets) on stream 0, the checked path
+    raising _Checked."""
+    import lab.grouped as G
+    from lab import enqueue
+    from lab.gemm import Hot, _torch_state
+
+    monkeypatch.setattr(G, "_HOT", lab.lru.LRU(8))
+    monkeypatch.setattr(G, "describe", lambda *a: (_ for _ in ()).throw(_Checked()))
+    arrays = (_Tensor(1 << 20, (40, 64)), _Tensor(2 << 20, (4, 64, 128)),
+              _Tensor(3 << 20, (40, 128)), _Tensor(4 << 20, (5,), "int64"))
+    plan = _Plan()
+    stream = {"current": 0}
+    hot = Hot(_torch_state, arrays[:3], enqueue.CallPlan([plan], ()),
+              lambda: stream["current"], 0)
+    A, B, out, offs = arrays
+    G._HOT[(id(A), id(B), id(out), id(offs), id(None), None)] = (hot, _torch_state(offs))
+    return arrays, plan, stream
+
+
+def test_a_repeat_with_unchecked_bounds_is_one_driver_call(repeat):
+    (A, B, out, offs), plan, _ = repeat
+    assert lab.grouped_gemm(A, B, out, offsets=offs, check_bounds=False) is out
+    assert plan.launches == [0]
+
+
+@pytest.mark.parametrize("change", ["offsets moved", "A moved", "out reshaped", "stream",
+                                    "bounds checked", "counts instead"])
+def test_a_repeat_confirms_the_routing_the_operands_and_the_stream(repeat, change):
+    (A, B, out, offs), plan, stream = repeat
+    kw = dict(offsets=offs, check_bounds=False)
+    if change == "offsets moved":
+        offs.ptr += 256
+    elif change == "A moved":
+        A.ptr += 256
+    elif change == "out reshaped":
+        out.shape = (20, 256)
+    elif change == "stream":
+        stream["current"] = 5
+    elif change == "bounds checked":
+        kw["check_bounds"] = True            # the offsets are read and checked every call
+    else:
+        kw = dict(counts=offs, check_bounds=False)
+    with pytest.raises(_Checked):
+        lab.grouped_gemm(A, B, out, **kw)
+    assert plan.launches == []
+
+
+def test_the_first_unchecked_call_records_its_launch_for_the_repeats(monkeypatch):
+    """_remember launches through a recorded call plan and keeps the repeat path for torch
+    arrays on the current stream; arrays of mixed libraries get none."""
+    import sys
+    import types
+
+    import lab.grouped as G
+    from lab import enqueue
+
+    monkeypatch.setattr(G, "_HOT", lab.lru.LRU(8))
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(
+        _C=types.SimpleNamespace(_cuda_getCurrentRawStream=lambda index: 0)))
+    launched, plan = [], _Plan()
+
+    def record(call, inputs=()):
+        call()
+        return enqueue.CallPlan([plan], ())
+    monkeypatch.setattr(enqueue, "record", record)
+    A, B, out, offs = (_Tensor(1 << 20, (40, 64)), _Tensor(2 << 20, (4, 64, 128)),
+                       _Tensor(3 << 20, (40, 128)), _Tensor(4 << 20, (5,), "int64"))
+    for t in (A, B, out, offs):
+        t.device = types.SimpleNamespace(index=0)
+    a = types.SimpleNamespace(family="torch", obj=A)
+    G._remember("key", lambda *args: launched.append(args), (1, 2), a, (A, B, out, offs), ())
+    assert launched == [(1, 2)]
+    hot, state = G._HOT["key"]
+    assert state == (4 << 20, (5,), (1,), "int64") and hot.same(A, B, out)
+    G._remember("other", lambda *args: launched.append(args), (3,), a,
+                (A, B, out, np.zeros(5, np.int64)), ())
+    assert launched[-1] == (3,) and "other" not in G._HOT
