@@ -53,3 +53,36 @@ def test_every_printed_ratio_reproduces_from_its_times():
                 if x.get("model") == s3_suite.LAYER_MODEL and x["m"] == r["tokens"]]
         assert len(mine) == r["gemms"] == 4
         assert r["ours_us"] == pytest.approx(sum(1e3 * x["median_ms"] for x in mine))
+
+
+def test_why_a_first_calls_times_run_long():
+    """The decode geomeans by M are the suite's; the first call's time of the pick at M = 64
+    exceeds the graph's; the write-back is the L2 over the read rate; the named row picked the
+    tile-table kernel below 0.9, the small-M kernel runs faster at M = 16 on the same weights,
+    and its first-call candidates differ by less than the write-back."""
+    from lab import results
+    from lab.chapters.ch9b import s1_result as S, s5_short as F
+    v = ch9b.values()
+    by_m = {}
+    for r in S.rows("gpu_only"):
+        if r["group"] == "decode":
+            by_m.setdefault(r["m"], []).append(r["ratio_to_cublas"])
+    geo = {m: S.geomean(x) for m, x in by_m.items()}
+    assert v["decode_geo_worst"] == f"{min(geo.values()):.2f}"
+    assert v["decode_geo_best"] == f"{max(geo.values()):.2f}"
+    assert float(v["decode_64_pick_us"]) > float(v["decode_64_us"])
+    l2 = results.load("suite")["provenance"]["l2_bytes"]
+    assert float(v["flush_writeback_us"]) == pytest.approx(l2 / S.read_roof()[0] * 1e6, abs=0.5)
+    found = F.mispicks()
+    assert v["flush_mispicks"] == str(len(found))
+    if not found:
+        assert v["flush_mispick_sentence"] == ""
+        return
+    r, other = found[0]["row"], found[0]["small_m_16"]
+    assert r["kernel"].startswith("wgmma_table") and r["ratio_to_cublas"] < 0.9 and r["m"] <= 16
+    assert f"{r['n']}×{r['k']}" in v["flush_mispick_sentence"]
+    assert other is not None and other["median_ms"] < r["median_ms"]
+    timed = F.first_call(r["m"], r["n"], r["k"])
+    pick = min(timed.values())
+    small = min(us for name, us in timed.items() if name.startswith("tc_small_m"))
+    assert small - pick < float(v["flush_writeback_us"])

@@ -2,9 +2,11 @@
 are behind cuBLAS, and what the small-M kernel's first-call timing found."""
 from __future__ import annotations
 
+import re
+
 from lab import page, results
 from lab.kernels import small_m
-from lab.chapters.ch9b.s1_result import SUITE, read_share
+from lab.chapters.ch9b.s1_result import SUITE, geomean, read_roof, read_share, rows
 
 #: Decode rows the section reads: M at most this.
 DECODE_M = 128
@@ -75,11 +77,13 @@ def variant(name: str, m: int) -> str:
 
 
 def _words(name: str) -> str:
-    """A Hopper first-call candidate (``wgmma_streamk_fp16/Mx128/96 blocks/atomic``: kernel,
-    then any of 128-row × N-column tiles, a block count, a fix-up) in words."""
+    """A Hopper first-call candidate (``wgmma_table_fp16/64x128/32 blocks``,
+    ``wgmma_streamk_fp16/128x128/atomic``: kernel, then any of rows × columns of its tiles, a
+    block count, a fix-up; no tile for the kernel's own 128×256) in words."""
     kernel, *parts = name.split("/")
-    tiles = next((f"128×{p.split('x')[1]} tiles" for p in parts if p.startswith("Mx")),
-                 "128×256 tiles")
+    tile = next((p.split("x") for p in parts if re.fullmatch(r"(\d+|M)x\d+", p)), None)
+    tiles = (f"{128 if tile[0] == 'M' else int(tile[0])}×{tile[1]} tiles" if tile
+             else "128×256 tiles")
     blocks = next((p for p in parts if p.endswith("blocks")), "every SM")
     fixup = next((p for p in parts if p == "atomic"), "finisher")
     if kernel.startswith("wgmma_streamk"):
@@ -103,7 +107,22 @@ def values() -> dict:
     slowest, fastest = max(small, key=small.get), min(small, key=small.get)
     t128 = first_call(128, 4096, 4096)
     pick = min(t128, key=t128.get)
-    return {"decode_one_ours": f"{one['ours_us']:.1f}",
+    pick64 = min(t64, key=t64.get)
+    by_m = {}
+    for r in rows("gpu_only"):
+        if r["group"] == "decode":
+            by_m.setdefault(r["m"], []).append(r["ratio_to_cublas"])
+    geo = {m: geomean(v) for m, v in by_m.items()}
+    worst, best = min(geo, key=geo.get), max(geo, key=geo.get)
+    l2 = results.load(SUITE)["provenance"]["l2_bytes"]
+    return {**flush_values(),
+            "decode_geo_worst_m": str(worst), "decode_geo_worst": f"{geo[worst]:.2f}",
+            "decode_geo_best_m": str(best), "decode_geo_best": f"{geo[best]:.2f}",
+            "decode_64_kernel": _words(pick64) if not pick64.startswith("tc_small_m")
+            else "the small-M kernel on " + variant(pick64, 64),
+            "decode_64_pick_us": f"{t64[pick64]:.0f}",
+            "flush_writeback_mb": f"{l2 / 1e6:.0f}",
+            "flush_writeback_us": f"{l2 / read_roof()[0] * 1e6:.0f}","decode_one_ours": f"{one['ours_us']:.1f}",
             "decode_one_cublas": f"{one['cublas_us']:.1f}",
             "decode_one_share": f"{one['ours_read']:.0%}",
             "decode_one_cublas_share": f"{one['cublas_read']:.0%}",
@@ -127,3 +146,33 @@ def values() -> dict:
             "odd_1000_host_torch_us": f"{_odd(1000, 1030, 999, 'host', 'cublas')['host_us']:.0f}",
             "odd_127_gpu": f"{_odd(127, 4099, 4096, 'gpu_only')['ratio_to_cublas']:.2f}",
             "odd_127_us": f"{1e3 * _odd(127, 4099, 4096, 'gpu_only')['median_ms']:.0f}"}
+
+
+def mispicks() -> list[dict]:
+    """Decode rows (M <= 16, FP16, GPU only) where the first call picked the tile-table kernel
+    and the row runs below 0.9 of cuBLAS, each with the small-M kernel's row at the same N×K
+    and M = 16 when that row ran it: worst first."""
+    rs = [r for r in rows("gpu_only", "float16") if r["group"] == "decode"]
+    out = []
+    for r in sorted(rs, key=lambda r: r["ratio_to_cublas"]):
+        if r["m"] > 16 or not r["kernel"].startswith("wgmma") or r["ratio_to_cublas"] >= 0.9:
+            continue
+        other = next((x for x in rs if (x["m"], x["n"], x["k"]) == (16, r["n"], r["k"])
+                      and x["kernel"].startswith("tc_small_m")), None)
+        out.append({"row": r, "small_m_16": other})
+    return out
+
+
+def flush_values() -> dict:
+    """The sentence naming the worst decode row whose first call picked the tile-table kernel
+    (empty where there is none), and how many such rows there are."""
+    found = mispicks()
+    sentence = ""
+    if found:
+        r, other = found[0]["row"], found[0]["small_m_16"]
+        sentence = (f"At M = {r['m']} of {r['n']}×{r['k']} it picked the tile-table kernel, "
+                    f"which runs {1e3 * r['median_ms']:.1f} µs in the graph "
+                    f"({r['ratio_to_cublas']:.2f} of cuBLAS)")
+        sentence += (f", where at M = 16 the small-M kernel it passed over runs "
+                     f"{1e3 * other['median_ms']:.1f} µs." if other else ".")
+    return {"flush_mispick_sentence": sentence, "flush_mispicks": str(len(found))}
