@@ -12,7 +12,8 @@
 * ``compile [KERNEL ...]`` — registers, spills, stack, shared memory, inner-loop mix (sm_90).
   ``LAB_FACTS=record python -m lab compile`` records the committed facts again:
   ``lab/facts/compiler.json`` and the test suite's ``lab/facts/checks.json``.
-* ``measure EXPERIMENT [EXPERIMENT ...] [--out DIR] [--quick] [--jobs N]`` — GPU only. ``all``
+* ``measure EXPERIMENT [EXPERIMENT ...] [--out DIR] [--quick] [--jobs N] [--missing]
+  [--until S]`` — GPU only. ``all``
   is every experiment the book reads, in chapter order. Writes ``<DIR>/<gpu>/<experiment>.json``
   as each one finishes (DIR defaults to ``lab/results``); an experiment that needs a tool this
   machine lacks (CuPy, ncu, compute-sanitizer) or a newer GPU is skipped with one line; a
@@ -22,7 +23,10 @@
   the GPU (:mod:`lab.gpulock`); ``--jobs 1`` runs them one after another in this process.
   Exit status 1 if one failed or none ran. ``measure all`` also records the run itself in
   ``<DIR>/<gpu>/measure_all.json``: one row per experiment (status, seconds, the seconds its
-  process held and waited for the GPU) and the whole run's wall time.
+  process held and waited for the GPU) and the whole run's wall time. A run too long for one
+  sitting goes in parts: ``--until S`` starts no experiment after S seconds (those left are
+  listed), and ``--missing`` keeps every experiment whose results file this GPU's folder
+  already has, the record of ``measure all`` keeping their earlier rows.
 * ``compare OLD_DIR NEW_DIR`` — two folders of results files (one GPU each): per experiment,
   the rows matched on what they measure and the spread of new / old median times.
 * ``notebooks [NOTEBOOK ...] [--out DIR]`` — runs every chapter (or those named) through nbval
@@ -331,8 +335,38 @@ def _child_command(name: str, lock: str, *, quick: bool, root: Path | None) -> l
     return cmd + (["--out", str(root)] if root is not None else [])
 
 
+def _keep_measured(plan: list[dict], slug: str, root: Path | None) -> None:
+    """``measure --missing``: mark each runnable step whose results file this GPU's folder
+    already has as kept, with the date it was measured and, from the folder's record of an
+    earlier ``measure all`` (``measure_all.json``), the seconds that run took for it."""
+    earlier = {}
+    record = results.path_for(experiments.RUN_RECORD, slug, root)
+    if record.exists():
+        earlier = {r["experiment"]: r for r in results.load_path(record)["rows"]
+                   if r.get("status") in ("wrote", "kept")}
+    for step in plan:
+        path = results.path_for(step["experiment"], slug, root)
+        if step["skip"] or not path.exists():
+            continue
+        date = results.load_path(path)["provenance"].get("date", "?")
+        before = earlier.get(step["experiment"], {})
+        step["kept"] = {"seconds": before.get("seconds"), "note": f"measured {date}",
+                        "gpu_held_s": before.get("gpu_held_s"),
+                        "gpu_waited_s": before.get("gpu_waited_s")}
+
+
+def _past(deadline: float | None, row: dict, until: int | None) -> bool:
+    """Whether ``deadline`` (``--until``) has passed; if so ``row`` is marked left."""
+    if deadline is None or time.perf_counter() < deadline:
+        return False
+    row.update(status="left", note=f"not started: {until} s had passed (--until)")
+    print(f"{row['head']}: left — {row['note']}", flush=True)
+    return True
+
+
 def _measure_side_by_side(todo: list, jobs: int, *, root: Path | None, slug: str,
-                          command: str) -> None:
+                          command: str, deadline: float | None = None,
+                          until: int | None = None) -> None:
     """Run each (step, row) of ``todo`` as ``python -m lab measure NAME`` in a process of its
     own, ``jobs`` at a time, sharing the GPU through :mod:`lab.gpulock`; fills in the rows. A
     line when each starts and ends; each process's output goes to a log, whose tail is printed
@@ -352,6 +386,8 @@ def _measure_side_by_side(todo: list, jobs: int, *, root: Path | None, slug: str
         while pending or running:
             while pending and len(running) < jobs:
                 step, row = pending.pop(0)
+                if _past(deadline, row, until):
+                    continue
                 log_path = Path(tmp) / f"{step['experiment']}.log"
                 with open(log_path, "w") as log:
                     proc = subprocess.Popen(
@@ -428,9 +464,11 @@ def cmd_measure(args) -> int:
     root = Path(args.out) if args.out else None
     where = results.path_for(names[0], slug, root).parent
     plan = _plan(names, args.quick)
+    if args.missing:
+        _keep_measured(plan, slug, root)
     print(device.describe())
     print(f"results go to {where}/<experiment>.json, each as soon as it is measured")
-    runnable = [p for p in plan if not p["skip"]]
+    runnable = [p for p in plan if not p["skip"] and not p.get("kept")]
     known = [p["estimate_s"] for p in runnable if p["estimate_s"]]
     unknown = [p["experiment"] for p in runnable if not p["estimate_s"]]
     quicker = sum(experiments.info(p["experiment"]).estimate(True) or 0 for p in runnable)
@@ -461,11 +499,19 @@ def cmd_measure(args) -> int:
         if step["skip"]:
             row.update(status="skipped", note=step["skip"])
             print(f"{row['head']}: skipped — {step['skip']}", flush=True)
-    todo = [(step, row) for step, row in zip(plan, summary) if not step["skip"]]
+        elif step.get("kept"):
+            row.update(status="kept", **step["kept"])
+            print(f"{row['head']}: kept — {row['note']}", flush=True)
+    todo = [(step, row) for step, row in zip(plan, summary)
+            if not step["skip"] and not step.get("kept")]
+    deadline = started + args.until if args.until else None
     if jobs > 1:
-        _measure_side_by_side(todo, jobs, root=root, slug=slug, command=command)
+        _measure_side_by_side(todo, jobs, root=root, slug=slug, command=command,
+                              deadline=deadline, until=args.until)
     else:
         for step, row in todo:
+            if _past(deadline, row, args.until):
+                continue
             _measure_here(step, row, root=root, command=command)
     if lock is not None:
         print(lock.summary(), flush=True)   # the parent adds it to this experiment's line
@@ -478,8 +524,12 @@ def cmd_measure(args) -> int:
     wrote = [r for r in summary if r["status"] == "wrote"]
     failed = [r for r in summary if r["status"] == "FAILED"]
     skipped = [r for r in summary if r["status"] == "skipped"]
-    print(f"\n{len(wrote)} written, {len(skipped)} skipped, {len(failed)} failed, in "
-          f"{_minutes(time.perf_counter() - started)}")
+    kept = [r for r in summary if r["status"] == "kept"]
+    left = [r for r in summary if r["status"] == "left"]
+    print(f"\n{len(wrote)} written, {len(skipped)} skipped, {len(failed)} failed"
+          + (f", {len(kept)} kept" if kept else "")
+          + (f", {len(left)} left for a run with --missing" if left else "")
+          + f", in {_minutes(time.perf_counter() - started)}")
     if wrote and args.experiments == ["all"]:
         save_run(summary, jobs=jobs, quick=args.quick, command=command, root=root,
                  seconds=time.perf_counter() - started)
@@ -489,7 +539,9 @@ def cmd_measure(args) -> int:
             env = f"LAB_RESULTS_DIR={shlex.quote(str(root))} " + env
         print(f"build the book from these results: {env} jupyter-book build .")
     if not wrote and not failed:
-        print("nothing was measured: every experiment asked for was skipped", file=sys.stderr)
+        why = ("every experiment asked for was skipped or already measured (--missing)" if kept
+               else "every experiment asked for was skipped")
+        print(f"nothing was measured: {why}", file=sys.stderr)
     return 0 if wrote and not failed else 1
 
 
@@ -684,6 +736,12 @@ def parser() -> argparse.ArgumentParser:
                         "side and take turns on the GPU (default: 4, fewer if this machine has "
                         "fewer CPU cores or the GPU less than 20 GB per process; 1 runs them "
                         "one after another in this process)")
+    p.add_argument("--missing", action="store_true",
+                   help="keep the experiments whose results file this GPU's folder already "
+                        "has (measure all: the run's record keeps their earlier rows)")
+    p.add_argument("--until", type=_positive, default=None, metavar="S",
+                   help="start no experiment after S seconds; those left are listed (run "
+                        "again with --missing to measure them)")
     p.add_argument("--gpu-lock", help=argparse.SUPPRESS)    # set by --jobs for its processes
     p.set_defaults(func=cmd_measure)
     p = sub.add_parser("compare", help="two runs' results files, row by row",

@@ -118,7 +118,7 @@ def flush_l2(stream=None, *, read: bool = False) -> None:
     zeroes a buffer before each timed call. That leaves the L2 full of dirty lines, and the
     timed call pays for writing them back as it evicts them: on the H200, 14336×4096 decode
     products timed 42-48 µs a call after it and 30-35 µs in a CUDA graph of back-to-back calls
-    (the suite), about the 13 µs that writing 60 MB back takes. ``read=True`` reads the buffer
+    (the suite), about the 14 µs that writing 63 MB back takes. ``read=True`` reads the buffer
     instead (chapter 0's streaming-read kernel, :func:`lab.roofline.read_kernel`): the L2 is
     left holding clean lines, which cost nothing to evict. lab.gemm's first-call tuning flushes
     this way, since it ranks candidates whose times differ by less than that write-back."""

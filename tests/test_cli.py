@@ -558,3 +558,44 @@ def test_compile_refuses_an_unknown_kernel_before_compiling(capsys, monkeypatch)
     assert main(["compile", "naive", "nope"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: unknown kernel 'nope'") and "Traceback" not in err
+
+
+def test_a_measure_all_in_parts_records_the_whole(fake_gpu, tmp_path, capsys, monkeypatch):
+    """--until leaves the experiments it had no time to start (listed, recorded as left); the
+    next part with --missing keeps what the first wrote (its seconds from the first record)
+    and measures only the rest; its record covers every experiment."""
+    ran = []
+    clock = {"now": 0.0}
+    monkeypatch.setattr(cli.time, "perf_counter", lambda: clock["now"])
+
+    def run_for(name, seconds):
+        def run(progress):
+            ran.append(name)
+            clock["now"] += seconds
+            return _one_row(name=name)
+        return run
+
+    fake_gpu({"fake_a": _fake_experiment("0", run_for("fake_a", 40)),
+              "fake_b": _fake_experiment("1", run_for("fake_b", 40)),
+              "fake_c": _fake_experiment("2", run_for("fake_c", 40)),
+              "fake_tool": _fake_experiment("3", run_for("fake_tool", 1), needs=("ncu",))})
+    assert main(["measure", "all", "--until", "60", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert ran == ["fake_a", "fake_b"]                  # fake_c would start at 80 s
+    assert "fake_c: left — not started: 60 s had passed" in out
+    assert "2 written, 1 skipped, 0 failed, 1 left for a run with --missing" in out
+    first = results.load_path(tmp_path / "fake-gpu" / "measure_all.json")
+    assert {r["experiment"]: r["status"] for r in first["rows"]} == {
+        "fake_a": "wrote", "fake_b": "wrote", "fake_c": "left", "fake_tool": "skipped"}
+    assert main(["measure", "all", "--missing", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert ran == ["fake_a", "fake_b", "fake_c"]
+    assert re.search(r"fake_a: kept — measured \d{4}-", out)
+    whole = results.load_path(tmp_path / "fake-gpu" / "measure_all.json")
+    rows = {r["experiment"]: r for r in whole["rows"]}
+    assert {e: r["status"] for e, r in rows.items()} == {
+        "fake_a": "kept", "fake_b": "kept", "fake_c": "wrote", "fake_tool": "skipped"}
+    assert rows["fake_a"]["seconds"] == rows["fake_b"]["seconds"] == rows["fake_c"]["seconds"] == 40
+    assert main(["measure", "all", "--missing", "--out", str(tmp_path)]) == 1   # nothing left
+    assert "already measured (--missing)" in capsys.readouterr().err
+    assert ran == ["fake_a", "fake_b", "fake_c"]
