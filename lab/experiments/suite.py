@@ -17,8 +17,11 @@ same buffers:
   ``torch.cuda.CUDAGraph``), replayed between two events: the GPU's time per call;
 * ``loop`` — events around ``calls`` plain calls, no event or synchronisation between them:
   what a framework's queue sees (the host's cost shows only where it exceeds the GPU's);
-* ``host`` — the host's own cost per call: wall time of ``calls`` calls enqueued, measured
-  without waiting for the GPU (µs per call, both sides).
+* ``host`` — the host's own cost per call: wall time of ``calls`` calls enqueued behind a
+  spin kernel that keeps the GPU busy, measured without waiting for the GPU (µs per call, both
+  sides). Until 7 December the bursts ran without the spin, on a GPU left idle by the last
+  synchronisation: a fixed cost of about 30 µs a burst and about 13 µs a call on the H200,
+  where ``launch_cost`` (GPU busy) times the same repeated call at 8.7.
 
 The two sides alternate burst by burst (ours, cuBLAS, ours, …; a burst is ``calls`` calls,
 about :data:`BURST_MS` of GPU time) for :data:`BURSTS` bursts each, so that both see the same
@@ -157,14 +160,24 @@ def interleaved(ours, theirs, calls: int, bursts: int) -> dict:
     return out
 
 
-def host_cost(ours, theirs, calls: int, bursts: int) -> dict:
+#: Milliseconds a spin kernel keeps the GPU busy ahead of each host-cost burst: longer than
+#: enqueueing a burst of :data:`MAX_CALLS` calls takes.
+HOST_SPIN_MS = 3.0
+
+
+def host_cost(ours, theirs, calls: int, bursts: int, spin=None) -> dict:
     """µs of host time per call of each side, bursts alternating: ``calls`` calls enqueued
-    between two readings of the wall clock, no wait for the GPU inside a burst."""
+    between two readings of the wall clock, no wait for the GPU inside a burst, each burst
+    behind ``spin(HOST_SPIN_MS)`` (a kernel that keeps the GPU busy, as ``launch_cost`` times
+    the host: the calls then queue as a framework's do, and the first launch after the last
+    burst's synchronisation is the spin's, not a timed call's)."""
     import torch
 
     out = {"lab.gemm": [], "cublas": []}
     for _ in range(bursts):
         for side, fn in (("lab.gemm", ours), ("cublas", theirs)):
+            if spin is not None:
+                spin(HOST_SPIN_MS)
             t0 = time.perf_counter()
             fn()
             out[side].append(1e6 * (time.perf_counter() - t0) / calls)
@@ -223,6 +236,7 @@ def measure(shape: dict, dtype: str, sampler=None) -> list[dict]:
     each side (``ratio_to_cublas`` on both)."""
     import torch
     import lab
+    from lab import timing
     from lab.experiments.launch_cost import torch_graph
 
     m, n, k = shape["m"], shape["n"], shape["k"]
@@ -272,7 +286,8 @@ def measure(shape: dict, dtype: str, sampler=None) -> list[dict]:
         label = f"{m}x{n}x{k} {dtype} {method}"
         with (sampler.phase(label) if sampler else _Nothing()):
             if method == "host":
-                got = host_cost(loops["lab.gemm"], loops["cublas"], calls, min(bursts, 4))
+                got = host_cost(loops["lab.gemm"], loops["cublas"], calls, min(bursts, 4),
+                                timing.process_spinner().launch)
             else:
                 src = graphs if method == "gpu_only" else loops
                 got = interleaved(src["lab.gemm"], src["cublas"], calls, bursts)
@@ -411,9 +426,10 @@ def run(progress, quick: bool = False) -> dict:
 
 NOTES = ("gpu_only: a CUDA graph of `calls` calls per side, replayed between two events; loop: "
          "events around `calls` plain calls, nothing between them; host: wall-clock µs per "
-         "call enqueued (ratio: cuBLAS µs / ours). Sides alternate burst by burst; a row's "
-         "value is the median burst. ratio_to_cublas = cuBLAS median / lab.gemm median, same "
-         "method, shape and type; each row is the median process's, ratios lists every "
+         "call enqueued behind a spin kernel that keeps the GPU busy (ratio: cuBLAS µs / "
+         "ours). Sides alternate burst by burst; a row's value is the median burst. "
+         "ratio_to_cublas = cuBLAS median / lab.gemm median, same method, shape and type; "
+         "each row is the median process's, ratios lists every "
          "process's. sm_mhz, power_w: NVML's median SM clock and mean power over the method's "
          "interleaved bursts. A shape is timed only after its check (out poisoned with NaN, "
          "two calls, float64 reference on the GPU) passed.")

@@ -86,3 +86,15 @@ def test_why_a_first_calls_times_run_long():
     pick = min(timed.values())
     small = min(us for name, us in timed.items() if name.startswith("tc_small_m"))
     assert small - pick < float(v["flush_writeback_us"])
+
+
+def test_what_the_host_paragraph_says_holds():
+    """The suite's host medians are the target's figure; fewer calls a burst, more µs a call;
+    launch_cost's busy-GPU figure for the same call is below the suite's."""
+    v = ch9b.values()
+    targets = {t["target"]: t for t in ch9b.targets()}
+    host = next(t for name, t in targets.items() if name.startswith("host"))
+    assert v["host_suite_ours"] == f"{host['measured']:.1f}"
+    assert float(v["host_few_ours"]) > float(v["host_many_ours"])
+    assert float(v["host_gemm"]) < float(v["host_suite_ours"])
+    assert float(v["host_torch"]) < float(v["host_suite_cublas"])

@@ -115,14 +115,15 @@ def values() -> dict:
     geo = {m: geomean(v) for m, v in by_m.items()}
     worst, best = min(geo, key=geo.get), max(geo, key=geo.get)
     l2 = results.load(SUITE)["provenance"]["l2_bytes"]
-    return {**flush_values(),
+    return {**flush_values(), **host_values(),
             "decode_geo_worst_m": str(worst), "decode_geo_worst": f"{geo[worst]:.2f}",
             "decode_geo_best_m": str(best), "decode_geo_best": f"{geo[best]:.2f}",
             "decode_64_kernel": _words(pick64) if not pick64.startswith("tc_small_m")
             else "the small-M kernel on " + variant(pick64, 64),
             "decode_64_pick_us": f"{t64[pick64]:.0f}",
             "flush_writeback_mb": f"{l2 / 1e6:.0f}",
-            "flush_writeback_us": f"{l2 / read_roof()[0] * 1e6:.0f}","decode_one_ours": f"{one['ours_us']:.1f}",
+            "flush_writeback_us": f"{l2 / read_roof()[0] * 1e6:.0f}",
+            "decode_one_ours": f"{one['ours_us']:.1f}",
             "decode_one_cublas": f"{one['cublas_us']:.1f}",
             "decode_one_share": f"{one['ours_read']:.0%}",
             "decode_one_cublas_share": f"{one['cublas_read']:.0%}",
@@ -176,3 +177,20 @@ def flush_values() -> dict:
         sentence += (f", where at M = 16 the small-M kernel it passed over runs "
                      f"{1e3 * other['median_ms']:.1f} µs." if other else ".")
     return {"flush_mispick_sentence": sentence, "flush_mispicks": str(len(found))}
+
+
+def host_values() -> dict:
+    """The suite's host rows beside ``launch_cost``'s: each side's median µs a call, and
+    lab.gemm's at the fewest calls a burst against 48 or more."""
+    import numpy as np
+
+    ours, theirs = rows("host"), rows("host", impl="cublas")
+    fewest = min(r["calls"] for r in ours)
+    def middle(rs):                # the upper middle, as the target table's
+        return sorted(r["host_us"] for r in rs)[len(rs) // 2]
+    return {"host_suite_ours": f"{middle(ours):.1f}",
+            "host_suite_cublas": f"{middle(theirs):.1f}",
+            "host_few_calls": str(fewest),
+            "host_few_ours":
+                f"{np.median([r['host_us'] for r in ours if r['calls'] == fewest]):.0f}",
+            "host_many_ours": f"{np.median([r['host_us'] for r in ours if r['calls'] >= 48]):.0f}"}
