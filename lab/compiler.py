@@ -388,7 +388,7 @@ _HOST_ONLY = {"compiler.py", "api.py", "bench.py", "accuracy.py", "timing.py", "
               "model.py", "fragments.py", "device.py", "gpulock.py", "facts", "providers.py",
               "libraries.py", "triton_gemm.py", "clocks.py", "multi", "dispatch.py", "gemm.py",
               "results.py", "schema.py", "predict.py",
-              "operands.py", "gpu_checks.py", "grouped.py", "simulator.py"}
+              "operands.py", "gpu_checks.py", "grouped.py", "scaled.py", "simulator.py"}
 
 
 def toolchain() -> dict:

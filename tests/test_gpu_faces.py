@@ -73,3 +73,30 @@ def test_a_grouped_repeat_replays_and_follows_new_offsets_in_the_same_buffer():
                 assert _rel_error(C[ends[e]:ends[e + 1]], ref) < 2e-2, (call, e)
         if call == 0:
             assert len(G._HOT) >= 1, "the first unchecked call recorded its repeat path"
+
+
+@pytest.mark.parametrize("blocks, out", [(False, "bfloat16"), (False, "float32"),
+                                         (True, "bfloat16")])
+def test_scaled_gemm_takes_torch_fp8_tensors_and_their_scales(blocks, out):
+    """PyTorch float8_e4m3fn operands (Bᵀ as stored), per-tensor or block scales on the GPU,
+    C poisoned first: the product of the dequantised operands, past every tile edge."""
+    import numpy as np
+
+    from lab import fp8
+    from lab.scaled import scaled_gemm
+
+    rng = np.random.default_rng(2)
+    m, n, k = 129, 300, 400
+    block = (fp8.ACT_BLOCK, fp8.WEIGHT_BLOCK) if blocks else (None, None)
+    ca, sa = fp8.quantize(rng.standard_normal((m, k)), "e4m3", block[0])
+    cb, sb = fp8.quantize(rng.standard_normal((n, k)), "e4m3", block[1])
+
+    def gpu(codes):
+        return torch.from_numpy(codes).cuda().view(torch.float8_e4m3fn)
+
+    C = torch.full((m, n), float("nan"), device="cuda", dtype=getattr(torch, out))
+    scaled_gemm(gpu(ca), gpu(cb), C, scale_a=torch.from_numpy(sa).cuda(),
+                scale_b=torch.from_numpy(sb).cuda())
+    torch.cuda.synchronize()
+    ref = torch.from_numpy(fp8.reference(ca, cb, sa, sb, blocks=blocks)).cuda()
+    assert _rel_error(C, ref) < 2e-2

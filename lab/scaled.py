@@ -1,0 +1,265 @@
+"""``lab.scaled_gemm``: an FP8 product as production calls it, C = (sa·A)·(sb·B), on chapter 7b's
+kernels.
+
+* ``A``: M×K FP8 codes; ``Bt``: N×K codes of Bᵀ (a linear layer's weight as stored, and the
+  layout of cuBLASLt's FP8 "TN" GEMM and ``torch._scaled_mm``'s second operand transposed).
+  PyTorch's ``float8_e4m3fn`` / ``float8_e5m2`` tensors, or uint8 codes (Numba, CuPy, PyTorch
+  or NumPy) with ``fmt="e4m3"`` or ``"e5m2"`` saying which format they hold.
+* ``scale_a``, ``scale_b``: float32. Per-tensor: a number or an array of shape (1, 1) each.
+  Block scales (e4m3): one per 1×128 block of A, shape (M, ⌈K/128⌉), and one per 128×128 block
+  of Bᵀ, (⌈N/128⌉, ⌈K/128⌉), as DeepSeek-V3 and DeepGEMM scale.
+* ``out``: M×N, BF16 or FP32 (``out_dtype`` when ``out`` is None; BF16 by default).
+
+The kernel (:func:`choose`): per-tensor e4m3 with a BF16 C, ``fp8_e4m3_tile`` (whole-tile
+staging, a grid of 128); with an FP32 C ``fp8_e4m3``, or with ``promote=True`` the kernel that
+adds the tensor cores' partial sums into FP32 registers every 128 k (``fp8_e4m3_promote``);
+block scales, ``fp8_e4m3_block`` (BF16 C, promotion at every block); e5m2, ``fp8_e5m2`` (FP32
+C). Other combinations are refused, naming what is there.
+
+Everything is checked before anything is copied or launched: the formats, shapes and layouts,
+the scales' shapes and type, and (``check_scales=True``, the default) their values, finite and
+above zero — scales on the GPU are copied to the host for that, which waits for the GPU;
+``check_scales=False`` skips the copy (a call in a CUDA graph). The kernels use ``wgmma``: a GPU
+of compute capability 9.0 runs them, and anywhere else the call is refused.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from lab.dispatch import GemmError
+from lab.lru import LRU
+from lab.operands import Operand, describe, refuse_overlap
+
+#: Torch's FP8 dtypes (and ml_dtypes' NumPy ones), as the formats ``lab.fp8`` names.
+FORMATS = {"float8_e4m3fn": "e4m3", "float8_e5m2": "e5m2"}
+#: Block scaling's block: 1×128 of A, 128×128 of Bᵀ.
+BLOCK = 128
+#: (format, scaling, C's dtype, promote) -> the registered kernel.
+KERNELS = {("e4m3", "tensor", "bfloat16", False): "fp8_e4m3_tile",
+           ("e4m3", "tensor", "float32", False): "fp8_e4m3",
+           ("e4m3", "tensor", "float32", True): "fp8_e4m3_promote",
+           ("e4m3", "block", "bfloat16", True): "fp8_e4m3_block",
+           ("e5m2", "tensor", "float32", False): "fp8_e5m2"}
+
+
+def choose(fmt: str, scaling: str, out_dtype: str, promote: bool) -> str:
+    """The registered kernel for this format, scaling and C (block scales always promote);
+    GemmError naming the combinations there are."""
+    key = (fmt, scaling, out_dtype, promote or scaling == "block")
+    if key not in KERNELS:
+        there = "; ".join(f"{f} with {s} scales, {o} C" + (", promote" if p and s == "tensor"
+                                                              else "")
+                          for f, s, o, p in KERNELS)
+        raise GemmError(f"no FP8 kernel for {fmt} with {scaling} scales, a {out_dtype} C"
+                        + (" and promotion" if promote else "") + f": there are {there}")
+    return KERNELS[key]
+
+
+def _format(x: Operand, fmt: str | None) -> str:
+    if x.dtype in FORMATS:
+        if fmt is not None and fmt != FORMATS[x.dtype]:
+            raise GemmError(f"{x.label} is {x.dtype} but fmt says {fmt}")
+        return FORMATS[x.dtype]
+    if x.dtype == "uint8":
+        if fmt not in ("e4m3", "e5m2"):
+            raise GemmError(f"{x.label} holds uint8 codes: say which format with fmt='e4m3' "
+                            f"or fmt='e5m2' (got fmt={fmt!r})")
+        return fmt
+    raise GemmError(f"{x.label} is {x.dtype}; lab.scaled_gemm takes FP8 codes: PyTorch's "
+                    "float8_e4m3fn or float8_e5m2, or uint8 with fmt=")
+
+
+def _packed(x: Operand) -> None:
+    if len(x.shape) != 2:
+        raise GemmError(f"{x.label} must be 2-D, got shape {x.shape}")
+    if 0 in x.shape:
+        raise GemmError(f"{x.label} has an empty dimension (shape {x.shape})")
+    rows, cols = x.shape
+    if (cols > 1 and x.strides[1] != x.itemsize) or (rows > 1 and x.strides[0] != cols * x.itemsize):
+        raise GemmError(f"{x.label} is not a packed row-major array (strides {x.strides} bytes "
+                        f"for shape {x.shape}: a transposed or sliced view?); pass a contiguous "
+                        "copy")
+
+
+def _scale(s, label: str) -> tuple[Operand | None, np.ndarray | None, tuple]:
+    """A scale argument as (its operand on the GPU or None, its host values or None, shape)."""
+    if isinstance(s, (int, float, np.floating, np.integer)) and not isinstance(s, bool):
+        host = np.full((1, 1), float(s), np.float32)
+        return None, host, (1, 1)
+    x = describe(s, label)
+    if x.dtype != "float32":
+        raise GemmError(f"{label} is {x.dtype}; scales are float32")
+    if x.host:
+        host = np.asarray(s, np.float32)
+        return None, host.reshape((1, 1)) if host.shape in ((), (1,)) else host, \
+            (1, 1) if host.shape in ((), (1,)) else host.shape
+    return x, None, (1, 1) if x.shape in ((), (1,)) else x.shape
+
+
+def validate(A: Operand, Bt: Operand, out: Operand | None, fmt, out_dtype, sa, sb):
+    """``(format, scaling, M, N, K, C's dtype, scale operands and host values)`` after every
+    check; GemmError naming the operand and the problem."""
+    fa, fb = _format(A, fmt), _format(Bt, fmt)
+    if fa != fb:
+        raise GemmError(f"A holds {fa} codes but Bt {fb}; both must be one format")
+    for x in (A, Bt):
+        _packed(x)
+    (m, k), (n, kb) = A.shape, Bt.shape
+    if kb != k:
+        raise GemmError(f"A is {m}x{k} but Bt is {n}x{kb}: Bt is B transposed, N×K, so its "
+                        f"rows must hold K = {k} codes")
+    if out is not None:
+        _packed(out)
+        if out.shape != (m, n):
+            raise GemmError(f"out has shape {out.shape}; the product is {(m, n)}")
+        if out.dtype not in ("bfloat16", "float32"):
+            raise GemmError(f"out is {out.dtype}; an FP8 product is written as bfloat16 or "
+                            "float32")
+        if out_dtype is not None and out_dtype != out.dtype:
+            raise GemmError(f"out is {out.dtype} but out_dtype says {out_dtype}")
+    odt = out.dtype if out is not None else (out_dtype or "bfloat16")
+    if odt not in ("bfloat16", "float32"):
+        raise GemmError(f"out_dtype is {odt}; an FP8 product is written as bfloat16 or float32")
+    for x in (Bt,) + ((out,) if out is not None else ()):
+        if x.host != A.host:
+            raise GemmError(f"{x.label} is {'on the host' if x.host else 'on the GPU'} but A "
+                            f"is {'on the host' if A.host else 'on the GPU'}: keep them together")
+    refuse_overlap(out, (A, Bt))
+    kblocks = -(-k // BLOCK)
+    (da, ha, shape_a), (db, hb, shape_b) = _scale(sa, "scale_a"), _scale(sb, "scale_b")
+    tensor = shape_a == (1, 1) and shape_b == (1, 1)
+    scaling = "tensor" if tensor else "block"
+    if not tensor:
+        want = {"scale_a": (m, kblocks), "scale_b": (-(-n // BLOCK), kblocks)}
+        for label, shape in (("scale_a", shape_a), ("scale_b", shape_b)):
+            if tuple(shape) != want[label]:
+                raise GemmError(f"{label} has shape {tuple(shape)}: per-tensor scales are "
+                                f"(1, 1) each; block scales are (M, ceil(K/128)) = "
+                                f"{want['scale_a']} for A and (ceil(N/128), ceil(K/128)) = "
+                                f"{want['scale_b']} for Bt")
+    for x in (da, db):
+        if x is not None:
+            if len(x.shape) == 2:
+                _packed(x)
+            if A.host:
+                raise GemmError(f"{x.label} is on the GPU but A is on the host: keep them "
+                                "together")
+    return fa, scaling, m, n, k, odt, (da, ha), (db, hb)
+
+
+def check_values(host: np.ndarray, label: str) -> None:
+    """GemmError unless every scale is finite and above zero (the first bad one named)."""
+    bad = np.flatnonzero(~np.isfinite(host) | (host <= 0))
+    if bad.size:
+        i = np.unravel_index(int(bad[0]), host.shape)
+        raise GemmError(f"{label}[{', '.join(map(str, i))}] = {host[i]}: scales must be finite "
+                        "and above zero")
+
+
+_LAUNCHERS = LRU(8)                     # kernel name -> its (memoised) launcher
+
+
+def scaled_gemm(A, Bt, out=None, *, scale_a, scale_b, fmt: str | None = None,
+                out_dtype=None, promote: bool = False, check_scales: bool = True):
+    """C = (scale_a·A)·(scale_b·B) for FP8 codes A (M×K) and Bt (N×K, B transposed), as the
+    module docstring says; returns ``out`` (when None, a new array of A's library: BF16 by
+    default, or ``out_dtype``)."""
+    from lab import device
+    from lab.operands import dtype_name
+
+    a, bt = describe(A, "A"), describe(Bt, "Bt")
+    o = describe(out, "out") if out is not None else None
+    fmt_, scaling, m, n, k, odt, (da, ha), (db, hb) = validate(
+        a, bt, o, fmt, dtype_name(out_dtype), scale_a, scale_b)
+    name = choose(fmt_, scaling, odt, promote)
+    for (d, h), label in (((da, ha), "scale_a"), ((db, hb), "scale_b")):
+        if h is not None:
+            check_values(h, label)
+        elif check_scales:
+            check_values(_to_host(d), label)
+    if not device.GPU:
+        raise GemmError(f"{name} uses wgmma and runs on a GPU of compute capability 9.0; this "
+                        f"session runs in {device.MODE} mode")
+    from numba import cuda
+
+    from lab.kernels import get_spec, runnable
+
+    ok, line = runnable(name)
+    if not ok:
+        raise GemmError(line)
+    target = out if out is not None else _new(a, (m, n), odt)
+    t = describe(target, "out")
+    codes = [_upload(x) if x.host else _u8(x) for x in (a, bt)]
+    shapes = {True: (1, 1)}
+    scales = [cuda.to_device(np.ascontiguousarray(h, np.float32)) if h is not None
+              else _f32(d, shapes.get(scaling == "tensor", d.shape))
+              for d, h in ((da, ha), (db, hb))]
+    c = cuda.to_device(np.zeros((m, n), np.uint16 if odt == "bfloat16" else np.float32)) \
+        if t.host else _out(t)
+    from lab.kernels import wgmma
+
+    cfg = get_spec(name).config
+    launch = _LAUNCHERS.get_or_make(name, lambda: wgmma.launcher(cfg))
+    launch(codes[0], codes[1], c, *scales)
+    if t.host:
+        host = c.copy_to_host()
+        target[...] = host.view(target.dtype) if odt == "bfloat16" else host
+    return target
+
+
+def _to_host(x: Operand) -> np.ndarray:
+    if x.family == "torch":
+        return x.obj.detach().float().cpu().numpy()
+    if x.family == "cupy":
+        return x.obj.get()
+    return np.asarray(x.obj.copy_to_host())
+
+
+def _wrap(x: Operand, typestr: str, shape=None):
+    from numba import cuda
+
+    desc = {"shape": tuple(shape or x.shape), "strides": None, "typestr": typestr,
+            "data": (x.ptr, False), "version": 3}
+    return cuda.from_cuda_array_interface(desc, owner=x.obj, sync=False)
+
+
+def _u8(x: Operand):
+    """FP8 codes on the GPU as a Numba uint8 array over their memory (no copy)."""
+    return _wrap(x, "|u1")
+
+
+def _f32(x: Operand, shape):
+    """Scales on the GPU as a Numba float32 array of ``shape`` (a scalar's as (1, 1))."""
+    return _wrap(x, "<f4", shape)
+
+
+def _out(x: Operand):
+    """C on the GPU as the kernels write it: float32, or BF16 as uint16 bits."""
+    return _wrap(x, "<u2" if x.dtype == "bfloat16" else "<f4")
+
+
+def _upload(x: Operand):
+    from numba import cuda
+
+    return cuda.to_device(np.ascontiguousarray(x.obj).view(np.uint8))
+
+
+def _new(like: Operand, shape, dtype: str):
+    """A new C of A's library (NumPy for host codes: float32, or ml_dtypes' bfloat16 bits as
+    uint16 when ml_dtypes is absent)."""
+    if like.family == "torch":
+        import torch
+        return torch.empty(shape, dtype=getattr(torch, dtype), device=like.obj.device)
+    if like.host:
+        if dtype == "float32":
+            return np.empty(shape, np.float32)
+        try:
+            import ml_dtypes
+            return np.empty(shape, ml_dtypes.bfloat16)
+        except ImportError:
+            return np.empty(shape, np.uint16)
+    from numba import cuda
+    if like.family == "cupy" and dtype == "float32":
+        import cupy
+        return cupy.empty(shape, np.float32)
+    return cuda.device_array(shape, np.uint16 if dtype == "bfloat16" else np.float32)
