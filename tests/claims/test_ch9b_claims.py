@@ -98,3 +98,26 @@ def test_what_the_host_paragraph_says_holds():
     assert float(v["host_few_ours"]) > float(v["host_many_ours"])
     assert float(v["host_gemm"]) < float(v["host_suite_ours"])
     assert float(v["host_torch"]) < float(v["host_suite_cublas"])
+
+
+def test_how_fast_decode_reads_b_holds():
+    """All the decode rows' bytes over all their time, each side; the row range; the lowest
+    row a small layer (under 40 MB), and small layers read slower than large ones."""
+    from lab.chapters.ch9b import s1_result as S
+    v = ch9b.values()
+    mine = [r for r in S.rows("gpu_only") if r["group"] == "decode" and r["m"] <= 16]
+    theirs = [r for r in S.rows("gpu_only", impl="cublas")
+              if r["group"] == "decode" and r["m"] <= 16]
+    assert len(mine) == len(theirs) > 100
+
+    def rate(rs):
+        return sum(2.0 * r["n"] * r["k"] for r in rs) / sum(1e-3 * r["median_ms"] for r in rs)
+    assert v["decode_read_all"] == f"{rate(mine) / 1e12:.2f}"
+    assert v["decode_read_all_cublas"] == f"{rate(theirs) / 1e12:.2f}"
+    shares = {id(r): S.read_share(r) for r in mine}
+    assert v["decode_read_row_min"] == f"{min(shares.values()):.0%}"
+    low = min(mine, key=S.read_share)
+    assert 2 * low["n"] * low["k"] < 40e6
+    small = [shares[id(r)] for r in mine if 2 * r["n"] * r["k"] < 40e6]
+    large = [shares[id(r)] for r in mine if 2 * r["n"] * r["k"] >= 40e6]
+    assert sum(small) / len(small) < sum(large) / len(large)

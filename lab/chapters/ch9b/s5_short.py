@@ -6,7 +6,8 @@ import re
 
 from lab import page, results
 from lab.kernels import small_m
-from lab.chapters.ch9b.s1_result import SUITE, geomean, read_roof, read_share, rows
+from lab.chapters.ch9b.s1_result import (DECODE_READ_M, SUITE, geomean, read_roof,
+                                         read_share, rows)
 
 #: Decode rows the section reads: M at most this.
 DECODE_M = 128
@@ -115,7 +116,7 @@ def values() -> dict:
     geo = {m: geomean(v) for m, v in by_m.items()}
     worst, best = min(geo, key=geo.get), max(geo, key=geo.get)
     l2 = results.load(SUITE)["provenance"]["l2_bytes"]
-    return {**flush_values(), **host_values(),
+    return {**flush_values(), **host_values(), **read_values(),
             "decode_geo_worst_m": str(worst), "decode_geo_worst": f"{geo[worst]:.2f}",
             "decode_geo_best_m": str(best), "decode_geo_best": f"{geo[best]:.2f}",
             "decode_64_kernel": _words(pick64) if not pick64.startswith("tc_small_m")
@@ -194,3 +195,21 @@ def host_values() -> dict:
             "host_few_ours":
                 f"{np.median([r['host_us'] for r in ours if r['calls'] == fewest]):.0f}",
             "host_many_ours": f"{np.median([r['host_us'] for r in ours if r['calls'] >= 48]):.0f}"}
+
+
+def read_values() -> dict:
+    """How fast the decode rows at M <= DECODE_READ_M read B, both input types, GPU only: all
+    their bytes over all their time for each side, and the range of ours row by row."""
+    roof = read_roof()[0]
+
+    def together(impl):
+        rs = [r for r in rows("gpu_only", impl=impl)
+              if r["group"] == "decode" and r["m"] <= DECODE_READ_M]
+        return sum(2.0 * r["n"] * r["k"] for r in rs) / sum(r["median_ms"] * 1e-3 for r in rs)
+    mine = [r for r in rows("gpu_only") if r["group"] == "decode" and r["m"] <= DECODE_READ_M]
+    ours = [read_share(r) for r in mine]
+    low = min(mine, key=read_share)
+    return {"decode_read_row_min_mb": f"{2 * low['n'] * low['k'] / 1e6:.0f}","decode_read_all": f"{together('lab.gemm') / 1e12:.2f}",
+            "decode_read_all_share": f"{together('lab.gemm') / roof:.0%}",
+            "decode_read_all_cublas": f"{together('cublas') / 1e12:.2f}",
+            "decode_read_row_min": f"{min(ours):.0%}", "decode_read_row_max": f"{max(ours):.0%}"}
