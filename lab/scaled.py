@@ -1,5 +1,5 @@
-"""``lab.scaled_gemm``: an FP8 product as production calls it, C = (sa·A)·(sb·B), on chapter 7b's
-kernels.
+"""``lab.scaled.scaled_gemm``: an FP8 product as production calls it, C = (sa·A)·(sb·B), on
+chapter 7b's kernels.
 
 * ``A``: M×K FP8 codes; ``Bt``: N×K codes of Bᵀ (a linear layer's weight as stored, and the
   layout of cuBLASLt's FP8 "TN" GEMM and ``torch._scaled_mm``'s second operand transposed).
@@ -65,7 +65,7 @@ def _format(x: Operand, fmt: str | None) -> str:
             raise GemmError(f"{x.label} holds uint8 codes: say which format with fmt='e4m3' "
                             f"or fmt='e5m2' (got fmt={fmt!r})")
         return fmt
-    raise GemmError(f"{x.label} is {x.dtype}; lab.scaled_gemm takes FP8 codes: PyTorch's "
+    raise GemmError(f"{x.label} is {x.dtype}; scaled_gemm takes FP8 codes: PyTorch's "
                     "float8_e4m3fn or float8_e5m2, or uint8 with fmt=")
 
 
@@ -75,7 +75,8 @@ def _packed(x: Operand) -> None:
     if 0 in x.shape:
         raise GemmError(f"{x.label} has an empty dimension (shape {x.shape})")
     rows, cols = x.shape
-    if (cols > 1 and x.strides[1] != x.itemsize) or (rows > 1 and x.strides[0] != cols * x.itemsize):
+    if (cols > 1 and x.strides[1] != x.itemsize) or \
+            (rows > 1 and x.strides[0] != cols * x.itemsize):
         raise GemmError(f"{x.label} is not a packed row-major array (strides {x.strides} bytes "
                         f"for shape {x.shape}: a transposed or sliced view?); pass a contiguous "
                         "copy")

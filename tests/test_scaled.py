@@ -1,8 +1,8 @@
-"""lab.scaled_gemm: FP8 codes with per-tensor or block scales. Everything it refuses, before any
-copy or launch, with the operand and the problem named; the kernel each format, scaling and C
-goes to; the whole host path (codes uploaded, scales shaped, C copied back) with the kernel
-replaced by the float64 product of the dequantised operands. The kernels themselves are checked
-on a GPU (``lab check``); the simulator cannot run them."""
+"""lab.scaled.scaled_gemm: FP8 codes with per-tensor or block scales. Everything it refuses,
+before any copy or launch, with the operand and the problem named; the kernel each format,
+scaling and C goes to; the whole host path (codes uploaded, scales shaped, C copied back) with
+the kernel replaced by the float64 product of the dequantised operands. The kernels themselves
+are checked on a GPU (``lab check``); the simulator cannot run them."""
 from __future__ import annotations
 
 import ml_dtypes
@@ -38,7 +38,7 @@ def test_uint8_codes_need_their_format_named():
 
 def test_what_is_not_fp8_is_refused():
     ca, cb, sa, sb = _operands()
-    _refused(r"A is float16; lab.scaled_gemm takes FP8 codes", ca.astype(np.float16), cb,
+    _refused(r"A is float16; scaled_gemm takes FP8 codes", ca.astype(np.float16), cb,
              scale_a=sa, scale_b=sb, fmt="e4m3")
 
 
@@ -52,7 +52,8 @@ def test_two_formats_or_a_format_that_contradicts_the_type_are_refused():
 
 
 @pytest.mark.parametrize("which, bad, match", [
-    ("Bt", lambda cb: cb[:, :-1].copy(), r"Bt is B transposed, N×K, so its rows must hold K = 300"),
+    ("Bt", lambda cb: cb[:, :-1].copy(),
+     r"Bt is B transposed, N×K, so its rows must hold K = 300"),
     ("Bt", lambda cb: cb.T, r"Bt is not a packed row-major array"),
     ("A", lambda ca: ca[:, ::2], r"A is not a packed row-major array"),
     ("A", lambda ca: ca.reshape(1, M, K), r"A must be 2-D"),
