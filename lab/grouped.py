@@ -43,21 +43,10 @@ from lab.convert import narrow, widen
 from lab.dispatch import GemmError
 from lab.lru import LRU
 from lab.operands import (DTYPES, NUMBA_DT, Operand, as_numba, describe, output_dtype,
-                          refuse_overlap)
+                          refuse_overlap, refuse_unpacked)
 
 #: Grid rows a launch may have (CUDA's limit on gridDim.y).
 GRID_Y_LIMIT = 65535
-
-
-def _contiguous(x: Operand) -> None:
-    """Row-major and packed, in every dimension."""
-    want = x.itemsize
-    for extent, stride in zip(reversed(x.shape), reversed(x.strides)):
-        if extent > 1 and stride != want:
-            raise GemmError(f"{x.label} is not a packed row-major array (strides {x.strides} "
-                            f"bytes for shape {x.shape}: a transposed or sliced view?); pass "
-                            "a contiguous copy")
-        want *= extent
 
 
 def _on_device(values):
@@ -116,7 +105,7 @@ def validate(A: Operand, B: Operand, out: Operand | None, out_dtype: str | None,
     if out is not None and tuple(out.shape) != shape:
         raise GemmError(f"out has shape {tuple(out.shape)}; the product is {shape}")
     for x in (A, B) + ((out,) if out else ()):
-        _contiguous(x)
+        refuse_unpacked(x)
         if x.host != A.host:
             raise GemmError(f"{x.label} is {'on the host' if x.host else 'on the GPU'} but A "
                             f"is {'on the host' if A.host else 'on the GPU'}: keep them together")

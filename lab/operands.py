@@ -107,15 +107,32 @@ def describe(x, label: str) -> Operand:
 NUMBA_DT = {"float32": np.float32, "float16": np.float16, "bfloat16": np.uint16}
 
 
-def as_numba(x: Operand):
-    """A Numba device array over ``x``'s memory (no copy), BF16 as uint16."""
+def as_numba(x: Operand, dtype=None, shape=None):
+    """A Numba device array over ``x``'s memory (no copy), BF16 as uint16; ``dtype`` and
+    ``shape`` read that memory as another type or shape of the same bytes (FP8 codes as uint8,
+    a scalar scale as (1, 1))."""
     from numba import cuda
 
     if x.family == "numba":                 # ml_dtypes' bfloat16: the kernels' uint16 bits
-        return x.obj.view(np.uint16) if x.obj.dtype.name == "bfloat16" else x.obj
-    desc = {"shape": x.shape, "strides": None, "typestr": np.dtype(NUMBA_DT[x.dtype]).str,
+        arr = x.obj.view(np.uint16) if x.obj.dtype.name == "bfloat16" else x.obj
+        arr = arr.view(dtype) if dtype is not None else arr
+        return arr.reshape(shape) if shape is not None else arr
+    typestr = np.dtype(dtype if dtype is not None else NUMBA_DT[x.dtype]).str
+    desc = {"shape": tuple(shape or x.shape), "strides": None, "typestr": typestr,
             "data": (x.ptr, False), "version": 3}
     return cuda.from_cuda_array_interface(desc, owner=x.obj, sync=False)
+
+
+def refuse_unpacked(x: Operand) -> None:
+    """GemmError unless ``x`` is row-major with every dimension packed (no transposed or
+    sliced view)."""
+    want = x.itemsize
+    for extent, stride in zip(reversed(x.shape), reversed(x.strides)):
+        if extent > 1 and stride != want:
+            raise GemmError(f"{x.label} is not a packed row-major array (strides {x.strides} "
+                            f"bytes for shape {x.shape}: a transposed or sliced view?); pass "
+                            "a contiguous copy")
+        want *= extent
 
 
 def dtype_name(dt) -> str | None:

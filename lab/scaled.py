@@ -28,7 +28,7 @@ import numpy as np
 
 from lab.dispatch import GemmError
 from lab.lru import LRU
-from lab.operands import Operand, describe, refuse_overlap
+from lab.operands import Operand, as_numba, describe, refuse_overlap, refuse_unpacked
 
 #: Torch's FP8 dtypes (and ml_dtypes' NumPy ones), as the formats ``lab.fp8`` names.
 FORMATS = {"float8_e4m3fn": "e4m3", "float8_e5m2": "e5m2"}
@@ -74,12 +74,7 @@ def _packed(x: Operand) -> None:
         raise GemmError(f"{x.label} must be 2-D, got shape {x.shape}")
     if 0 in x.shape:
         raise GemmError(f"{x.label} has an empty dimension (shape {x.shape})")
-    rows, cols = x.shape
-    if (cols > 1 and x.strides[1] != x.itemsize) or \
-            (rows > 1 and x.strides[0] != cols * x.itemsize):
-        raise GemmError(f"{x.label} is not a packed row-major array (strides {x.strides} bytes "
-                        f"for shape {x.shape}: a transposed or sliced view?); pass a contiguous "
-                        "copy")
+    refuse_unpacked(x)
 
 
 def _scale(s, label: str) -> tuple[Operand | None, np.ndarray | None, tuple]:
@@ -190,13 +185,12 @@ def scaled_gemm(A, Bt, out=None, *, scale_a, scale_b, fmt: str | None = None,
         raise GemmError(line)
     target = out if out is not None else _new(a, (m, n), odt)
     t = describe(target, "out")
-    codes = [_upload(x) if x.host else _u8(x) for x in (a, bt)]
-    shapes = {True: (1, 1)}
+    codes = [_upload(x) if x.host else as_numba(x, np.uint8) for x in (a, bt)]
     scales = [cuda.to_device(np.ascontiguousarray(h, np.float32)) if h is not None
-              else _f32(d, shapes.get(scaling == "tensor", d.shape))
+              else as_numba(d, np.float32, (1, 1) if scaling == "tensor" else d.shape)
               for d, h in ((da, ha), (db, hb))]
     c = cuda.to_device(np.zeros((m, n), np.uint16 if odt == "bfloat16" else np.float32)) \
-        if t.host else _out(t)
+        if t.host else as_numba(t)
     from lab.kernels import wgmma
 
     cfg = get_spec(name).config
@@ -214,29 +208,6 @@ def _to_host(x: Operand) -> np.ndarray:
     if x.family == "cupy":
         return x.obj.get()
     return np.asarray(x.obj.copy_to_host())
-
-
-def _wrap(x: Operand, typestr: str, shape=None):
-    from numba import cuda
-
-    desc = {"shape": tuple(shape or x.shape), "strides": None, "typestr": typestr,
-            "data": (x.ptr, False), "version": 3}
-    return cuda.from_cuda_array_interface(desc, owner=x.obj, sync=False)
-
-
-def _u8(x: Operand):
-    """FP8 codes on the GPU as a Numba uint8 array over their memory (no copy)."""
-    return _wrap(x, "|u1")
-
-
-def _f32(x: Operand, shape):
-    """Scales on the GPU as a Numba float32 array of ``shape`` (a scalar's as (1, 1))."""
-    return _wrap(x, "<f4", shape)
-
-
-def _out(x: Operand):
-    """C on the GPU as the kernels write it: float32, or BF16 as uint16 bits."""
-    return _wrap(x, "<u2" if x.dtype == "bfloat16" else "<f4")
 
 
 def _upload(x: Operand):

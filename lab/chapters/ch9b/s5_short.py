@@ -181,35 +181,39 @@ def flush_values() -> dict:
 
 
 def host_values() -> dict:
-    """The suite's host rows beside ``launch_cost``'s: each side's median µs a call, and
-    lab.gemm's at the fewest calls a burst against 48 or more."""
+    """The suite's host rows beside ``launch_cost``'s: each side's median µs a call (the upper
+    middle, as the target table's), and lab.gemm's at the fewest calls a burst against 48 or
+    more."""
     import numpy as np
+
+    def middle(rs):
+        return sorted(r["host_us"] for r in rs)[len(rs) // 2]
 
     ours, theirs = rows("host"), rows("host", impl="cublas")
     fewest = min(r["calls"] for r in ours)
-    def middle(rs):                # the upper middle, as the target table's
-        return sorted(r["host_us"] for r in rs)[len(rs) // 2]
-    return {"host_suite_ours": f"{middle(ours):.1f}",
-            "host_suite_cublas": f"{middle(theirs):.1f}",
-            "host_few_calls": str(fewest),
-            "host_few_ours":
-                f"{np.median([r['host_us'] for r in ours if r['calls'] == fewest]):.0f}",
-            "host_many_ours": f"{np.median([r['host_us'] for r in ours if r['calls'] >= 48]):.0f}"}
+    few = np.median([r["host_us"] for r in ours if r["calls"] == fewest])
+    many = np.median([r["host_us"] for r in ours if r["calls"] >= 48])
+    return {"host_suite_ours": f"{middle(ours):.1f}", "host_suite_cublas": f"{middle(theirs):.1f}",
+            "host_few_calls": str(fewest), "host_few_ours": f"{few:.0f}",
+            "host_many_ours": f"{many:.0f}"}
 
 
 def read_values() -> dict:
     """How fast the decode rows at M <= DECODE_READ_M read B, both input types, GPU only: all
-    their bytes over all their time for each side, and the range of ours row by row."""
-    roof = read_roof()[0]
+    their bytes over all their time for each side, and the range of ours row by row (with the
+    size of the layer read slowest)."""
+    def decode(impl):
+        return [r for r in rows("gpu_only", impl=impl)
+                if r["group"] == "decode" and r["m"] <= DECODE_READ_M]
 
-    def together(impl):
-        rs = [r for r in rows("gpu_only", impl=impl)
-              if r["group"] == "decode" and r["m"] <= DECODE_READ_M]
+    def together(rs):
         return sum(2.0 * r["n"] * r["k"] for r in rs) / sum(r["median_ms"] * 1e-3 for r in rs)
-    mine = [r for r in rows("gpu_only") if r["group"] == "decode" and r["m"] <= DECODE_READ_M]
-    ours = [read_share(r) for r in mine]
-    low = min(mine, key=read_share)
-    return {"decode_read_row_min_mb": f"{2 * low['n'] * low['k'] / 1e6:.0f}","decode_read_all": f"{together('lab.gemm') / 1e12:.2f}",
-            "decode_read_all_share": f"{together('lab.gemm') / roof:.0%}",
-            "decode_read_all_cublas": f"{together('cublas') / 1e12:.2f}",
-            "decode_read_row_min": f"{min(ours):.0%}", "decode_read_row_max": f"{max(ours):.0%}"}
+
+    mine, theirs = decode("lab.gemm"), decode("cublas")
+    low, high = min(mine, key=read_share), max(mine, key=read_share)
+    return {"decode_read_all": f"{together(mine) / 1e12:.2f}",
+            "decode_read_all_share": f"{together(mine) / read_roof()[0]:.0%}",
+            "decode_read_all_cublas": f"{together(theirs) / 1e12:.2f}",
+            "decode_read_row_min": f"{read_share(low):.0%}",
+            "decode_read_row_max": f"{read_share(high):.0%}",
+            "decode_read_row_min_mb": f"{2 * low['n'] * low['k'] / 1e6:.0f}"}
