@@ -1,6 +1,6 @@
 """Chapter 8, one model for the whole ladder: the step-by-step model's traffic model of its four
 kernels, reproduced from :mod:`lab.model` and set beside the seed's table (:mod:`lab.seeds`), the
-same model on the H200 beside our measured times, and the seed's 16 × 16 × 16 animation with its
+same model on the measured GPU beside our measured times, and the seed's 16 × 16 × 16 animation with its
 traffic counters checked against loads counted in real kernels under the CUDA simulator.
 
 The page's sections, in order, one module each: :mod:`.s1_model` (the model's code),

@@ -22,15 +22,30 @@ def gpu_name() -> str:
     return page.gpu_label(results.load("roofline")["provenance"]["gpu"])
 
 
+def sheet_key() -> str:
+    """The measured GPU's datasheet in :data:`lab.model.DATASHEET` (H200, H100 or A100, by
+    its name in the provenance of ``roofline``); the H200's for a GPU that table lacks."""
+    gpu = results.load("roofline")["provenance"]["gpu"]
+    return next((key for key in ("H200", "H100", "A100") if key in gpu), "H200")
+
+
+#: What the model on each GPU's datasheet is, beside the section before's (chapter 8's prose).
+SHEET_SENTENCE = {
+    "H200": "The H200 is an H100 with more and faster HBM, so only the model's HBM time changes.",
+    "H100": "On the H100's datasheet these are the H100 times of the table above.",
+    "A100": "On the A100's datasheet these are the A100 times of the table above.",
+}
+
+
 def measured_machine() -> dict:
-    """The H200 with its measured roofs: FP32 from the FMA chains and HBM from the streaming
-    read (``roofline``), SMs and maximum clock from the provenance; no tensor roof was
-    measured, so the datasheet's stands."""
+    """The measured GPU with its measured roofs: FP32 from the FMA chains and HBM from the
+    streaming read (``roofline``), SMs and maximum clock from the provenance; no tensor roof
+    was measured, so its datasheet's stands."""
     data = results.load("roofline")
     by = {r["kernel"]: r for r in data["rows"]}
     prov = data["provenance"]
     return {"fp32_tflops": by["fma_chains"]["tflops"],
-            "tensor_tflops": model.DATASHEET["H200"]["tensor_tflops"],
+            "tensor_tflops": model.DATASHEET[sheet_key()]["tensor_tflops"],
             "hbm_gbps": by["stream_read"]["gbps"], "sms": prov["sm_count"],
             "clock_mhz": int(prov["max_sm_clock_mhz"])}
 
@@ -44,12 +59,12 @@ def measured_row(kind: str) -> dict:
 
 
 def h200_rows() -> list[dict]:
-    """Each kernel: the model on the H200's datasheet roofs and on its measured roofs, and the
-    time we measured for the rung that stands for it."""
+    """Each kernel: the model on the measured GPU's datasheet roofs and on its measured roofs,
+    and the time we measured for the rung that stands for it."""
     rows = []
     for s in seeds.LADDER_MODEL_001:
         kind = s["kernel"]
-        sheet = model.rung_model(kind, model.DATASHEET["H200"])
+        sheet = model.rung_model(kind, model.DATASHEET[sheet_key()])
         ours = model.rung_model(kind, measured_machine())
         m = measured_row(kind)
         rows.append({"kernel": s["title"], "ours": OUR_KERNEL[kind], "bound": sheet["bound"],
@@ -70,9 +85,11 @@ def h200_table():
                        "measured_ms": f"measured {name} (ms)",
                        "ratio": "measured ÷ model"},
                       source="Model: lab.model.rung_model; datasheet roofs lab.model.DATASHEET"
-                             "['H200']; measured roofs " + results.source_line("roofline")
-                             + " Measured: lab/results/h200/naive_tiled.json, patch_sweep.json,"
-                               " tensor_cores.json (4096³, medians).")
+                             f"['{sheet_key()}']; measured roofs " + results.source_line("roofline")
+                             + " Measured: " + ", ".join(
+                                 f"lab/results/{results.resolve(e)[0]}/{e}.json"
+                                 for e in ("naive_tiled", "patch_sweep", "tensor_cores"))
+                             + " (4096³, medians).")
 
 
 def dram_evidence() -> dict:
@@ -97,6 +114,8 @@ def values() -> dict:
     roofs = measured_machine()
     v = {}
     v["the_gpu"] = gpu_name()
+    v["sheet_sentence"] = SHEET_SENTENCE.get(
+        sheet_key(), "lab.model has no datasheet for this GPU; the H200's stands in.")
     v["hbm_measured"] = f"{roofs['hbm_gbps'] / 1e3:.2f}"
     v["fp32_measured"] = f"{roofs['fp32_tflops']:.1f}"
     def printed(kind: str) -> tuple[str, str, str]:
