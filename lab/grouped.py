@@ -24,6 +24,11 @@ copied to the host for that check; ``check_bounds=False`` skips the copy (for a 
 in a CUDA graph, whose routing changes between replays): the kernel clamps what it reads to the
 buffers, so a bad routing computes wrong rows but writes nowhere outside C.
 
+``lab.grouped_scaled_gemm`` (:func:`grouped_scaled_gemm`) is the same for FP8 with block scales,
+as DeepSeek-V3's MoE layers run: A's codes with one scale per 1×128 block, each expert's weights
+as stored (``Bt``: ``[E, N, K]``, B transposed) with one scale per 128×128 block, a BF16 C, on
+chapter 7b's block-scaled kernel walking the groups (Hopper only).
+
 A repeated call of the Hopper kernel with ``check_bounds=False``, PyTorch or CuPy arrays, an
 ``out`` and the offsets or counts on the GPU is found by the ids of its four arrays and confirmed
 by what the recorded launch depends on (each array's address, shape, strides and dtype, and the
@@ -42,8 +47,9 @@ from lab import enqueue
 from lab.convert import narrow, widen
 from lab.dispatch import GemmError
 from lab.lru import LRU
-from lab.operands import (DTYPES, NUMBA_DT, Operand, as_numba, describe, output_dtype,
-                          refuse_overlap, refuse_unpacked)
+from lab.operands import (DTYPES, NUMBA_DT, Operand, as_numba, check_scale_values, describe,
+                          fp8_format, host_values, output_dtype, refuse_overlap,
+                          refuse_unpacked, scale_operand, upload_codes)
 
 #: Grid rows a launch may have (CUDA's limit on gridDim.y).
 GRID_Y_LIMIT = 65535
@@ -334,11 +340,20 @@ CHECK_CASES = ((5, 128, 136, (0, 1, 63, 65, 130)),
                (3, 64, 8, (1, 1, 1)))
 
 
+#: The groups every grouped FP8 kernel is checked on: K and N multiples of 128 (the scale
+#: blocks), empty groups, one row, a tile's rows ± 1, N past a tile's columns.
+FP8_CHECK_CASES = ((5, 256, 384, (0, 1, 63, 65, 130)),
+                   (4, 384, 256, (127, 129, 0, 257)),
+                   (3, 128, 128, (1, 1, 1)))
+
+
 def hopper_configs() -> list:
-    """Every configuration :func:`tile_config` gives: both layouts, every tile of
-    :data:`TILES`, FP16 and BF16."""
-    return [tile_config(dt, masked, 0, tile) for dt in ("float16", "bfloat16")
-            for masked in (False, True) for tile in TILES]
+    """Every configuration :func:`tile_config` and :func:`fp8_tile_config` give: both
+    layouts, every tile of :data:`TILES` for FP16 and BF16, of :data:`FP8_TILES` for FP8."""
+    return ([tile_config(dt, masked, 0, tile) for dt in ("float16", "bfloat16")
+             for masked in (False, True) for tile in TILES]
+            + [fp8_tile_config(masked, 0, tile) for masked in (False, True)
+               for tile in FP8_TILES])
 
 
 def check_hopper(cfg, calls: int = 2, seed: int | None = None) -> tuple[dict, list[str]]:
@@ -352,6 +367,8 @@ def check_hopper(cfg, calls: int = 2, seed: int | None = None) -> tuple[dict, li
     from lab import accuracy
     from lab.kernels import wgmma
 
+    if cfg.fp8:
+        return check_hopper_fp8(cfg, calls, seed)
     launch = wgmma.grouped_launcher(cfg)
     f16 = cfg.kind == "f16"
     masked = cfg.grouped == "counts"
@@ -392,3 +409,217 @@ def check_hopper(cfg, calls: int = 2, seed: int | None = None) -> tuple[dict, li
                 bad += 1
                 lines.append(f"  {cfg.label}: rows of no group were written (N={n}, K={k})")
     return {"shapes": shapes, "calls": calls, "passed": not bad}, lines
+
+
+def check_hopper_fp8(cfg, calls: int = 2, seed: int | None = None) -> tuple[dict, list[str]]:
+    """:func:`check_hopper` for a grouped FP8 kernel on :data:`FP8_CHECK_CASES`: block-scaled
+    operands whose size changes from one scale block to the next (a wrong block's scale
+    shows), C's BF16 bits poisoned with NaN, every group's rows against the float64 product of
+    its dequantised operands within the FP8 bound; rows of no group still NaN."""
+    from numba import cuda
+
+    from lab import accuracy, fp8
+    from lab.kernels import wgmma
+    from lab.kernels.wgmma import fp8 as F
+
+    launch = wgmma.grouped_launcher(cfg)
+    masked = cfg.grouped == "counts"
+    rng = np.random.default_rng(accuracy.new_seed() if seed is None else seed)
+    bad, lines, shapes = 0, [], []
+    for experts, k, n, counts in FP8_CHECK_CASES:
+        counts = np.array(counts, np.int64)
+        mmax = int(counts.max())
+        starts = (np.arange(experts) * mmax if masked
+                  else np.concatenate([[0], np.cumsum(counts)[:-1]]))
+        rows = experts * mmax if masked else int(counts.sum())
+        shapes.append([rows, n, k])
+        bounds = counts if masked else np.concatenate([[0], np.cumsum(counts)])
+        nb = n // 128
+        for _ in range(calls):
+            qa, qb, sa, sb = F.operands(rows, experts * n, k, cfg, rng)
+            dc = cuda.to_device(np.full((rows, n), 0x7FC0, np.uint16))     # BF16 NaN
+            launch(cuda.to_device(qa), cuda.to_device(qb), dc, cuda.to_device(bounds),
+                   mmax if masked else 0, cuda.to_device(sa), cuda.to_device(sb))
+            got = dc.copy_to_host()
+            owned = np.zeros(rows, bool)
+            for e in range(experts):
+                r = slice(int(starts[e]), int(starts[e]) + int(counts[e]))
+                owned[r] = True
+                if counts[e] == 0:
+                    continue
+                verdict = F.compare(got[r], qa[r], qb[e * n:(e + 1) * n], sa[r],
+                                    sb[e * nb:(e + 1) * nb], cfg, kernel=cfg.label)
+                if not verdict.passed:
+                    bad += 1
+                    lines.append(f"  {cfg.label}: expert {e} ({counts[e]} rows, N={n}, K={k}) "
+                                 f"{verdict.line()}")
+            if not np.isnan(fp8.bf16_bits_to_float32(got[~owned])).all():
+                bad += 1
+                lines.append(f"  {cfg.label}: rows of no group were written (N={n}, K={k})")
+    return {"shapes": shapes, "calls": calls, "passed": not bad}, lines
+
+
+# ----------------------------------------------------------------------------- FP8
+
+#: The grouped FP8 kernel's tiles: 128-column blocks (one B scale each), one consumer
+#: warpgroup on 64 rows or two on 128; a wider tile's two sets of accumulators (the tensor
+#: cores' partial sums and the promoted FP32 ones) would not fit the registers.
+FP8_TILES = ((64, 128), (128, 128))
+#: Scale blocks: 1×128 of A, 128×128 of each expert's Bᵀ.
+SCALE_BLOCK = 128
+
+
+def fp8_tile_config(masked: bool, per_group: float, tile: tuple[int, int] | None = None):
+    """The grouped FP8 kernel's configuration: chapter 7b's block-scaled kernel (promotion into
+    FP32 at every 128-k block, times its scales; BF16 C) walking the groups, with whole-tile
+    staging, on ``tile`` (one of :data:`FP8_TILES`), by default 64 × 128 up to
+    :data:`SMALL_GROUPS` rows per expert, else 128 × 128."""
+    from lab.kernels.wgmma import fp8 as F
+
+    bm, bn = tile or ((64, 128) if per_group <= SMALL_GROUPS else (128, 128))
+    if (bm, bn) not in FP8_TILES:
+        raise ValueError(f"tile {bm}x{bn} is not one of the grouped FP8 kernel's {FP8_TILES}")
+    cfg = replace(F.CONFIGS["fp8_e4m3_block"], grouped="counts" if masked else "offsets",
+                  store="tile", grid=0, consumers=bm // 64)
+    return cfg.tile(bm, bn)
+
+
+def validate_fp8(A: Operand, Bt: Operand, out: Operand | None, fmt, masked: bool, sa, sb):
+    """``(experts, rows of A, K, N, (scale_a's operand, host values), (scale_b's …))``;
+    GemmError naming the operand and the problem."""
+    fa, fb = (fp8_format(A, fmt, "grouped_scaled_gemm"),
+              fp8_format(Bt, fmt, "grouped_scaled_gemm"))
+    if fa != fb:
+        raise GemmError(f"A holds {fa} codes but Bt {fb}; both must be one format")
+    if fa != "e4m3":
+        raise GemmError(f"grouped_scaled_gemm runs e4m3 with block scales; {fa} has no "
+                        "block-scaled kernel")
+    if len(Bt.shape) != 3:
+        raise GemmError(f"Bt must be [experts, N, K] (each expert's weight as stored, B "
+                        f"transposed), got shape {Bt.shape}")
+    e, n, k = Bt.shape
+    if 0 in Bt.shape:
+        raise GemmError(f"Bt has an empty dimension (shape {Bt.shape})")
+    want = 3 if masked else 2
+    layout = "[experts, M_max, K] (counts=)" if masked else "[tokens, K] (offsets=)"
+    if len(A.shape) != want:
+        raise GemmError(f"A must be {layout}, got shape {A.shape}")
+    if A.shape[-1] != k:
+        raise GemmError(f"A's rows hold {A.shape[-1]} codes but each Bt[e] has K = {k} "
+                        "columns")
+    if masked and A.shape[0] != e:
+        raise GemmError(f"A holds {A.shape[0]} experts' buffers but Bt {e} experts' weights")
+    if k % SCALE_BLOCK or n % SCALE_BLOCK:
+        raise GemmError(f"K = {k} and N = {n} must be multiples of {SCALE_BLOCK}: an expert's "
+                        "weights are scaled in whole 128×128 blocks")
+    rows = A.shape[0] * A.shape[1] if masked else A.shape[0]
+    shape = (e, A.shape[1], n) if masked else (A.shape[0], n)
+    if out is not None:
+        if tuple(out.shape) != shape:
+            raise GemmError(f"out has shape {tuple(out.shape)}; the product is {shape}")
+        if out.dtype != "bfloat16":
+            raise GemmError(f"out is {out.dtype}; the grouped FP8 kernel writes bfloat16")
+    for x in (A, Bt) + ((out,) if out is not None else ()):
+        refuse_unpacked(x)
+        if x.host != A.host:
+            raise GemmError(f"{x.label} is {'on the host' if x.host else 'on the GPU'} but A "
+                            f"is {'on the host' if A.host else 'on the GPU'}: keep them together")
+    refuse_overlap(out, (A, Bt))
+    kb = k // SCALE_BLOCK
+    wants = {"scale_a": A.shape[:-1] + (kb,), "scale_b": (e, n // SCALE_BLOCK, kb)}
+    scales = []
+    for label, s in (("scale_a", sa), ("scale_b", sb)):
+        d, h, got = scale_operand(s, label)
+        if tuple(got) != wants[label]:
+            raise GemmError(f"{label} has shape {tuple(got)}: block scales are one per 1×128 "
+                            f"block of A, {wants['scale_a']}, and one per 128×128 block of "
+                            f"each expert's Bt, {wants['scale_b']}")
+        if d is not None:
+            refuse_unpacked(d)
+            if A.host:
+                raise GemmError(f"{label} is on the GPU but A is on the host: keep them "
+                                "together")
+        scales.append((d, h))
+    return e, rows, k, n, scales[0], scales[1]
+
+
+def grouped_scaled_gemm(A, Bt, out=None, *, scale_a, scale_b, offsets=None, counts=None,
+                        fmt: str | None = None, check_bounds: bool = True,
+                        check_scales: bool = True):
+    """Every expert's FP8 product at once, block-scaled: ``C[rows of e] = (scale_a·A)[rows of
+    e] · (scale_b[e]·Bt[e])ᵀ`` with A ``[T, K]`` (``offsets=``) or ``[E, M_max, K]``
+    (``counts=``) and Bt ``[E, N, K]`` as FP8 codes (PyTorch's float8_e4m3fn, or uint8 with
+    ``fmt="e4m3"``), ``scale_a`` one float32 per 1×128 block of A (``[T, K/128]`` or ``[E,
+    M_max, K/128]``) and ``scale_b`` one per 128×128 block of each Bt[e] (``[E, N/128,
+    K/128]``); K and N multiples of 128. Returns ``out`` (BF16; when None a new zero-filled
+    array of A's library). Routing and ``check_bounds`` as :func:`grouped_gemm`; the scales'
+    values are checked (finite, above zero) unless ``check_scales=False``. Hopper only."""
+    from lab import device
+
+    if (offsets is None) == (counts is None):
+        raise GemmError("pass offsets= (contiguous rows) or counts= (fixed buffers per "
+                        "expert), exactly one")
+    masked = counts is not None
+    routing = counts if masked else offsets
+    a, bt = describe(A, "A"), describe(Bt, "Bt")
+    o = describe(out, "out") if out is not None else None
+    experts, rows, k, n, (da, ha), (db, hb) = validate_fp8(a, bt, o, fmt, masked,
+                                                           scale_a, scale_b)
+    mmax = a.shape[1] if masked else 0
+    host = _bounds(routing, "counts" if masked else "offsets",
+                   experts + (0 if masked else 1), check_bounds)
+    _check_routing(host, masked, experts, rows, mmax)
+    for (d, h), label in (((da, ha), "scale_a"), ((db, hb), "scale_b")):
+        if h is not None:
+            check_scale_values(h, label)
+        elif check_scales:
+            check_scale_values(host_values(d), label)
+    if not device.GPU:
+        raise GemmError("grouped_scaled_gemm uses wgmma and runs on a GPU of compute "
+                        f"capability 9.0; this session runs in {device.MODE} mode")
+    from numba import cuda
+
+    from lab import kernels
+
+    cc = kernels.current_cc()
+    if cc[0] != 9:
+        raise GemmError(f"grouped_scaled_gemm needs compute capability 9.0 (wgmma, TMA); this "
+                        f"GPU is {cc[0]}.{cc[1]}")
+    d_route = _on_device(routing)
+    if d_route is not None and np.dtype(d_route.dtype) not in (np.int32, np.int64):
+        raise GemmError(f"{'counts' if masked else 'offsets'} on the GPU must be int32 or "
+                        f"int64, got {np.dtype(d_route.dtype)}")
+    cfg = fp8_tile_config(masked, mmax if masked else rows / experts)
+    shape = (experts, mmax, n) if masked else (rows, n)
+    target = out if out is not None else _new_bf16(a, shape)
+    t = describe(target, "out")
+    codes = [upload_codes(x) if x.host else as_numba(x, np.uint8) for x in (a, bt)]
+    scales = [cuda.to_device(np.ascontiguousarray(h, np.float32)) if h is not None
+              else as_numba(d, np.float32) for d, h in ((da, ha), (db, hb))]
+    dc = cuda.to_device(np.zeros(shape, np.uint16)) if t.host else as_numba(t)
+    from lab.kernels import wgmma
+
+    launch = _LAUNCHERS.get_or_make(cfg, lambda: wgmma.grouped_launcher(cfg))
+    kb = k // SCALE_BLOCK
+    launch(codes[0].reshape((rows, k)), codes[1].reshape((experts * n, k)),
+           dc.reshape((rows, n)), _bounds_device(routing, host), mmax,
+           scales[0].reshape((rows, kb)), scales[1].reshape((experts * (n // SCALE_BLOCK), kb)))
+    if t.host:
+        bits = dc.copy_to_host()
+        target[...] = bits.view(target.dtype) if target.dtype != np.uint16 else bits
+    return target
+
+
+def _new_bf16(like: Operand, shape):
+    """A zero-filled BF16 C of A's library (host: ml_dtypes' bfloat16, else uint16 bits)."""
+    if like.family == "torch":
+        import torch
+        return torch.zeros(shape, dtype=torch.bfloat16, device=like.obj.device)
+    if like.host:
+        try:
+            import ml_dtypes
+            return np.zeros(shape, ml_dtypes.bfloat16)
+        except ImportError:
+            return np.zeros(shape, np.uint16)
+    from numba import cuda
+    return cuda.to_device(np.zeros(shape, np.uint16))

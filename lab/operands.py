@@ -285,3 +285,66 @@ def check_kernels(choice) -> None:
             raise GemmError(f"the plan for {c.dtype} inputs names {c.kernel}, which takes "
                             f"{takes.name}{' (BF16 bits)' if takes == np.uint16 else ''}: "
                             "refused before any launch")
+
+
+# ----------------------------------------------------------------------------- FP8 operands
+
+#: PyTorch's FP8 dtypes (and ml_dtypes' NumPy ones), as the formats ``lab.fp8`` names.
+FP8_FORMATS = {"float8_e4m3fn": "e4m3", "float8_e5m2": "e5m2"}
+
+
+def fp8_format(x: Operand, fmt: str | None, caller: str) -> str:
+    """The FP8 format ``x`` holds: its own dtype's, or ``fmt``'s for uint8 codes; GemmError
+    (naming ``caller``) for a mismatch or anything else."""
+    if x.dtype in FP8_FORMATS:
+        if fmt is not None and fmt != FP8_FORMATS[x.dtype]:
+            raise GemmError(f"{x.label} is {x.dtype} but fmt says {fmt}")
+        return FP8_FORMATS[x.dtype]
+    if x.dtype == "uint8":
+        if fmt not in ("e4m3", "e5m2"):
+            raise GemmError(f"{x.label} holds uint8 codes: say which format with fmt='e4m3' "
+                            f"or fmt='e5m2' (got fmt={fmt!r})")
+        return fmt
+    raise GemmError(f"{x.label} is {x.dtype}; {caller} takes FP8 codes: PyTorch's "
+                    "float8_e4m3fn or float8_e5m2, or uint8 with fmt=")
+
+
+def scale_operand(s, label: str) -> tuple[Operand | None, np.ndarray | None, tuple]:
+    """A scale argument as (its operand on the GPU or None, its host values or None, shape):
+    a number or a one-element array is a (1, 1) per-tensor scale; float32 only."""
+    if isinstance(s, (int, float, np.floating, np.integer)) and not isinstance(s, bool):
+        host = np.full((1, 1), float(s), np.float32)
+        return None, host, (1, 1)
+    x = describe(s, label)
+    if x.dtype != "float32":
+        raise GemmError(f"{label} is {x.dtype}; scales are float32")
+    if x.host:
+        host = np.asarray(s, np.float32)
+        return None, host.reshape((1, 1)) if host.shape in ((), (1,)) else host, \
+            (1, 1) if host.shape in ((), (1,)) else host.shape
+    return x, None, (1, 1) if x.shape in ((), (1,)) else x.shape
+
+
+def check_scale_values(host: np.ndarray, label: str) -> None:
+    """GemmError unless every scale is finite and above zero (the first bad one named)."""
+    bad = np.flatnonzero(~np.isfinite(host) | (host <= 0))
+    if bad.size:
+        i = np.unravel_index(int(bad[0]), host.shape)
+        raise GemmError(f"{label}[{', '.join(map(str, i))}] = {host[i]}: scales must be finite "
+                        "and above zero")
+
+
+def host_values(x: Operand) -> np.ndarray:
+    """A device operand's values on the host (float32 for PyTorch's; waits for the GPU)."""
+    if x.family == "torch":
+        return x.obj.detach().float().cpu().numpy()
+    if x.family == "cupy":
+        return x.obj.get()
+    return np.asarray(x.obj.copy_to_host())
+
+
+def upload_codes(x: Operand):
+    """Host FP8 codes (or ml_dtypes' FP8 values) on the GPU as uint8."""
+    from numba import cuda
+
+    return cuda.to_device(np.ascontiguousarray(x.obj).view(np.uint8))

@@ -28,10 +28,10 @@ import numpy as np
 
 from lab.dispatch import GemmError
 from lab.lru import LRU
-from lab.operands import Operand, as_numba, describe, refuse_overlap, refuse_unpacked
+from lab.operands import (Operand, as_numba, check_scale_values, describe, fp8_format,
+                          host_values, refuse_overlap, refuse_unpacked, scale_operand,
+                          upload_codes)
 
-#: Torch's FP8 dtypes (and ml_dtypes' NumPy ones), as the formats ``lab.fp8`` names.
-FORMATS = {"float8_e4m3fn": "e4m3", "float8_e5m2": "e5m2"}
 #: Block scaling's block: 1×128 of A, 128×128 of Bᵀ.
 BLOCK = 128
 #: (format, scaling, C's dtype, promote) -> the registered kernel.
@@ -55,20 +55,6 @@ def choose(fmt: str, scaling: str, out_dtype: str, promote: bool) -> str:
     return KERNELS[key]
 
 
-def _format(x: Operand, fmt: str | None) -> str:
-    if x.dtype in FORMATS:
-        if fmt is not None and fmt != FORMATS[x.dtype]:
-            raise GemmError(f"{x.label} is {x.dtype} but fmt says {fmt}")
-        return FORMATS[x.dtype]
-    if x.dtype == "uint8":
-        if fmt not in ("e4m3", "e5m2"):
-            raise GemmError(f"{x.label} holds uint8 codes: say which format with fmt='e4m3' "
-                            f"or fmt='e5m2' (got fmt={fmt!r})")
-        return fmt
-    raise GemmError(f"{x.label} is {x.dtype}; scaled_gemm takes FP8 codes: PyTorch's "
-                    "float8_e4m3fn or float8_e5m2, or uint8 with fmt=")
-
-
 def _packed(x: Operand) -> None:
     if len(x.shape) != 2:
         raise GemmError(f"{x.label} must be 2-D, got shape {x.shape}")
@@ -77,25 +63,10 @@ def _packed(x: Operand) -> None:
     refuse_unpacked(x)
 
 
-def _scale(s, label: str) -> tuple[Operand | None, np.ndarray | None, tuple]:
-    """A scale argument as (its operand on the GPU or None, its host values or None, shape)."""
-    if isinstance(s, (int, float, np.floating, np.integer)) and not isinstance(s, bool):
-        host = np.full((1, 1), float(s), np.float32)
-        return None, host, (1, 1)
-    x = describe(s, label)
-    if x.dtype != "float32":
-        raise GemmError(f"{label} is {x.dtype}; scales are float32")
-    if x.host:
-        host = np.asarray(s, np.float32)
-        return None, host.reshape((1, 1)) if host.shape in ((), (1,)) else host, \
-            (1, 1) if host.shape in ((), (1,)) else host.shape
-    return x, None, (1, 1) if x.shape in ((), (1,)) else x.shape
-
-
 def validate(A: Operand, Bt: Operand, out: Operand | None, fmt, out_dtype, sa, sb):
     """``(format, scaling, M, N, K, C's dtype, scale operands and host values)`` after every
     check; GemmError naming the operand and the problem."""
-    fa, fb = _format(A, fmt), _format(Bt, fmt)
+    fa, fb = fp8_format(A, fmt, "scaled_gemm"), fp8_format(Bt, fmt, "scaled_gemm")
     if fa != fb:
         raise GemmError(f"A holds {fa} codes but Bt {fb}; both must be one format")
     for x in (A, Bt):
@@ -122,7 +93,8 @@ def validate(A: Operand, Bt: Operand, out: Operand | None, fmt, out_dtype, sa, s
                             f"is {'on the host' if A.host else 'on the GPU'}: keep them together")
     refuse_overlap(out, (A, Bt))
     kblocks = -(-k // BLOCK)
-    (da, ha, shape_a), (db, hb, shape_b) = _scale(sa, "scale_a"), _scale(sb, "scale_b")
+    (da, ha, shape_a), (db, hb, shape_b) = (scale_operand(sa, "scale_a"),
+                                            scale_operand(sb, "scale_b"))
     tensor = shape_a == (1, 1) and shape_b == (1, 1)
     scaling = "tensor" if tensor else "block"
     if not tensor:
@@ -143,15 +115,6 @@ def validate(A: Operand, Bt: Operand, out: Operand | None, fmt, out_dtype, sa, s
     return fa, scaling, m, n, k, odt, (da, ha), (db, hb)
 
 
-def check_values(host: np.ndarray, label: str) -> None:
-    """GemmError unless every scale is finite and above zero (the first bad one named)."""
-    bad = np.flatnonzero(~np.isfinite(host) | (host <= 0))
-    if bad.size:
-        i = np.unravel_index(int(bad[0]), host.shape)
-        raise GemmError(f"{label}[{', '.join(map(str, i))}] = {host[i]}: scales must be finite "
-                        "and above zero")
-
-
 _LAUNCHERS = LRU(8)                     # kernel name -> its (memoised) launcher
 
 
@@ -170,9 +133,9 @@ def scaled_gemm(A, Bt, out=None, *, scale_a, scale_b, fmt: str | None = None,
     name = choose(fmt_, scaling, odt, promote)
     for (d, h), label in (((da, ha), "scale_a"), ((db, hb), "scale_b")):
         if h is not None:
-            check_values(h, label)
+            check_scale_values(h, label)
         elif check_scales:
-            check_values(_to_host(d), label)
+            check_scale_values(host_values(d), label)
     if not device.GPU:
         raise GemmError(f"{name} uses wgmma and runs on a GPU of compute capability 9.0; this "
                         f"session runs in {device.MODE} mode")
@@ -185,7 +148,7 @@ def scaled_gemm(A, Bt, out=None, *, scale_a, scale_b, fmt: str | None = None,
         raise GemmError(line)
     target = out if out is not None else _new(a, (m, n), odt)
     t = describe(target, "out")
-    codes = [_upload(x) if x.host else as_numba(x, np.uint8) for x in (a, bt)]
+    codes = [upload_codes(x) if x.host else as_numba(x, np.uint8) for x in (a, bt)]
     scales = [cuda.to_device(np.ascontiguousarray(h, np.float32)) if h is not None
               else as_numba(d, np.float32, (1, 1) if scaling == "tensor" else d.shape)
               for d, h in ((da, ha), (db, hb))]
@@ -200,20 +163,6 @@ def scaled_gemm(A, Bt, out=None, *, scale_a, scale_b, fmt: str | None = None,
         host = c.copy_to_host()
         target[...] = host.view(target.dtype) if odt == "bfloat16" else host
     return target
-
-
-def _to_host(x: Operand) -> np.ndarray:
-    if x.family == "torch":
-        return x.obj.detach().float().cpu().numpy()
-    if x.family == "cupy":
-        return x.obj.get()
-    return np.asarray(x.obj.copy_to_host())
-
-
-def _upload(x: Operand):
-    from numba import cuda
-
-    return cuda.to_device(np.ascontiguousarray(x.obj).view(np.uint8))
 
 
 def _new(like: Operand, shape, dtype: str):

@@ -133,7 +133,7 @@ def test_scales_on_the_gpu_are_read_only_when_asked(monkeypatch):
     bad = cuda.to_device(np.array([[np.nan]], np.float32))
     _refused(r"scale_a\[0, 0\] = nan", da, db, scale_a=bad, scale_b=cuda.to_device(sb),
              fmt="e4m3")
-    monkeypatch.setattr(S, "_to_host", lambda x: pytest.fail("a scale was copied"))
+    monkeypatch.setattr(S, "host_values", lambda x: pytest.fail("a scale was copied"))
     monkeypatch.setattr(device, "GPU", False)
     _refused(r"uses wgmma", da, db, scale_a=bad, scale_b=cuda.to_device(sb), fmt="e4m3",
              check_scales=False)

@@ -24,6 +24,17 @@ BF16 in and out:
   16 × 16 tiles), timed where one call takes at most :data:`OURS_MAX_MS` (and where its FP32
   copies of the weights fit in memory); the rows say where it was not.
 
+The same layers and token counts in FP8 (``dtype`` ``"e4m3"``), quantized with block scales
+(1×128 of A, 128×128 of each expert's weights, ``Bt`` ``[E, N, K]`` as stored), BF16 out:
+
+* ``torch._scaled_mm loop (block)`` — one cuBLASLt FP8 call per expert with rows, with the same
+  block scales (where this PyTorch's cuBLASLt takes them; else the row says why not);
+* ``torch._scaled_mm loop (tensor, fast)`` — the same loop with unit per-tensor scales and fast
+  accumulation: cuBLASLt's fastest FP8 path, a yardstick of speed only (not compared);
+* ``lab.grouped_scaled_gemm`` — chapter 7b's block-scaled kernel walking the groups, both
+  layouts (``ratio_to_loop`` is to the block-scaled loop, ``ratio_to_fast_loop`` to the fast
+  one).
+
 Method: before timing, each implementation's C (poisoned with NaN) is compared per expert with
 the float64 product (``max_err``; every expert with rows, the rows past a masked count checked
 untouched). Timing: events around a burst of :data:`CALLS` calls with nothing between them (a
@@ -44,8 +55,8 @@ import numpy as np
 CHAPTER = "7b"
 NEEDS = ("torch",)
 NEEDS_KERNELS = ()
-H200_SECONDS = 90  # measured: 82 s on the H200 (3 processes, 4 layers x 4 token counts)
-H200_SECONDS_QUICK = 30  # one process
+H200_SECONDS = 200  # estimate: BF16 measured at 82 s on the H200 (3 processes, 4 layers x 4
+H200_SECONDS_QUICK = 70  # token counts); FP8 the same again, plus quantizing on the GPU
 
 #: (model, layer, experts, top_k, N, K): each expert's product C[rows, N] = A[rows, K] · B[e].
 #: Gate/up is the fused pair of the expert's two input projections.
@@ -162,11 +173,11 @@ def measure(layer, phase: str, tokens: int, seed: int) -> list[dict]:
     base = dict(part="speed", model=model, layer=name, phase=phase, tokens=tokens,
                 experts=experts, top_k=top_k, n=n, k=k, rows=rows, m_max=mmax,
                 experts_with_rows=len(live), counts=[int(c) for c in counts],
-                useful_tflop=flops(counts, n, k) / 1e12)
+                useful_tflop=flops(counts, n, k) / 1e12, dtype="bfloat16")
     impls = {"torch.mm loop": ("contiguous", loop, contiguous_ref, C),
              "torch._grouped_mm": ("contiguous", grouped_mm, contiguous_ref, C),
              "torch.bmm masked": ("masked", bmm, masked_ref, Cm)}
-    out, skipped = [], {}
+    skipped = {}
     free = torch.cuda.mem_get_info()[0]
     kernels = {layout: lab.grouped.hopper_config("bfloat16", "bfloat16", n_rows, k, n, experts,
                                                  m, layout == "masked", None)
@@ -178,7 +189,140 @@ def measure(layer, phase: str, tokens: int, seed: int) -> list[dict]:
     else:
         impls["lab.grouped_gemm"] = ("contiguous", ours_contiguous, contiguous_ref, C)
         impls["lab.grouped_gemm masked"] = ("masked", ours_masked, masked_ref, Cm)
-    timed = {}
+    labels = {layout: cfg.label if cfg else "teaching kernel (FP32, 16 x 16 tiles)"
+              for layout, cfg in kernels.items()}
+    out = _check_and_time(impls, base, counts, experts,
+                          {"ratio_to_loop": "torch.mm loop",
+                           "ratio_to_grouped_mm": "torch._grouped_mm"},
+                          labels, skipped)
+    del A, B, Am, C, Cm, Bcol
+    torch.cuda.empty_cache()
+    return out
+
+
+def quantize_blocks(x, rows_block: int):
+    """``x`` (float, ``[..., R, K]``, R and K multiples of ``rows_block`` and 128) on the GPU
+    → (e4m3 codes, float32 scales ``[..., R/rows_block, K/128]``): one scale per
+    ``rows_block``×128 block, its largest magnitude over e4m3's largest (448)."""
+    import torch
+
+    *lead, r, k = x.shape
+    blocks = x.float().reshape(*lead, r // rows_block, rows_block, k // 128, 128)
+    amax = blocks.abs().amax(dim=(-3, -1)).clamp_min(1e-30)
+    scale = (amax / 448.0).float()
+    codes = (blocks / scale[..., None, :, None]).reshape(x.shape).to(torch.float8_e4m3fn)
+    return codes, scale
+
+
+def _blockwise(codes, scales, rows_block: int):
+    """float64 ``scale · code`` of :func:`quantize_blocks`'s blocks."""
+    *lead, r, k = codes.shape
+    x = codes.double().reshape(*lead, r // rows_block, rows_block, k // 128, 128)
+    return (x * scales.double()[..., None, :, None]).reshape(codes.shape)
+
+
+def measure_fp8(layer, phase: str, tokens: int, seed: int) -> list[dict]:
+    """One layer at one token count in FP8 with block scales (1×128 of A, 128×128 of each
+    expert's weights; BF16 C): ``lab.grouped_scaled_gemm`` in both layouts against a loop of
+    ``torch._scaled_mm`` calls (one per expert with rows) with the same block scales where
+    this PyTorch's cuBLASLt takes them, and a loop with per-tensor scales and fast
+    accumulation (the fastest FP8 GEMM cuBLASLt has, for scale)."""
+    import torch
+
+    import lab
+
+    model, name, experts, top_k, n, k = layer
+    counts = routing(experts, top_k, tokens, seed)
+    offsets = np.concatenate([[0], np.cumsum(counts)])
+    rows, mmax = int(offsets[-1]), int(counts.max())
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    bf = torch.bfloat16
+    Bt = torch.empty((experts, n, k), device="cuda", dtype=torch.float8_e4m3fn)
+    sb = torch.empty((experts, n // 128, k // 128), device="cuda", dtype=torch.float32)
+    for e in range(experts):                     # an expert at a time: 256 × 4096 × 7168
+        Bt[e], sb[e] = quantize_blocks(torch.empty((n, k), device="cuda", dtype=bf)
+                                       .uniform_(-1, 1, generator=g), 128)
+    A, sa = quantize_blocks(torch.empty((rows, k), device="cuda", dtype=bf)
+                            .uniform_(-1, 1, generator=g), 1)
+    Am = torch.zeros((experts, mmax, k), device="cuda", dtype=A.dtype)
+    sam = torch.ones((experts, mmax, k // 128), device="cuda", dtype=torch.float32)
+    for e in range(experts):
+        Am[e, :counts[e]] = A[offsets[e]:offsets[e + 1]]
+        sam[e, :counts[e]] = sa[offsets[e]:offsets[e + 1]]
+    C = torch.empty((rows, n), device="cuda", dtype=bf)
+    Cm = torch.empty((experts, mmax, n), device="cuda", dtype=bf)
+    offs = torch.tensor(offsets, device="cuda", dtype=torch.int64)
+    cnt = torch.tensor(counts, device="cuda", dtype=torch.int64)
+    live = [e for e in range(experts) if counts[e]]
+    one = torch.ones((), device="cuda", dtype=torch.float32)
+
+    def reference(e):
+        a = _blockwise(A[offsets[e]:offsets[e + 1]], sa[offsets[e]:offsets[e + 1]], 1)
+        return a @ _blockwise(Bt[e], sb[e], 128).T
+
+    def contiguous_ref(out):
+        for e in live:
+            yield out[offsets[e]:offsets[e + 1]], reference(e)
+
+    def masked_ref(out):
+        for e in live:
+            yield out[e, :counts[e]], reference(e)
+
+    # cuBLASLt's block scaling takes both scale arrays outer-dim-major (lab.experiments.fp8)
+    sa_t = [sa[offsets[e]:offsets[e + 1]].t().contiguous().t() for e in range(experts)]
+    sb_t = [sb[e].t() for e in range(experts)]
+
+    def loop_block():
+        for e in live:
+            C[offsets[e]:offsets[e + 1]] = torch._scaled_mm(
+                A[offsets[e]:offsets[e + 1]], Bt[e].t(), sa_t[e], sb_t[e], out_dtype=bf)
+
+    def loop_tensor():
+        for e in live:
+            C[offsets[e]:offsets[e + 1]] = torch._scaled_mm(
+                A[offsets[e]:offsets[e + 1]], Bt[e].t(), one, one, out_dtype=bf,
+                use_fast_accum=True)
+
+    def ours_contiguous():
+        lab.grouped_scaled_gemm(A, Bt, C, scale_a=sa, scale_b=sb, offsets=offs,
+                                check_bounds=False, check_scales=False)
+
+    def ours_masked():
+        lab.grouped_scaled_gemm(Am, Bt, Cm, scale_a=sam, scale_b=sb, counts=cnt,
+                                check_bounds=False, check_scales=False)
+
+    base = dict(part="speed", model=model, layer=name, phase=phase, tokens=tokens,
+                experts=experts, top_k=top_k, n=n, k=k, rows=rows, m_max=mmax,
+                experts_with_rows=len(live), counts=[int(c) for c in counts],
+                useful_tflop=flops(counts, n, k) / 1e12, dtype="e4m3")
+    impls = {"torch._scaled_mm loop (block)": ("contiguous", loop_block, contiguous_ref, C),
+             "torch._scaled_mm loop (tensor, fast)": ("contiguous", loop_tensor, None, C),
+             "lab.grouped_scaled_gemm": ("contiguous", ours_contiguous, contiguous_ref, C),
+             "lab.grouped_scaled_gemm masked": ("masked", ours_masked, masked_ref, Cm)}
+    labels = {layout: lab.grouped.fp8_tile_config(layout == "masked",
+                                                  mmax if layout == "masked" else rows / experts
+                                                  ).label
+              for layout in ("contiguous", "masked")}
+    out = _check_and_time(impls, base, counts, experts,
+                          {"ratio_to_loop": "torch._scaled_mm loop (block)",
+                           "ratio_to_fast_loop": "torch._scaled_mm loop (tensor, fast)"},
+                          labels)
+    del A, Bt, Am, C, Cm, sa, sb, sam
+    torch.cuda.empty_cache()
+    return out
+
+
+def _check_and_time(impls, base, counts, experts, yardsticks: dict, labels: dict,
+                    skipped: dict | None = None) -> list[dict]:
+    """Check each implementation's C (poisoned with NaN) per expert against float64 (a
+    ``None`` reference: unit scales, not compared, and the row says so), then time the ones
+    that passed in interleaved bursts (ours only where one call takes at most
+    :data:`OURS_MAX_MS`). ``yardsticks``: a row field → the implementation whose median over
+    the row's it holds; ``labels``: layout → our kernel's configuration; ``skipped``: the
+    implementations already left out, with why."""
+    import torch
+
+    out, skipped, timed = [], dict(skipped or {}), {}
     for impl, (layout, fn, ref_rows, target) in impls.items():
         target.fill_(float("nan"))
         try:
@@ -187,15 +331,17 @@ def measure(layer, phase: str, tokens: int, seed: int) -> list[dict]:
         except (RuntimeError, TypeError, ValueError) as exc:
             skipped[impl] = f"{type(exc).__name__}: {exc}"[:200]
             continue
-        err = _worst(target, ref_rows)
+        err = _worst(target, ref_rows) if ref_rows is not None else None
         untouched = True
         if layout == "masked" and impl.startswith("lab."):
             untouched = all(bool(target[e, counts[e]:].isnan().all()) for e in range(experts))
         row = dict(base, impl=impl.removesuffix(" masked") if impl.startswith("lab.") else impl,
-                   layout=layout, max_err=err, passed=bool(err < TOLERANCE and untouched))
+                   layout=layout, max_err=err,
+                   passed=bool((err is None or err < TOLERANCE) and untouched))
+        if err is None:
+            row["check"] = "not compared (unit scales: a speed yardstick)"
         if impl.startswith("lab."):
-            cfg = kernels[layout]
-            row["kernel"] = cfg.label if cfg else "teaching kernel (FP32, 16 x 16 tiles)"
+            row["kernel"] = labels[layout]
         if not row["passed"]:
             out.append(dict(row, part="check", error=f"error {err:.3g}, rows past counts "
                                                         f"untouched: {untouched}"))
@@ -207,35 +353,33 @@ def measure(layer, phase: str, tokens: int, seed: int) -> list[dict]:
                 continue
         timed[impl] = (row, fn)
     samples = {impl: [] for impl in timed}
-    for fn in (f for _, f in timed.values()):          # warm: every path once more
+    for fn in (f for _, f in timed.values()):
         fn()
-    for _ in range(BURSTS):                             # interleaved, burst by burst
+    for _ in range(BURSTS):
         for impl, (_, fn) in timed.items():
             samples[impl].append(_burst(fn, CALLS))
-    loop_ms = float(np.median(samples["torch.mm loop"])) if "torch.mm loop" in samples else None
-    gmm = samples.get("torch._grouped_mm")
-    gmm_ms = float(np.median(gmm)) if gmm else None
+    medians = {impl: float(np.median(x)) for impl, x in samples.items()}
     for impl, (row, _) in timed.items():
-        med = float(np.median(samples[impl]))
+        med = medians[impl]
+        ratios = {field: medians[other] / med if other in medians else None
+                  for field, other in yardsticks.items()}
         out.append(dict(row, median_ms=med, min_ms=float(min(samples[impl])),
                         max_ms=float(max(samples[impl])), bursts=BURSTS, calls=CALLS,
-                        tflops=flops(counts, n, k) / (med * 1e-3) / 1e12,
-                        ratio_to_loop=loop_ms / med if loop_ms else None,
-                        ratio_to_grouped_mm=gmm_ms / med if gmm_ms else None))
+                        tflops=base["useful_tflop"] / (med * 1e-3), **ratios))
     for impl, why in skipped.items():
         layout = "masked" if "masked" in impl else "contiguous"
         out.append(dict(base, impl=impl.removesuffix(" masked"), layout=layout,
                         part="skipped", reason=why))
-    del A, B, Am, C, Cm, Bcol
-    torch.cuda.empty_cache()
     return out
 
 
 def child(path: str, index: int) -> None:
-    """One process: every layer and token count, rows appended to ``path`` as measured."""
+    """One process: every layer and token count, BF16 then FP8, rows appended to ``path`` as
+    measured."""
     for li, layer in enumerate(LAYERS):
         for ti, (phase, tokens) in enumerate(TOKENS):
             got = measure(layer, phase, tokens, seed=1000 * li + ti)
+            got += measure_fp8(layer, phase, tokens, seed=1000 * li + ti)
             with open(path, "a") as f:
                 for r in got:
                     f.write(json.dumps(dict(r, process=index)) + "\n")

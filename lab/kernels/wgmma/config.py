@@ -23,6 +23,9 @@ SIGNATURES = {
     # FP8: C (float32 or BF16 bits), then the scales of A and of B (float32, 2-D)
     "fp8": "void(uint64[::1], uint64[::1], uint64[::1], {out}[:, ::1], int32, "
            "float32[:, ::1], float32[:, ::1])",
+    # grouped FP8 (block scales): the scales, then the groups' bounds and M_max
+    "fp8_grouped": "void(uint64[::1], uint64[::1], uint64[::1], uint16[:, ::1], int32, "
+                   "float32[:, ::1], float32[:, ::1], {bounds}[::1], int32)",
 }
 BK = 64                       # k per stage: one 128-byte row of 16-bit values
 ROW = 128                     # bytes per swizzled row
@@ -101,7 +104,9 @@ class HopperConfig:
     # with 64-bit divisions between tiles
     table: bool = False
     # grouped GEMM (mixture-of-experts): C's rows are the experts' groups, each multiplied by
-    # its own B[e] (B read as one [E·K, N] matrix, expert e's k-slices from row e·K); the
+    # its own B[e] (B read as one [E·K, N] matrix, expert e's k-slices from row e·K; FP8: Bᵀ
+    # as one [E·N, K] matrix, expert e's rows from e·N, and its 128×128 block scales as one
+    # [E·N/128, K/128] array); the
     # groups are given by ``offsets`` (contiguous rows) or ``counts`` (a fixed buffer of
     # ``M_max`` rows per expert), read on the GPU; the persistent blocks walk the groups' tiles
     # (:func:`lab.kernels.wgmma.order.group_order`) and store only each group's own rows
@@ -334,11 +339,11 @@ class HopperConfig:
             problems.append(f"grouped must be '', 'offsets' or 'counts', not {self.grouped!r}")
         elif self.grouped and not (specialized and self.persistent and self.cluster == 1
                                    and self.epilogue == "tma" and self.store == "tile"
-                                   and not (self.streamk or self.table or self.handoff
-                                            or self.fp8)):
-            problems.append("grouped GEMM is for the persistent specialized 16-bit kernel with "
-                            "whole-tile staging, without clusters, stream-K, a tile table or "
-                            "store threads")
+                                   and not (self.streamk or self.table or self.handoff)
+                                   and (not self.fp8 or self.scales == "block")):
+            problems.append("grouped GEMM is for the persistent specialized kernel (16-bit, or "
+                            "FP8 with block scales) with whole-tile staging, without clusters, "
+                            "stream-K, a tile table or store threads")
         if self.producer_regs % 8 or not 24 <= self.producer_regs <= 256:
             problems.append("producer_regs must be a multiple of 8 in 24…256")
         if self.regs and 128 * self.producer_regs + 128 * self.consumers * self.regs > 65536:

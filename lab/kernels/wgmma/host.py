@@ -37,6 +37,8 @@ def kernel_for(cfg: HopperConfig):
 def signature(cfg: HopperConfig) -> str:
     if cfg.loader == "cpasync":
         return SIGNATURES["cpasync"][cfg.kind]
+    if cfg.fp8 and cfg.grouped:                      # the scales, the groups' bounds, M_max
+        return SIGNATURES["fp8_grouped"].format(bounds="int64")
     if cfg.fp8:
         return SIGNATURES["fp8"].format(out="uint16" if cfg.out == "bf16" else "float32")
     if cfg.grouped:                                  # C, then the groups' bounds, M_max
@@ -207,7 +209,13 @@ def grouped_launcher(cfg: HopperConfig):
     expert's ``[K, N]`` stacked, ``[E·K, N]``; ``groups`` the offsets (``E + 1``) or counts
     (``E``) as a device array of int32 or int64, read by the kernel; ``mmax`` the rows of an
     expert's buffer (counts) or 0. K must be a multiple of 64 (a k-slice never straddles two
-    experts' B) and N of 8 (the copy engine's 16-byte row pitch)."""
+    experts' B) and N of 8 (the copy engine's 16-byte row pitch).
+
+    FP8 (block scales): ``launch(A, Bt, C, groups, mmax, sa, sb)`` with A ``[rows, K]`` and
+    every expert's Bᵀ ``[N, K]`` stacked, ``[E·N, K]``, as uint8 codes, C ``[rows, N]`` BF16
+    bits (uint16), ``sa`` ``[rows, K/128]`` (1×128 blocks of A) and ``sb`` ``[E·N/128,
+    K/128]`` (each expert's 128×128 blocks of Bᵀ), float32; K and N multiples of 128 (a scale
+    block never straddles two experts)."""
     cfg.validate()
     if not cfg.grouped:
         raise ValueError(f"{cfg.label}: not a grouped configuration")
@@ -215,25 +223,49 @@ def grouped_launcher(cfg: HopperConfig):
     name = "bfloat16" if cfg.kind == "bf16" else "float16"
     out_name = {"bf16": "bfloat16", "f16": "float16"}.get(cfg.out, "float32")
 
-    def launch(A, B, C, groups, mmax: int) -> None:
+    def shapes_fp8(A, B, C, sa, sb) -> int:
+        rows, k = A.shape
+        n = C.shape[1]
+        experts = B.shape[0] // n if n else 0
+        want = ((rows, k // 128), (experts * (n // 128), k // 128))
+        if (k % 128 or n % 128 or B.shape[1] != k or B.shape[0] % n or tuple(C.shape)
+                != (rows, n) or sa is None or sb is None
+                or (tuple(sa.shape), tuple(sb.shape)) != want):
+            raise ValueError(
+                f"grouped FP8 launch: A {tuple(A.shape)}, Bt {tuple(B.shape)}, C "
+                f"{tuple(C.shape)}, sa {None if sa is None else tuple(sa.shape)}, sb "
+                f"{None if sb is None else tuple(sb.shape)}: K and N must be multiples of "
+                f"128, Bt [E·N, K], C [rows of A, N], sa {want[0]} and sb {want[1]}")
+        return k
+
+    def launch(A, B, C, groups, mmax: int, sa=None, sb=None) -> None:
         require_hopper()
         rows, k = A.shape
-        n = B.shape[1]
-        if k % BK or B.shape[0] % k or n % 8 or tuple(C.shape) != (rows, n):
-            raise ValueError(f"grouped launch: A {tuple(A.shape)}, B {tuple(B.shape)}, C "
-                             f"{tuple(C.shape)}: K must be a multiple of {BK}, B [E·K, N] with "
-                             "N a multiple of 8, C [rows of A, N]")
-        sig = SIGNATURES["ws_grouped"].format(out=OUT_ARRAY[cfg.out],
-                                              bounds=np.dtype(groups.dtype).name)
+        if cfg.fp8:
+            k = shapes_fp8(A, B, C, sa, sb)
+            sig = SIGNATURES["fp8_grouped"].format(bounds=np.dtype(groups.dtype).name)
+            map_a = hopper.tensor_map_2d(A, cfg.bm, cfg.bk, dtype_name="uint8")
+            map_b = hopper.tensor_map_2d(B, cfg.bn, cfg.bk, dtype_name="uint8")
+        else:
+            n = B.shape[1]
+            if k % BK or B.shape[0] % k or n % 8 or tuple(C.shape) != (rows, n):
+                raise ValueError(f"grouped launch: A {tuple(A.shape)}, B {tuple(B.shape)}, C "
+                                 f"{tuple(C.shape)}: K must be a multiple of {BK}, B [E·K, N] "
+                                 "with N a multiple of 8, C [rows of A, N]")
+            sig = SIGNATURES["ws_grouped"].format(out=OUT_ARRAY[cfg.out],
+                                                  bounds=np.dtype(groups.dtype).name)
+            map_a = hopper.tensor_map_2d(A, cfg.bm, 64, dtype_name=name)
+            map_b = hopper.tensor_map_2d(B, BK, 64, dtype_name=name)
         kernel = kernel_for(cfg)
         hopper.allow_dynamic_shared(kernel, sig, dynamic)
-        map_a = hopper.tensor_map_2d(A, cfg.bm, 64, dtype_name=name)
-        map_b = hopper.tensor_map_2d(B, BK, 64, dtype_name=name)
         map_c = hopper.tensor_map_2d(C, cfg.epi_rows, cfg.epi_cols, dtype_name=out_name)
         # every SM: the tiles are counted on the GPU (blocks past them exit at once)
         blocks = min(_sm_count(), cfg.grid) if cfg.grid else _sm_count()
+        args = (map_a, map_b, map_c, C, np.int32(k))
+        if cfg.fp8:
+            args += (sa, sb)
         enqueue.launch(kernel, sig, blocks, cfg.threads, dynamic,
-                       (map_a, map_b, map_c, C, np.int32(k), groups, np.int32(mmax)))
+                       args + (groups, np.int32(mmax)))
         launch.keep = (map_a, map_b, map_c)       # alive until the next call
 
     return enqueue.memo(launch)

@@ -139,7 +139,7 @@ def build(cfg: HopperConfig):
                         row0, col0, end, ge, before = group_tile(unit, table, mmax, m, tiles_m,
                                                                  tiles_n, ge, before)
                         it = produce(shared, full0, empty0, a_map, b_map, it, k_tiles, row0,
-                                     col0, ge * k_tiles)
+                                     col0, ge * n if SCALED else ge * k_tiles)
                 else:
                     for unit in range(first, dp_tiles, step):
                         block_m, col0 = producer_tile(unit, table, units_m, tiles_n, tiles_m,
@@ -206,8 +206,10 @@ def build(cfg: HopperConfig):
                     row0, col0, end, ge, before = group_tile(unit, table, mmax, m, tiles_m,
                                                              tiles_n, ge, before)
                     zero(acc)
+                    # (block scales: expert ge's 128×128 blocks of Bᵀ start at row ge·N)
                     it = multiply(acc, part, ra, cb, shared, full0, empty0, it, k_tiles, cw,
-                                  leader, sa, sb, row0 + cw * WG_ROWS, col0, thread)
+                                  leader, sa, sb, row0 + cw * WG_ROWS,
+                                  col0 + ge * n if SCALED else col0, thread)
                     store_group(C, acc, boxes, c_map, row0 + cw * WG_ROWS, col0, thread, cw,
                                 scale, end)
             else:
@@ -237,7 +239,8 @@ def build(cfg: HopperConfig):
 
 def entry_point(cfg: HopperConfig, ws_body):
     """The kernel of ``cfg``'s argument list around ``ws_body`` (stream-K and traces: workspace
-    and flags; a table of tiles; the groups of a grouped GEMM; FP8: scales); the arguments
+    and flags; a table of tiles; the groups of a grouped GEMM; FP8: scales, then a grouped
+    GEMM's groups); the arguments
     a kernel lacks are stand-ins it never reads. One block per SM and a register cap at
     entry: what setmaxnreg needs to take effect."""
     bounds = {} if hopper.SIMULATOR else {"launch_bounds": (cfg.threads, 1)}
@@ -251,6 +254,11 @@ def entry_point(cfg: HopperConfig, ws_body):
         def wgmma_ws_table(map_a, map_b, map_c, C, k, table):
             ws_body(map_a, map_b, map_c, C, k, C, C, C, map_a, table, int32(0))
         return wgmma_ws_table
+    if cfg.grouped and cfg.fp8:
+        @cuda.jit(**bounds)
+        def wgmma_ws_grouped_scaled(map_a, map_b, map_c, C, k, sa, sb, groups, mmax):
+            ws_body(map_a, map_b, map_c, C, k, sa, sb, C, map_a, groups, mmax)
+        return wgmma_ws_grouped_scaled
     if cfg.grouped:
         @cuda.jit(**bounds)
         def wgmma_ws_grouped(map_a, map_b, map_c, C, k, groups, mmax):

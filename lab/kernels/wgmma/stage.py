@@ -125,19 +125,25 @@ def stage_multicast(cfg: HopperConfig):
 
 def stage_grouped(cfg: HopperConfig):
     """``load_stage`` of a grouped launch: A's box at any first row (a group starts anywhere),
-    B's boxes ``kb`` k-slices down the ``[E·K, N]`` matrix (expert e's: ``kb = e·K / 64``)."""
+    B's boxes ``kb`` k-slices down the ``[E·K, N]`` matrix (expert e's: ``kb = e·K / 64``);
+    FP8: one box of Bᵀ's rows ``kb + col0`` on, down the ``[E·N, K]`` matrix (expert e's:
+    ``kb = e·N``)."""
     A_BYTES, STAGE_BYTES, SBK = cfg.a_bytes, cfg.stage_bytes, cfg.bk
     B_BOX = SBK * ROW
     B_BOXES = cfg.bn // 64
+    K_MAJOR_B = cfg.fp8
 
     # region: grouped_stage
     @cuda.jit(device=True, inline="always")
     def load_stage_grouped(stage, full, map_a, map_b, kt, row0, col0, kb):
         hopper.mbar_expect_tx(full, STAGE_BYTES)
         hopper.tma_load_2d(stage, map_a, kt * SBK, row0, full)
-        for j in range(B_BOXES):
-            hopper.tma_load_2d(stage + uint32(A_BYTES + j * B_BOX), map_b, col0 + 64 * j,
-                               (kb + kt) * SBK, full)
+        if K_MAJOR_B:
+            hopper.tma_load_2d(stage + uint32(A_BYTES), map_b, kt * SBK, kb + col0, full)
+        else:
+            for j in range(B_BOXES):
+                hopper.tma_load_2d(stage + uint32(A_BYTES + j * B_BOX), map_b, col0 + 64 * j,
+                                   (kb + kt) * SBK, full)
     # endregion: grouped_stage
 
     return load_stage_grouped
