@@ -207,3 +207,77 @@ def hopper_values() -> dict:
         "moe_h_prefill_tflops_min": f"{min(r['tflops'] for r in prefill):.0f}",
         "moe_h_prefill_tflops_max": f"{max(r['tflops'] for r in prefill):.0f}",
     }
+
+
+# ----------------------------------------------------------------------------- FP8
+
+#: The FP8 implementations (block scales; BF16 C), as the table names them.
+FP8_LOOP, FP8_FAST, FP8_OURS = ("torch._scaled_mm loop (block)",
+                                "torch._scaled_mm loop (tensor, fast)",
+                                "lab.grouped_scaled_gemm")
+
+
+def fp8_rows(model: str | None = None) -> list[dict]:
+    """One row per layer and token count in FP8 (of ``model``, or every model's): µs per call
+    of the loop of block-scaled ``torch._scaled_mm`` calls, of the same loop per-tensor with
+    fast accumulation, of ours in both layouts, ours' TFLOP/s and ours ÷ each loop."""
+    speed = _speed()
+    other = {(r["model"], r["layer"], r["tokens"], r["impl"], r["layout"]): r
+             for r in results.rows(EXPERIMENT) if r["part"] != "speed"}
+    mine = sorted((r for r in speed.values() if r["impl"] == FP8_OURS
+                   and r["layout"] == "contiguous" and model in (None, r["model"])),
+                  key=lambda r: (r["model"] != "Mixtral 8x7B", r["model"], r["layer"],
+                                 r["tokens"]))
+    out = []
+    for ours in mine:
+        key = (ours["model"], ours["layer"], ours["tokens"])
+
+        def us(impl, layout="contiguous"):
+            r = speed.get((*key, impl, layout))
+            if r is None:
+                miss = other.get((*key, impl, layout))
+                return _why_not(miss) if miss else "-"
+            return f"{1e3 * r['median_ms']:,.0f}"
+        out.append({"layer": ours["layer"] if model else f"{ours['model']} {ours['layer']}",
+                    "tokens": ours["tokens"], "rows": ours["rows"],
+                    "block loop µs": us(FP8_LOOP), "fast loop µs": us(FP8_FAST),
+                    "ours µs": us(FP8_OURS), "ours masked µs": us(FP8_OURS, "masked"),
+                    "ours TFLOP/s": f"{ours['tflops']:,.0f}",
+                    "ours ÷ block loop": (f"{ours['ratio_to_loop']:.2f}"
+                                          if ours.get("ratio_to_loop") else "-"),
+                    "ours ÷ fast loop": (f"{ours['ratio_to_fast_loop']:.2f}"
+                                         if ours.get("ratio_to_fast_loop") else "-")})
+    return out
+
+
+def fp8_table(model: str):
+    """One model's layers in FP8 with block scales: ours against loops of cuBLASLt calls."""
+    rows = fp8_rows(model)
+    if not rows:
+        raise ValueError(f"no FP8 {model!r} layer in the grouped results")
+    return page.table(rows, title=f"{model}: FP8 with block scales, BF16 out",
+                      source=results.source_line(EXPERIMENT))
+
+
+def fp8_values() -> dict:
+    """The numbers quoted of the grouped FP8 run."""
+    speed = _speed()
+    ours = [r for r in speed.values() if r["impl"] == FP8_OURS and r["layout"] == "contiguous"]
+    big = max(r["tokens"] for r in ours)
+    prefill = [r for r in ours if r["tokens"] == big]
+    decode = [r for r in ours if r["tokens"] < big]
+    to_loop = [r["ratio_to_loop"] for r in ours if r.get("ratio_to_loop")]
+    to_fast = [r["ratio_to_fast_loop"] for r in prefill if r.get("ratio_to_fast_loop")]
+    no_block = sum(1 for r in results.rows(EXPERIMENT)
+                   if r["impl"] == FP8_LOOP and r["part"] == "skipped")
+    return {
+        "moe_f8_rows": str(len(ours)),
+        "moe_f8_prefill_tflops_min": f"{min(r['tflops'] for r in prefill):,.0f}",
+        "moe_f8_prefill_tflops_max": f"{max(r['tflops'] for r in prefill):,.0f}",
+        "moe_f8_decode_us_min": f"{1e3 * min(r['median_ms'] for r in decode):,.0f}",
+        "moe_f8_loop_min": f"{min(to_loop):.2f}" if to_loop else "-",
+        "moe_f8_loop_max": f"{max(to_loop):.2f}" if to_loop else "-",
+        "moe_f8_fast_min": f"{min(to_fast):.2f}" if to_fast else "-",
+        "moe_f8_fast_max": f"{max(to_fast):.2f}" if to_fast else "-",
+        "moe_f8_no_block": str(no_block),
+    }
