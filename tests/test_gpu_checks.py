@@ -185,10 +185,13 @@ def test_the_grouped_kernels_checked_are_every_one_lab_grouped_chooses():
     names = gpu_checks.grouped_names((9, 0))
     from lab import grouped
 
-    assert len(names) == len(set(names)) == 4 * len(grouped.TILES)
+    assert len(names) == len(set(names)) == 4 * len(grouped.TILES) + 2 * len(grouped.FP8_TILES)
     assert not gpu_checks.grouped_names((8, 0))
-    assert sum("grouped (counts)" in n for n in names) == 2 * len(grouped.TILES)
+    assert sum("grouped (counts)" in n for n in names) == \
+        2 * len(grouped.TILES) + len(grouped.FP8_TILES)
     for masked in (False, True):
         for per_group in (1, 64, 65, 4096):
             label = grouped.tile_config("bfloat16", masked, per_group).label
+            assert f"lab.grouped_gemm {label}" in names
+            label = grouped.fp8_tile_config(masked, per_group).label
             assert f"lab.grouped_gemm {label}" in names

@@ -70,3 +70,38 @@ def test_what_the_hopper_kernel_did_is_what_the_page_says():
     one = [r["median_ms"] for r in contiguous if r["tokens"] == 1]
     assert max(one) / min(one) < 0.6 * float(v["moe_h_one_mb_max"]) / float(v["moe_h_one_mb_min"])
     assert all(r["ratio_to_grouped_mm"] >= 1 for r in contiguous if r["tokens"] == 4096)
+
+
+def test_what_the_grouped_fp8_paragraph_says():
+    """The FP8 rows (the file of the GPU they were measured on): every one of ours checked and
+    passed; the block-scaled loop refused at every shape with the status the page names; ours
+    ahead of the fast loop on the DeepSeek-like layers from 16 tokens on and behind it at one
+    token and on every Mixtral row; Mixtral's prefill well under cuBLASLt's; the four
+    configurations the page counts are the ones lab check recorded on that GPU."""
+    from lab import grouped
+    from lab.chapters.ch7b import s6_grouped as s6
+    from lab.gpu_checks import load
+
+    gpu = s6.fp8_gpu()
+    rows = [r for r in results.rows("grouped", gpu) if r.get("dtype") == "e4m3"]
+    ours = [r for r in rows if r["impl"] == s6.FP8_OURS and r["part"] == "speed"]
+    assert len(ours) == 32 and all(r["passed"] for r in ours)
+    assert not [r for r in rows if r["part"] == "check"]
+    v = ch7b.values()
+    refused = [r for r in rows if r["impl"] == s6.FP8_LOOP and r["part"] == "skipped"]
+    assert len(refused) == int(v["moe_f8_shapes"]) == int(v["moe_f8_refused"]) == 16
+    assert all(v["moe_f8_refusal"] in r["reason"] for r in refused)
+    contiguous = [r for r in ours if r["layout"] == "contiguous"]
+    ds = [r for r in contiguous if r["model"] == "DeepSeek-V3-like"]
+    mx = [r for r in contiguous if r["model"] == "Mixtral 8x7B"]
+    assert min(r["ratio_to_fast_loop"] for r in ds if r["tokens"] > 1) > 1
+    assert max(r["ratio_to_fast_loop"] for r in ds if r["tokens"] == 1) < 1
+    assert max(r["ratio_to_fast_loop"] for r in mx) < 1
+    assert float(v["moe_f8_mx_prefill_max"].replace(",", "")) < \
+        0.6 * float(v["moe_f8_mx_fast_min"].replace(",", ""))
+    assert float(v["moe_f8_mx_one_min_us"].replace(",", "")) > \
+        2 * float(v["moe_f8_mx_one_fast_max_us"].replace(",", ""))
+    record = load()["records"][gpu]["checked"]
+    names = [f"lab.grouped_gemm {c.label}" for c in grouped.hopper_configs() if c.fp8]
+    assert len(names) == int(v["moe_f8_configs"]) == 4
+    assert all(record[n]["passed"] and record[n]["calls"] >= 2 for n in names)

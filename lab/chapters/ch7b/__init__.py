@@ -24,8 +24,9 @@ from lab.chapters.ch7b.s4_accuracy import (accuracy_figure, accuracy_rows, accur
                                            predicted_rows, predicted_table)
 from lab.chapters.ch7b.s5_speed import (cluster_table, evidence_box, speed_figure, speed_rows,
                                         speed_table, sweep_table, tile_rows, tile_table)
-from lab.chapters.ch7b.s6_grouped import (grouped_rows, grouped_table, hopper_rows, hopper_table,
-                                          scheduler_source, walk_source)
+from lab.chapters.ch7b.s6_grouped import (fp8_rows, fp8_table, grouped_rows, grouped_table,
+                                          hopper_rows, hopper_table, scheduler_source,
+                                          walk_source)
 from lab.chapters.ch7b.solutions import ex7b_1, ex7b_2, ex7b_3
 
 __all__ = ["code_table", "format_table", "quantization_table", "values_figure",
@@ -34,6 +35,7 @@ __all__ = ["code_table", "format_table", "quantization_table", "values_figure",
            "predicted_rows", "predicted_table", "cluster_table", "speed_figure", "speed_rows",
            "speed_table", "sweep_table", "tile_rows", "tile_table", "grouped_rows",
            "grouped_table", "scheduler_source", "hopper_rows", "hopper_table", "walk_source",
+           "fp8_rows", "fp8_table",
            "ex7b_1", "ex7b_2", "ex7b_3", "values", "glue", "evidence_box", "answer"]
 
 

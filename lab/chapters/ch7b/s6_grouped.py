@@ -145,7 +145,7 @@ def values() -> dict:
     read_gbps = results.rows("roofline", kernel="stream_read")[0]["gbps"]
     read_us = expert_bytes / (read_gbps * 1e3)
     per_expert_us = 1e3 * ds_loop_128["median_ms"] / ds_loop_128["experts_with_rows"]
-    return {**hopper_values(),
+    return {**hopper_values(), **fp8_values(),
         "moe_ds_expert_mb": f"{expert_bytes / 1e6:.0f}",
         "moe_ds_expert_read_us": f"{read_us:.1f}",
         "moe_processes": str(data["parameters"]["processes"]),
@@ -211,19 +211,36 @@ def hopper_values() -> dict:
 
 # ----------------------------------------------------------------------------- FP8
 
-#: The FP8 implementations (block scales; BF16 C), as the table names them.
+#: The FP8 implementations (block scales; BF16 C), as the results name them.
 FP8_LOOP, FP8_FAST, FP8_OURS = ("torch._scaled_mm loop (block)",
                                 "torch._scaled_mm loop (tensor, fast)",
                                 "lab.grouped_scaled_gemm")
 
 
+def fp8_gpu() -> str:
+    """The GPU folder whose ``grouped`` file holds FP8 rows: the selected GPU's, else the
+    first other that does (ResultsMissing when none does)."""
+    chosen, _ = results.resolve(EXPERIMENT)
+    for gpu in [chosen] + [g for g in results.measured_on(EXPERIMENT) if g != chosen]:
+        if any(r.get("dtype") == "e4m3" for r in results.rows(EXPERIMENT, gpu)):
+            return gpu
+    raise results.ResultsMissing("no grouped results file holds FP8 rows (run `python -m lab "
+                                 "measure grouped` on a Hopper GPU)")
+
+
+def _fp8_speed() -> dict:
+    return {(r["model"], r["layer"], r["tokens"], r["impl"], r["layout"]): r
+            for r in results.rows(EXPERIMENT, fp8_gpu())
+            if r["part"] == "speed" and r.get("dtype") == "e4m3"}
+
+
 def fp8_rows(model: str | None = None) -> list[dict]:
     """One row per layer and token count in FP8 (of ``model``, or every model's): µs per call
-    of the loop of block-scaled ``torch._scaled_mm`` calls, of the same loop per-tensor with
-    fast accumulation, of ours in both layouts, ours' TFLOP/s and ours ÷ each loop."""
-    speed = _speed()
-    other = {(r["model"], r["layer"], r["tokens"], r["impl"], r["layout"]): r
-             for r in results.rows(EXPERIMENT) if r["part"] != "speed"}
+    of the loop of per-tensor ``torch._scaled_mm`` calls with fast accumulation (and of the
+    block-scaled loop where cuBLASLt ran it), of ours in both layouts, ours' TFLOP/s and ours
+    ÷ the fast loop."""
+    speed = _fp8_speed()
+    block = any(r["impl"] == FP8_LOOP for r in speed.values())
     mine = sorted((r for r in speed.values() if r["impl"] == FP8_OURS
                    and r["layout"] == "contiguous" and model in (None, r["model"])),
                   key=lambda r: (r["model"] != "Mixtral 8x7B", r["model"], r["layer"],
@@ -234,50 +251,76 @@ def fp8_rows(model: str | None = None) -> list[dict]:
 
         def us(impl, layout="contiguous"):
             r = speed.get((*key, impl, layout))
-            if r is None:
-                miss = other.get((*key, impl, layout))
-                return _why_not(miss) if miss else "-"
-            return f"{1e3 * r['median_ms']:,.0f}"
-        out.append({"layer": ours["layer"] if model else f"{ours['model']} {ours['layer']}",
-                    "tokens": ours["tokens"], "rows": ours["rows"],
-                    "block loop µs": us(FP8_LOOP), "fast loop µs": us(FP8_FAST),
-                    "ours µs": us(FP8_OURS), "ours masked µs": us(FP8_OURS, "masked"),
+            return f"{1e3 * r['median_ms']:,.0f}" if r else "-"
+        row = {"layer": ours["layer"] if model else f"{ours['model']} {ours['layer']}",
+               "tokens": ours["tokens"], "rows": ours["rows"]}
+        if block:
+            row["block loop µs"] = us(FP8_LOOP)
+        row.update({"fast loop µs": us(FP8_FAST), "ours µs": us(FP8_OURS),
+                    "ours masked µs": us(FP8_OURS, "masked"),
                     "ours TFLOP/s": f"{ours['tflops']:,.0f}",
-                    "ours ÷ block loop": (f"{ours['ratio_to_loop']:.2f}"
-                                          if ours.get("ratio_to_loop") else "-"),
                     "ours ÷ fast loop": (f"{ours['ratio_to_fast_loop']:.2f}"
                                          if ours.get("ratio_to_fast_loop") else "-")})
+        out.append(row)
     return out
 
 
 def fp8_table(model: str):
-    """One model's layers in FP8 with block scales: ours against loops of cuBLASLt calls."""
+    """One model's layers in FP8 with block scales: ours against a loop of cuBLASLt calls."""
     rows = fp8_rows(model)
     if not rows:
         raise ValueError(f"no FP8 {model!r} layer in the grouped results")
     return page.table(rows, title=f"{model}: FP8 with block scales, BF16 out",
-                      source=results.source_line(EXPERIMENT))
+                      source=results.source_line(EXPERIMENT, fp8_gpu()))
 
 
 def fp8_values() -> dict:
     """The numbers quoted of the grouped FP8 run."""
-    speed = _speed()
+    gpu = fp8_gpu()
+    data = results.load(EXPERIMENT, gpu)
+    speed = _fp8_speed()
     ours = [r for r in speed.values() if r["impl"] == FP8_OURS and r["layout"] == "contiguous"]
     big = max(r["tokens"] for r in ours)
-    prefill = [r for r in ours if r["tokens"] == big]
-    decode = [r for r in ours if r["tokens"] < big]
-    to_loop = [r["ratio_to_loop"] for r in ours if r.get("ratio_to_loop")]
-    to_fast = [r["ratio_to_fast_loop"] for r in prefill if r.get("ratio_to_fast_loop")]
-    no_block = sum(1 for r in results.rows(EXPERIMENT)
-                   if r["impl"] == FP8_LOOP and r["part"] == "skipped")
+    ds = [r for r in ours if r["model"] == "DeepSeek-V3-like"]
+    mx = [r for r in ours if r["model"] == "Mixtral 8x7B"]
+    ds_many = [r["ratio_to_fast_loop"] for r in ds if r["tokens"] > 1]
+    ds_one = [r["ratio_to_fast_loop"] for r in ds if r["tokens"] == 1]
+    mx_all = [r["ratio_to_fast_loop"] for r in mx]
+    mx_pre = [r for r in mx if r["tokens"] == big]
+    mx_fast_pre = [speed[(r["model"], r["layer"], big, FP8_FAST, "contiguous")] for r in mx_pre]
+    mx_one = [r for r in mx if r["tokens"] == 1]
+    mx_one_fast = [speed[(r["model"], r["layer"], 1, FP8_FAST, "contiguous")] for r in mx_one]
+    fp8_all = [r for r in data["rows"] if r.get("dtype") == "e4m3"]
+    refused = [r for r in fp8_all if r["impl"] == FP8_LOOP and r["part"] == "skipped"]
+    why = refused[0]["reason"] if refused else ""
+    status = next((w for w in why.replace("`", " ").split() if w.startswith("CUBLAS_STATUS")),
+                  why[:60])
     return {
-        "moe_f8_rows": str(len(ours)),
-        "moe_f8_prefill_tflops_min": f"{min(r['tflops'] for r in prefill):,.0f}",
-        "moe_f8_prefill_tflops_max": f"{max(r['tflops'] for r in prefill):,.0f}",
-        "moe_f8_decode_us_min": f"{1e3 * min(r['median_ms'] for r in decode):,.0f}",
-        "moe_f8_loop_min": f"{min(to_loop):.2f}" if to_loop else "-",
-        "moe_f8_loop_max": f"{max(to_loop):.2f}" if to_loop else "-",
-        "moe_f8_fast_min": f"{min(to_fast):.2f}" if to_fast else "-",
-        "moe_f8_fast_max": f"{max(to_fast):.2f}" if to_fast else "-",
-        "moe_f8_no_block": str(no_block),
+        "moe_f8_gpu": data["provenance"]["gpu"],
+        "moe_f8_processes": str(data["parameters"]["processes"]),
+        "moe_f8_configs": str(sum(1 for cfg in _fp8_configs())),
+        "moe_f8_shapes": str(len(ours)),
+        "moe_f8_refused": str(len(refused)),
+        "moe_f8_refusal": status,
+        "moe_f8_ds_min": f"{min(ds_many):.1f}",
+        "moe_f8_ds_max": f"{max(ds_many):.1f}",
+        "moe_f8_ds_one_min": f"{min(ds_one):.2f}",
+        "moe_f8_ds_one_max": f"{max(ds_one):.2f}",
+        "moe_f8_mx_min": f"{min(mx_all):.2f}",
+        "moe_f8_mx_max": f"{max(mx_all):.2f}",
+        "moe_f8_mx_prefill_min": f"{min(r['tflops'] for r in mx_pre):,.0f}",
+        "moe_f8_mx_prefill_max": f"{max(r['tflops'] for r in mx_pre):,.0f}",
+        "moe_f8_mx_fast_min": f"{min(r['tflops'] for r in mx_fast_pre):,.0f}",
+        "moe_f8_mx_fast_max": f"{max(r['tflops'] for r in mx_fast_pre):,.0f}",
+        "moe_f8_ds_prefill_min": f"{min(r['tflops'] for r in ds if r['tokens'] == big):,.0f}",
+        "moe_f8_ds_prefill_max": f"{max(r['tflops'] for r in ds if r['tokens'] == big):,.0f}",
+        "moe_f8_mx_one_min_us": f"{1e3 * min(r['median_ms'] for r in mx_one):,.0f}",
+        "moe_f8_mx_one_max_us": f"{1e3 * max(r['median_ms'] for r in mx_one):,.0f}",
+        "moe_f8_mx_one_fast_min_us": f"{1e3 * min(r['median_ms'] for r in mx_one_fast):,.0f}",
+        "moe_f8_mx_one_fast_max_us": f"{1e3 * max(r['median_ms'] for r in mx_one_fast):,.0f}",
     }
+
+
+def _fp8_configs():
+    from lab import grouped
+    return [cfg for cfg in grouped.hopper_configs() if cfg.fp8]
