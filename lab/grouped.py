@@ -48,8 +48,8 @@ from lab.convert import narrow, widen
 from lab.dispatch import GemmError
 from lab.lru import LRU
 from lab.operands import (DTYPES, NUMBA_DT, Operand, as_numba, check_scale_values, describe,
-                          fp8_format, host_values, output_dtype, refuse_overlap,
-                          refuse_unpacked, scale_operand, upload_codes)
+                          fp8_format, output_dtype, refuse_overlap, refuse_unpacked,
+                          scale_operand, upload_codes)
 
 #: Grid rows a launch may have (CUDA's limit on gridDim.y).
 GRID_Y_LIMIT = 65535
@@ -119,6 +119,14 @@ def validate(A: Operand, B: Operand, out: Operand | None, out_dtype: str | None,
     return e, rows, k, n, out_dtype
 
 
+def _layout(offsets, counts) -> tuple[bool, object]:
+    """(masked, the routing array) of a call: exactly one of ``offsets`` and ``counts``."""
+    if (offsets is None) == (counts is None):
+        raise GemmError("pass offsets= (contiguous rows) or counts= (fixed buffers per "
+                        "expert), exactly one")
+    return counts is not None, counts if counts is not None else offsets
+
+
 def _check_routing(host, masked: bool, experts: int, rows: int, mmax: int) -> None:
     if host is None:
         return
@@ -169,11 +177,7 @@ def grouped_gemm(A, B, out=None, *, offsets=None, counts=None, out_dtype=None,
                     == routing_state:
                 hot.launch()
                 return out
-    if (offsets is None) == (counts is None):
-        raise GemmError("pass offsets= (contiguous rows) or counts= (fixed buffers per "
-                        "expert), exactly one")
-    masked = counts is not None
-    routing = counts if masked else offsets
+    masked, routing = _layout(offsets, counts)
     a, b = describe(A, "A"), describe(B, "B")
     o = describe(out, "out") if out is not None else None
     experts, rows, k, n, out_dt = validate(a, b, o, dtype_name(out_dtype), masked)
@@ -376,13 +380,8 @@ def check_hopper(cfg, calls: int = 2, seed: int | None = None) -> tuple[dict, li
     unit = 2.0 ** -11 if f16 else 2.0 ** -8
     bad, lines, shapes = 0, [], []
     for experts, k, n, counts in CHECK_CASES:
-        counts = np.array(counts, np.int64)
-        mmax = int(counts.max())
-        starts = (np.arange(experts) * mmax if masked
-                  else np.concatenate([[0], np.cumsum(counts)[:-1]]))
-        rows = experts * mmax if masked else int(counts.sum())
+        counts, mmax, starts, rows, bounds = _routing_case(experts, counts, masked)
         shapes.append([rows, n, k])
-        bounds = counts if masked else np.concatenate([[0], np.cumsum(counts)])
         factor = accuracy.bound_factor(k, tensor_cores=True, output_unit=unit)
         for _ in range(calls):
             a, b = accuracy.random_inputs(rows, n * experts, k,
@@ -411,6 +410,18 @@ def check_hopper(cfg, calls: int = 2, seed: int | None = None) -> tuple[dict, li
     return {"shapes": shapes, "calls": calls, "passed": not bad}, lines
 
 
+def _routing_case(experts: int, counts, masked: bool):
+    """A check case's routing: (counts, M_max, each expert's first row, rows of A, the
+    offsets or counts the kernel reads)."""
+    counts = np.array(counts, np.int64)
+    mmax = int(counts.max())
+    starts = (np.arange(experts) * mmax if masked
+              else np.concatenate([[0], np.cumsum(counts)[:-1]]))
+    rows = experts * mmax if masked else int(counts.sum())
+    bounds = counts if masked else np.concatenate([[0], np.cumsum(counts)])
+    return counts, mmax, starts, rows, bounds
+
+
 def check_hopper_fp8(cfg, calls: int = 2, seed: int | None = None) -> tuple[dict, list[str]]:
     """:func:`check_hopper` for a grouped FP8 kernel on :data:`FP8_CHECK_CASES`: block-scaled
     operands whose size changes from one scale block to the next (a wrong block's scale
@@ -427,13 +438,8 @@ def check_hopper_fp8(cfg, calls: int = 2, seed: int | None = None) -> tuple[dict
     rng = np.random.default_rng(accuracy.new_seed() if seed is None else seed)
     bad, lines, shapes = 0, [], []
     for experts, k, n, counts in FP8_CHECK_CASES:
-        counts = np.array(counts, np.int64)
-        mmax = int(counts.max())
-        starts = (np.arange(experts) * mmax if masked
-                  else np.concatenate([[0], np.cumsum(counts)[:-1]]))
-        rows = experts * mmax if masked else int(counts.sum())
+        counts, mmax, starts, rows, bounds = _routing_case(experts, counts, masked)
         shapes.append([rows, n, k])
-        bounds = counts if masked else np.concatenate([[0], np.cumsum(counts)])
         nb = n // 128
         for _ in range(calls):
             qa, qb, sa, sb = F.operands(rows, experts * n, k, cfg, rng)
@@ -556,11 +562,7 @@ def grouped_scaled_gemm(A, Bt, out=None, *, scale_a, scale_b, offsets=None, coun
     values are checked (finite, above zero) unless ``check_scales=False``. Hopper only."""
     from lab import device
 
-    if (offsets is None) == (counts is None):
-        raise GemmError("pass offsets= (contiguous rows) or counts= (fixed buffers per "
-                        "expert), exactly one")
-    masked = counts is not None
-    routing = counts if masked else offsets
+    masked, routing = _layout(offsets, counts)
     a, bt = describe(A, "A"), describe(Bt, "Bt")
     o = describe(out, "out") if out is not None else None
     experts, rows, k, n, (da, ha), (db, hb) = validate_fp8(a, bt, o, fmt, masked,
@@ -569,11 +571,7 @@ def grouped_scaled_gemm(A, Bt, out=None, *, scale_a, scale_b, offsets=None, coun
     host = _bounds(routing, "counts" if masked else "offsets",
                    experts + (0 if masked else 1), check_bounds)
     _check_routing(host, masked, experts, rows, mmax)
-    for (d, h), label in (((da, ha), "scale_a"), ((db, hb), "scale_b")):
-        if h is not None:
-            check_scale_values(h, label)
-        elif check_scales:
-            check_scale_values(host_values(d), label)
+    check_scale_values({"scale_a": (da, ha), "scale_b": (db, hb)}, check_scales)
     if not device.GPU:
         raise GemmError("grouped_scaled_gemm uses wgmma and runs on a GPU of compute "
                         f"capability 9.0; this session runs in {device.MODE} mode")

@@ -325,13 +325,21 @@ def scale_operand(s, label: str) -> tuple[Operand | None, np.ndarray | None, tup
     return x, None, (1, 1) if x.shape in ((), (1,)) else x.shape
 
 
-def check_scale_values(host: np.ndarray, label: str) -> None:
-    """GemmError unless every scale is finite and above zero (the first bad one named)."""
-    bad = np.flatnonzero(~np.isfinite(host) | (host <= 0))
-    if bad.size:
-        i = np.unravel_index(int(bad[0]), host.shape)
-        raise GemmError(f"{label}[{', '.join(map(str, i))}] = {host[i]}: scales must be finite "
-                        "and above zero")
+def check_scale_values(scales: dict, check_device: bool = True) -> None:
+    """GemmError unless every scale is finite and above zero (the first bad one named):
+    ``scales`` maps a label to :func:`scale_operand`'s (device operand, host values); values
+    on the GPU are copied to the host for it (which waits for the GPU) only when
+    ``check_device``."""
+    for label, (d, host) in scales.items():
+        if host is None:
+            if not check_device:
+                continue
+            host = host_values(d)
+        bad = np.flatnonzero(~np.isfinite(host) | (host <= 0))
+        if bad.size:
+            i = np.unravel_index(int(bad[0]), host.shape)
+            raise GemmError(f"{label}[{', '.join(map(str, i))}] = {host[i]}: scales must be "
+                            "finite and above zero")
 
 
 def host_values(x: Operand) -> np.ndarray:

@@ -29,8 +29,7 @@ import numpy as np
 from lab.dispatch import GemmError
 from lab.lru import LRU
 from lab.operands import (Operand, as_numba, check_scale_values, describe, fp8_format,
-                          host_values, refuse_overlap, refuse_unpacked, scale_operand,
-                          upload_codes)
+                          refuse_overlap, refuse_unpacked, scale_operand, upload_codes)
 
 #: Block scaling's block: 1×128 of A, 128×128 of Bᵀ.
 BLOCK = 128
@@ -131,11 +130,7 @@ def scaled_gemm(A, Bt, out=None, *, scale_a, scale_b, fmt: str | None = None,
     fmt_, scaling, m, n, k, odt, (da, ha), (db, hb) = validate(
         a, bt, o, fmt, dtype_name(out_dtype), scale_a, scale_b)
     name = choose(fmt_, scaling, odt, promote)
-    for (d, h), label in (((da, ha), "scale_a"), ((db, hb), "scale_b")):
-        if h is not None:
-            check_scale_values(h, label)
-        elif check_scales:
-            check_scale_values(host_values(d), label)
+    check_scale_values({"scale_a": (da, ha), "scale_b": (db, hb)}, check_scales)
     if not device.GPU:
         raise GemmError(f"{name} uses wgmma and runs on a GPU of compute capability 9.0; this "
                         f"session runs in {device.MODE} mode")

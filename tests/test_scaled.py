@@ -9,7 +9,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from lab import device, fp8
+from lab import device, fp8, operands
 from lab import scaled as S
 from lab.dispatch import GemmError
 
@@ -133,7 +133,7 @@ def test_scales_on_the_gpu_are_read_only_when_asked(monkeypatch):
     bad = cuda.to_device(np.array([[np.nan]], np.float32))
     _refused(r"scale_a\[0, 0\] = nan", da, db, scale_a=bad, scale_b=cuda.to_device(sb),
              fmt="e4m3")
-    monkeypatch.setattr(S, "host_values", lambda x: pytest.fail("a scale was copied"))
+    monkeypatch.setattr(operands, "host_values", lambda x: pytest.fail("a scale was copied"))
     monkeypatch.setattr(device, "GPU", False)
     _refused(r"uses wgmma", da, db, scale_a=bad, scale_b=cuda.to_device(sb), fmt="e4m3",
              check_scales=False)
