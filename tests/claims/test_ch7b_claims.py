@@ -89,7 +89,7 @@ def test_what_the_grouped_fp8_paragraph_says():
     assert not [r for r in rows if r["part"] == "check"]
     v = ch7b.values()
     refused = [r for r in rows if r["impl"] == s6.FP8_LOOP and r["part"] == "skipped"]
-    assert len(refused) == int(v["moe_f8_shapes"]) == int(v["moe_f8_refused"]) == 16
+    assert len(refused) == int(v["moe_f8_shapes"]) == 16
     assert all(v["moe_f8_refusal"] in r["reason"] for r in refused)
     contiguous = [r for r in ours if r["layout"] == "contiguous"]
     ds = [r for r in contiguous if r["model"] == "DeepSeek-V3-like"]

@@ -300,7 +300,6 @@ def fp8_values() -> dict:
         "moe_f8_processes": str(data["parameters"]["processes"]),
         "moe_f8_configs": str(sum(1 for cfg in _fp8_configs())),
         "moe_f8_shapes": str(len(ours)),
-        "moe_f8_refused": str(len(refused)),
         "moe_f8_refusal": status,
         "moe_f8_ds_min": f"{min(ds_many):.1f}",
         "moe_f8_ds_max": f"{max(ds_many):.1f}",
