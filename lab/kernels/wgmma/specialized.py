@@ -206,10 +206,9 @@ def build(cfg: HopperConfig):
                     row0, col0, end, ge, before = group_tile(unit, table, mmax, m, tiles_m,
                                                              tiles_n, ge, before)
                     zero(acc)
-                    # (block scales: expert ge's 128×128 blocks of Bᵀ start at row ge·N)
                     it = multiply(acc, part, ra, cb, shared, full0, empty0, it, k_tiles, cw,
                                   leader, sa, sb, row0 + cw * WG_ROWS,
-                                  col0 + ge * n if SCALED else col0, thread)
+                                  col0 + ge * n if SCALED else col0, thread)  # (FP8: Bᵀ row)
                     store_group(C, acc, boxes, c_map, row0 + cw * WG_ROWS, col0, thread, cw,
                                 scale, end)
             else:
