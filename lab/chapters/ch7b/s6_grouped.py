@@ -265,12 +265,13 @@ def fp8_rows(model: str | None = None) -> list[dict]:
     return out
 
 
-def fp8_table(model: str):
-    """One model's layers in FP8 with block scales: ours against a loop of cuBLASLt calls."""
+def fp8_table(model: str | None = None):
+    """One model's layers (or both models') in FP8 with block scales: ours against a loop of
+    cuBLASLt calls."""
     rows = fp8_rows(model)
     if not rows:
         raise ValueError(f"no FP8 {model!r} layer in the grouped results")
-    return page.table(rows, title=f"{model}: FP8 with block scales, BF16 out",
+    return page.table(rows, title=f"{model or 'Both models'}: FP8 with block scales, BF16 out",
                       source=results.source_line(EXPERIMENT, fp8_gpu()))
 
 
