@@ -304,8 +304,8 @@ def fp8_values() -> dict:
         "moe_f8_refusal": status,
         "moe_f8_ds_min": f"{min(ds_many):.1f}",
         "moe_f8_ds_max": f"{max(ds_many):.1f}",
-        "moe_f8_ds_one_min": f"{min(ds_one):.2f}",
-        "moe_f8_ds_one_max": f"{max(ds_one):.2f}",
+        "moe_f8_ds_one": (f"{min(ds_one):.2f}" if f"{min(ds_one):.2f}" == f"{max(ds_one):.2f}"
+                          else f"{min(ds_one):.2f}–{max(ds_one):.2f}"),
         "moe_f8_mx_min": f"{min(mx_all):.2f}",
         "moe_f8_mx_max": f"{max(mx_all):.2f}",
         "moe_f8_mx_prefill_min": f"{min(r['tflops'] for r in mx_pre):,.0f}",
