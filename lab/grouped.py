@@ -97,15 +97,7 @@ def validate(A: Operand, B: Operand, out: Operand | None, out_dtype: str | None,
     e, k, n = B.shape
     if e == 0 or k == 0 or n == 0:
         raise GemmError(f"B has an empty dimension (shape {B.shape})")
-    want = 3 if masked else 2
-    layout = "[experts, M_max, K] (counts=)" if masked else "[tokens, K] (offsets=)"
-    if len(A.shape) != want:
-        raise GemmError(f"A must be {layout}, got shape {A.shape}")
-    if A.shape[-1] != k:
-        raise GemmError(f"A's rows hold {A.shape[-1]} values but each B[e] has K = {k} rows")
-    if masked and A.shape[0] != e:
-        raise GemmError(f"A holds {A.shape[0]} experts' buffers but B {e} experts' weights")
-    rows = A.shape[0] * A.shape[1] if masked else A.shape[0]
+    rows = routed_rows(A, e, k, masked, "B", "values", "rows")
     shape = (e, A.shape[1], n) if masked else (A.shape[0], n)
     out_dtype = output_dtype(A, out, out_dtype)
     if out is not None and tuple(out.shape) != shape:
@@ -125,6 +117,23 @@ def _layout(offsets, counts) -> tuple[bool, object]:
         raise GemmError("pass offsets= (contiguous rows) or counts= (fixed buffers per "
                         "expert), exactly one")
     return counts is not None, counts if counts is not None else offsets
+
+
+def routed_rows(A: Operand, experts: int, k: int, masked: bool, weights: str, unit: str,
+                along: str) -> int:
+    """The rows of A (its layout checked against the experts' ``weights``: ``[T, K]`` for
+    offsets, ``[E, M_max, K]`` for counts, K as theirs); GemmError naming the problem."""
+    want = 3 if masked else 2
+    layout = "[experts, M_max, K] (counts=)" if masked else "[tokens, K] (offsets=)"
+    if len(A.shape) != want:
+        raise GemmError(f"A must be {layout}, got shape {A.shape}")
+    if A.shape[-1] != k:
+        raise GemmError(f"A's rows hold {A.shape[-1]} {unit} but each {weights}[e] has K = {k} "
+                        f"{along}")
+    if masked and A.shape[0] != experts:
+        raise GemmError(f"A holds {A.shape[0]} experts' buffers but {weights} {experts} "
+                        "experts' weights")
+    return A.shape[0] * A.shape[1] if masked else A.shape[0]
 
 
 def _check_routing(host, masked: bool, experts: int, rows: int, mmax: int) -> None:
@@ -506,19 +515,10 @@ def validate_fp8(A: Operand, Bt: Operand, out: Operand | None, fmt, masked: bool
     e, n, k = Bt.shape
     if 0 in Bt.shape:
         raise GemmError(f"Bt has an empty dimension (shape {Bt.shape})")
-    want = 3 if masked else 2
-    layout = "[experts, M_max, K] (counts=)" if masked else "[tokens, K] (offsets=)"
-    if len(A.shape) != want:
-        raise GemmError(f"A must be {layout}, got shape {A.shape}")
-    if A.shape[-1] != k:
-        raise GemmError(f"A's rows hold {A.shape[-1]} codes but each Bt[e] has K = {k} "
-                        "columns")
-    if masked and A.shape[0] != e:
-        raise GemmError(f"A holds {A.shape[0]} experts' buffers but Bt {e} experts' weights")
+    rows = routed_rows(A, e, k, masked, "Bt", "codes", "columns")
     if k % SCALE_BLOCK or n % SCALE_BLOCK:
         raise GemmError(f"K = {k} and N = {n} must be multiples of {SCALE_BLOCK}: an expert's "
                         "weights are scaled in whole 128×128 blocks")
-    rows = A.shape[0] * A.shape[1] if masked else A.shape[0]
     shape = (e, A.shape[1], n) if masked else (A.shape[0], n)
     if out is not None:
         if tuple(out.shape) != shape:

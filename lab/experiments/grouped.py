@@ -91,6 +91,27 @@ def routing(experts: int, top_k: int, tokens: int, seed: int) -> np.ndarray:
     return counts
 
 
+def _routed(experts: int, top_k: int, tokens: int, seed: int):
+    """A step's routing (:func:`routing`) as (counts, offsets, routed rows, M_max) and the
+    seeded GPU generator its operands are drawn from."""
+    import torch
+
+    counts = routing(experts, top_k, tokens, seed)
+    offsets = np.concatenate([[0], np.cumsum(counts)])
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    return counts, offsets, int(offsets[-1]), int(counts.max()), g
+
+
+def _base(layer, phase: str, tokens: int, counts, live: int, dtype: str) -> dict:
+    """What every row of one layer at one token count holds."""
+    model, name, experts, top_k, n, k = layer
+    return dict(part="speed", model=model, layer=name, phase=phase, tokens=tokens,
+                experts=experts, top_k=top_k, n=n, k=k, rows=int(np.sum(counts)),
+                m_max=int(np.max(counts)), experts_with_rows=live,
+                counts=[int(c) for c in counts], useful_tflop=flops(counts, n, k) / 1e12,
+                dtype=dtype)
+
+
 def flops(counts, n: int, k: int) -> float:
     return 2.0 * float(np.sum(counts)) * n * k
 
@@ -126,11 +147,8 @@ def measure(layer, phase: str, tokens: int, seed: int) -> list[dict]:
 
     import lab
 
-    model, name, experts, top_k, n, k = layer
-    counts = routing(experts, top_k, tokens, seed)
-    offsets = np.concatenate([[0], np.cumsum(counts)])
-    rows, mmax = int(offsets[-1]), int(counts.max())
-    g = torch.Generator(device="cuda").manual_seed(seed)
+    _, _, experts, top_k, n, k = layer
+    counts, offsets, rows, mmax, g = _routed(experts, top_k, tokens, seed)
     bf = torch.bfloat16
     B = torch.empty((experts, k, n), device="cuda", dtype=bf).uniform_(-1, 1, generator=g)
     A = torch.empty((rows, k), device="cuda", dtype=bf).uniform_(-1, 1, generator=g)
@@ -170,10 +188,7 @@ def measure(layer, phase: str, tokens: int, seed: int) -> list[dict]:
     def ours_masked():
         lab.grouped_gemm(Am, B, Cm, counts=cnt, check_bounds=False)
 
-    base = dict(part="speed", model=model, layer=name, phase=phase, tokens=tokens,
-                experts=experts, top_k=top_k, n=n, k=k, rows=rows, m_max=mmax,
-                experts_with_rows=len(live), counts=[int(c) for c in counts],
-                useful_tflop=flops(counts, n, k) / 1e12, dtype="bfloat16")
+    base = _base(layer, phase, tokens, counts, len(live), "bfloat16")
     impls = {"torch.mm loop": ("contiguous", loop, contiguous_ref, C),
              "torch._grouped_mm": ("contiguous", grouped_mm, contiguous_ref, C),
              "torch.bmm masked": ("masked", bmm, masked_ref, Cm)}
@@ -231,11 +246,8 @@ def measure_fp8(layer, phase: str, tokens: int, seed: int) -> list[dict]:
 
     import lab
 
-    model, name, experts, top_k, n, k = layer
-    counts = routing(experts, top_k, tokens, seed)
-    offsets = np.concatenate([[0], np.cumsum(counts)])
-    rows, mmax = int(offsets[-1]), int(counts.max())
-    g = torch.Generator(device="cuda").manual_seed(seed)
+    _, _, experts, top_k, n, k = layer
+    counts, offsets, rows, mmax, g = _routed(experts, top_k, tokens, seed)
     bf = torch.bfloat16
     Bt = torch.empty((experts, n, k), device="cuda", dtype=torch.float8_e4m3fn)
     sb = torch.empty((experts, n // 128, k // 128), device="cuda", dtype=torch.float32)
@@ -291,10 +303,7 @@ def measure_fp8(layer, phase: str, tokens: int, seed: int) -> list[dict]:
         lab.grouped_scaled_gemm(Am, Bt, Cm, scale_a=sam, scale_b=sb, counts=cnt,
                                 check_bounds=False, check_scales=False)
 
-    base = dict(part="speed", model=model, layer=name, phase=phase, tokens=tokens,
-                experts=experts, top_k=top_k, n=n, k=k, rows=rows, m_max=mmax,
-                experts_with_rows=len(live), counts=[int(c) for c in counts],
-                useful_tflop=flops(counts, n, k) / 1e12, dtype="e4m3")
+    base = _base(layer, phase, tokens, counts, len(live), "e4m3")
     impls = {"torch._scaled_mm loop (block)": ("contiguous", loop_block, contiguous_ref, C),
              "torch._scaled_mm loop (tensor, fast)": ("contiguous", loop_tensor, None, C),
              "lab.grouped_scaled_gemm": ("contiguous", ours_contiguous, contiguous_ref, C),
