@@ -10,6 +10,9 @@ type, a layout that is not row-major (a transposed view) or rows not packed one 
 device an ``out`` that overlaps A or B (its blocks would write C while others still read the
 input); at plan time a shape past what the kernels index (int32 element counts, K as an int32,
 the Hopper tile table's int32 columns).
+
+The FP8 calls (``lab.scaled``, ``lab.grouped``) share what they check of FP8 codes and scales:
+:func:`fp8_format`, :func:`scale_operand`, :func:`check_scale_values`.
 """
 from __future__ import annotations
 
