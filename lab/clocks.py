@@ -97,14 +97,17 @@ class Sampler:
         """Seconds since the sampler started (the clock of every sample and phase)."""
         return self._clock() - self._t0
 
+    def _sample(self, label: str) -> None:
+        try:
+            sm, watts, temp = self._read()
+            self.samples.append(Sample(self.now(), sm, watts, temp, label))
+        except Exception:  # noqa: BLE001 - one failed read is a gap, not a crash
+            self.errors += 1
+
     def _loop(self) -> None:
         next_at = self._clock()
         while not self._stop.is_set():
-            try:
-                sm, watts, temp = self._read()
-                self.samples.append(Sample(self.now(), sm, watts, temp, self._current))
-            except Exception:  # noqa: BLE001 - one failed read is a gap, not a crash
-                self.errors += 1
+            self._sample(self._current)
             next_at += self.interval_s
             self._stop.wait(max(0.0, next_at - self._clock()))
 
@@ -138,12 +141,18 @@ class Sampler:
     @contextmanager
     def phase(self, label: str):
         """Mark what runs inside the block: its samples carry ``label``; :attr:`phases` gets
-        ``{"phase", "start_s", "end_s"}``."""
+        ``{"phase", "start_s", "end_s"}``. A phase shorter than the sampling period may see
+        no tick of the background thread; it then gets one sample read as it ends, while its
+        last kernels have just run, so every phase has at least one."""
         start = self.now()
+        before = len(self.samples)
         self._current = label
         try:
             yield self
         finally:
+            if self._thread is not None and not any(
+                    s.phase == label for s in self.samples[before:]):
+                self._sample(label)
             self._current = "idle"
             self.phases.append({"phase": label, "start_s": start, "end_s": self.now()})
 

@@ -75,6 +75,23 @@ def test_sampler_samples_and_marks_phases():
     assert all(phase["start_s"] <= r["t_s"] <= phase["end_s"] for r in inside)
 
 
+def test_a_phase_shorter_than_the_period_still_gets_a_sample():
+    # a phase of a few milliseconds between two ticks 10 s apart: read once as it ends
+    nvml = FakeNVML(drop_after=100)
+    with clocks.Sampler(10.0, nvml=nvml) as s:
+        time.sleep(0.01)                      # the thread's first tick is at the start
+        for _ in range(2):
+            with s.phase("short"):
+                pass
+    short = [r for r in s.rows() if r["phase"] == "short"]
+    assert len(short) == 2                    # one per occurrence, none borrowed
+    assert clocks.summary(s.samples, "short")["sm_mhz_median"] == 1980
+    assert [p["phase"] for p in s.phases] == ["short", "short"]
+    assert all(p["start_s"] <= r["t_s"] <= p["end_s"] for p, r in zip(s.phases, short))
+    with pytest.raises(ValueError, match="no samples in phase 'never'"):
+        clocks.summary(s.samples, "never")
+
+
 def test_sampler_without_nvml_says_why(monkeypatch):
     monkeypatch.setattr(clocks.importlib.util, "find_spec", lambda name: None)
     assert "nvidia-ml-py" in clocks.reason()
