@@ -88,6 +88,9 @@ def kernel_model_4096(kind: str, e: int = 4) -> float:
 #: Per-SM limits of compute capability 9.0 (H100/H200), CUDA C Programming Guide table.
 SM90_LIMITS = {"registers": 65536, "threads": 2048, "blocks": 32, "shared_bytes": 228 * 1024,
                "shared_reserved_per_block": 1024, "register_unit_per_warp": 256}
+#: Registers one thread may hold (every compute capability from 3.5 on, the CUDA programming
+#: guide's table of technical specifications); a thread that needs more spills to local memory.
+MAX_REGISTERS_PER_THREAD = 255
 
 
 def tile_grid(m: int, n: int, tile_m: int, tile_n: int) -> int:

@@ -11,10 +11,10 @@ from lab.chapters import common
 
 def ex03_1(patch: int = 16, n: int = 4096) -> dict:
     """patch16: the accumulators alone exceed the per-thread register limit; the tile grid."""
-    limits = results.load("patch_sweep")["parameters"]["occupancy_limits"]
+    limit = model.MAX_REGISTERS_PER_THREAD
     tile = 16 * patch
-    return {"ex03_1_accumulators": patch * patch, "ex03_1_max_regs": limits["max_regs_thread"],
-            "ex03_1_spills": patch * patch > limits["max_regs_thread"], "ex03_1_tile": tile,
+    return {"ex03_1_accumulators": patch * patch, "ex03_1_max_regs": limit,
+            "ex03_1_spills": patch * patch > limit, "ex03_1_tile": tile,
             "ex03_1_blocks_4096": model.tile_grid(n, n, tile, tile),
             "ex03_1_blocks_2048": model.tile_grid(2048, 2048, tile, tile),
             "ex03_1_sms": results.load("patch_sweep")["provenance"]["sm_count"]}
