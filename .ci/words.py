@@ -19,7 +19,7 @@ from __future__ import annotations
 PAGE_BUDGET = 6000
 PATH_BUDGET = 45000
 #: Pages off the main path (file names of the built book, any folder).
-APPENDIX = {"gpu.html", "measurement_log.html", "glossary.html", "sources.html", "next.html",
+APPENDIX = {"gpu.html", "two_gpus.html", "measurement_log.html", "glossary.html", "sources.html", "next.html",
             "rejected.html", "solutions_a.html", "solutions_b.html",
             "solutions_c.html"}
 #: Pages counted on neither: the root's redirect to the intro (counted as the intro).

@@ -84,6 +84,7 @@ OTHER_GPUS: dict[str, tuple[str, ...]] = {
     "09_libraries": ("data sheet",),                                         # a datasheet clock
     "solutions_c": ("no longer bound by HBM on the H200", "model's H200",
                     "whose FP32 roof grew"),                                  # the model's GPU
+    "two_gpus": ("",),   # the page comparing two named GPUs, predicted against measured
     "gpu": ("",),        # the page on measuring your own GPU beside the reference set: every paragraph
 }
 
