@@ -8,6 +8,7 @@ where it gives one). Quantities of a model alone (chapter 8's model times, a flo
 predicted but have no measurement to meet; the page lists them apart."""
 from __future__ import annotations
 
+import math
 import statistics
 from pathlib import Path
 
@@ -110,8 +111,6 @@ def by_rule(every: list[dict]) -> list[dict]:
 
 def worst(every: list[dict], n: int = 5) -> list[dict]:
     """The ``n`` compared quantities furthest from their predictions (by |log ratio|)."""
-    import math
-
     done = [r for r in compared(every) if r["ratio"]]
     return sorted(done, key=lambda r: -abs(math.log(r["ratio"])))[:n]
 
@@ -119,10 +118,11 @@ def worst(every: list[dict], n: int = 5) -> list[dict]:
 def table(every: list[dict] | None = None):
     every = rows() if every is None else every
     far = {r["id"] for r in worst(every)}
-    return page.table(every, ["id", "what", "unit", "rule", "h200", "predicted", "h100", "ratio",
-                              "status"],
-                      {"h200": "H200", "predicted": "H100 predicted", "h100": "H100 measured",
-                       "ratio": "measured / predicted"},
+    return page.table(every, ["what", "unit", "h200", "predicted", "h100", "ratio",
+                              "vs_h200_now"],
+                      {"h200": "H200, when predicted", "predicted": "H100 predicted",
+                       "h100": "H100 measured", "ratio": "measured / predicted",
+                       "vs_h200_now": "H100 / H200 today"},
                       digits=3, show=lambda r: r["id"] in far,
                       source=f"lab/results/{TARGET}/predictions.json (made before the H100 was "
                              "measured), each H100 value read from the results file its row "
@@ -151,8 +151,7 @@ def figure(every: list[dict] | None = None):
         got = [x for x in compared(every) if x["rule"] == rule and x["ratio"]]
         xs = [i + 0.3 * ((j % 7) / 6 - 0.5) for j in range(len(got))]
         ax.scatter(xs, [x["ratio"] for x in got], s=18, zorder=3)
-    ax.set_xticks(range(len(rules)), rules)
-    ax.set_yscale("log")
+    ax.set_xticks(range(len(rules)), [r.replace("+", "+\n") for r in rules])
     ax.set_ylabel("H100 measured / predicted")
     ax.set_title("Each quantity predicted before the H100 was measured")
     ax.legend(loc="upper right", frameon=False)
@@ -218,7 +217,8 @@ def values(every: list[dict] | None = None, root: Path | None = None) -> dict:
                    "miss_meas": _f(miss["h100"]), "miss_ratio": _f(miss["ratio"]),
                    "miss_now": _f(miss["h200_now"]) if miss["h200_now"] else "none",
                    "miss_vs_now": _f(miss["vs_h200_now"]) if miss["vs_h200_now"] else "none"})
-    now = [r["vs_h200_now"] for r in done if r["vs_h200_now"]]
+    now = [r["vs_h200_now"] for r in done if r["vs_h200_now"]
+           and math.isclose(r["predicted"], r["h200"], rel_tol=1e-9)]   # predicted to stay
     if now:
         out.update({"now_n": str(len(now)), "now_median": _f(statistics.median(now))})
     par = predictions()["parameters"]

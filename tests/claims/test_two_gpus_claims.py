@@ -70,3 +70,9 @@ def test_every_roofline_time_and_every_hopper_ratio_met_its_prediction():
 def test_the_clock_under_cublas_came_out_lower_than_predicted():
     clock = _rows()["ch9.clock_cublas_fp16_mhz"]
     assert clock["h100"] < clock["predicted"] and clock["status"] == "within"
+
+
+def test_against_todays_h200_the_quantities_predicted_to_stay_stay():
+    v = two_gpus.values()
+    assert int(v["now_n"]) >= 20
+    assert abs(float(v["now_median"]) - 1) < two_gpus.WITHIN / 2
