@@ -12,21 +12,20 @@
 * ``compile [KERNEL ...]`` — registers, spills, stack, shared memory, inner-loop mix (sm_90).
   ``LAB_FACTS=record python -m lab compile`` records the committed facts again:
   ``lab/facts/compiler.json`` and the test suite's ``lab/facts/checks.json``.
-* ``measure EXPERIMENT [EXPERIMENT ...] [--out DIR] [--quick] [--jobs N] [--missing]
-  [--until S]`` — GPU only. ``all``
-  is every experiment the book reads, in chapter order. Writes ``<DIR>/<gpu>/<experiment>.json``
-  as each one finishes (DIR defaults to ``lab/results``); an experiment that needs a tool this
-  machine lacks (CuPy, ncu, compute-sanitizer) or a newer GPU is skipped with one line; a
-  summary ends the run. ``--quick`` shrinks the two tuning sweeps. ``--jobs N`` runs N
-  experiments at once (default 4, fewer with fewer CPU cores or less GPU memory:
-  :func:`default_jobs`) in processes of their own that compile side by side and take turns on
-  the GPU (:mod:`lab.gpulock`); ``--jobs 1`` runs them one after another in this process.
-  Exit status 1 if one failed or none ran. ``measure all`` also records the run itself in
-  ``<DIR>/<gpu>/measure_all.json``: one row per experiment (status, seconds, the seconds its
-  process held and waited for the GPU) and the whole run's wall time. A run too long for one
-  sitting goes in parts: ``--until S`` starts no experiment after S seconds (those left are
-  listed), and ``--missing`` keeps every experiment whose results file this GPU's folder
-  already has, the record of ``measure all`` keeping their earlier rows.
+* ``measure EXPERIMENT [EXPERIMENT ...] [--out DIR] [--quick] [--jobs N] [--missing] [--until
+  S]`` — GPU only. ``all`` is every experiment the book reads, in chapter order. Writes
+  ``<DIR>/<gpu>/<experiment>.json`` as each one finishes (DIR defaults to ``lab/results``); an
+  experiment that needs a tool this machine lacks (CuPy, ncu, compute-sanitizer) or a newer GPU
+  is skipped with one line; a summary ends the run. ``--quick`` shrinks the two tuning sweeps and
+  runs ``grouped`` and ``suite`` in one process. ``--jobs N`` runs N experiments at once (default
+  4, fewer with fewer CPU cores or less GPU memory: :func:`default_jobs`) in processes of their
+  own that compile side by side and take turns on the GPU (:mod:`lab.gpulock`); ``--jobs 1`` runs
+  them one after another in this process. Exit status 1 if one failed or none ran. ``measure
+  all`` also records the run itself in ``<DIR>/<gpu>/measure_all.json``: one row per experiment
+  (status, seconds, the seconds its process held and waited for the GPU) and the whole run's wall
+  time. A run too long for one sitting goes in parts: ``--until S`` starts no experiment after S
+  seconds (those left are listed), and ``--missing`` keeps every experiment whose results file
+  this GPU's folder already has, the record of ``measure all`` keeping their earlier rows.
 * ``compare OLD_DIR NEW_DIR`` — two folders of results files (one GPU each): per experiment,
   the rows matched on what they measure and the spread of new / old median times.
 * ``notebooks [NOTEBOOK ...] [--out DIR]`` — runs every chapter (or those named) through nbval
@@ -729,8 +728,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="DIR", type=_results_root,
                    help="results root (default: lab/results)")
     p.add_argument("--quick", action="store_true",
-                   help="the tuning sweeps (fp32_tune, tc_tune) time fewer configurations; "
-                        "every other experiment is unchanged")
+                   help="the tuning sweeps (fp32_tune, tc_tune) time fewer configurations, "
+                        "and grouped and suite run one process instead of three; every other "
+                        "experiment is unchanged, and every file keeps the rows the book reads")
     p.add_argument("--jobs", type=_positive, default=None, metavar="N",
                    help="experiments at a time, each in its own process: they compile side by "
                         "side and take turns on the GPU (default: 4, fewer if this machine has "

@@ -1,6 +1,7 @@
 """The command line (``python -m lab``): names checked first, nothing-checked is not a pass,
 ``measure all`` covers every results file the chapters read, and the recorded notebook run
 writes a valid results file. Fast: no kernel runs here except where a test says so."""
+import inspect
 import json
 import re
 import subprocess
@@ -230,6 +231,34 @@ def test_measure_quick_reaches_only_the_experiments_that_take_it(fake_gpu, tmp_p
     assert seen == {"tune": True, "plain": True}
     assert "estimated 30 s on an H200 —" in capsys.readouterr().out
     assert results.load_path(tmp_path / "fake-gpu" / "fake_tune.json")["parameters"]["quick"]
+
+
+def test_measure_quick_skips_an_experiment_whose_quick_file_the_book_cannot_read(fake_gpu,
+                                                                                   tmp_path):
+    """``QUICK_IN_MEASURE = False``: ``--quick`` runs it in full (its quick run is a
+    developer's shortcut whose file lacks rows the chapters read)."""
+    seen = {}
+
+    def explore_run(progress, quick=False):
+        seen["explore"] = quick
+        return _one_row(quick=quick)
+
+    fake_gpu({"fake_explore": _fake_experiment("1", explore_run, QUICK_IN_MEASURE=False)})
+    assert main(["measure", "all", "--quick", "--out", str(tmp_path)]) == 0
+    assert seen == {"explore": False}
+
+
+def test_the_real_experiments_that_quick_reaches_keep_every_row():
+    """Of the registered experiments, ``--quick`` reaches the two tuning sweeps and the two
+    that take one process instead of three; the Hopper ladder, the past-cuBLAS study and FP8,
+    whose quick runs leave rows out, are measured in full."""
+    from lab import experiments
+
+    reached = {n for n in experiments.names() if experiments.info(n).quick}
+    assert reached == {"fp32_tune", "tc_tune", "grouped", "suite"}
+    for name in ("hopper", "hopper_past", "fp8"):
+        assert "quick" in inspect.signature(experiments.get(name).run).parameters
+        assert experiments.get(name).QUICK_IN_MEASURE is False
 
 
 def test_progress_bar_passes_every_item_through_with_or_without_tqdm(monkeypatch, capsys):

@@ -18,6 +18,9 @@ A module also declares what it needs and what it costs, read by :func:`info`:
 * ``H200_SECONDS`` — an estimate of its wall time on the H200: compiles, checks and timing;
   ``H200_SECONDS_QUICK`` the same for ``run(progress, quick=True)``, when ``run`` takes
   ``quick`` (the tuning sweeps: fewer configurations, the same method).
+  ``QUICK_IN_MEASURE = False`` keeps ``python -m lab measure --quick`` from passing ``quick``
+  to a ``run`` whose quick run writes a file without rows the chapters read (a developer's
+  shortcut, called as ``run(progress, quick=True)``): ``--quick`` must leave a book that builds.
 """
 from __future__ import annotations
 
@@ -135,7 +138,8 @@ def info(name: str) -> Experiment:
     seconds = getattr(module, "H200_SECONDS", None)
     return Experiment(name, module.CHAPTER, needs, kernels, seconds,
                       getattr(module, "H200_SECONDS_QUICK", seconds),
-                      "quick" in inspect.signature(module.run).parameters, module)
+                      "quick" in inspect.signature(module.run).parameters
+                      and getattr(module, "QUICK_IN_MEASURE", True), module)
 
 
 def book_order() -> list[str]:

@@ -10,8 +10,9 @@ ratio to cuBLAS of the same input type measured in that run. Inputs are cache-ho
 The sweep (:data:`lab.kernels.wgmma.rungs.SWEEP_CONFIGS`, FP16): variations of Hopper rungs 7 and
 8, one change each (grouping, wgmma wait depth, elect.sync producer, setmaxnreg split, epilogue),
 each checked at 257×129×67 and 1000×1030×999, then timed at both sizes beside cuBLAS FP16; rows
-have ``rung`` = ``"sweep"``. ``python -m lab measure hopper --quick`` runs the sweep alone
-(and cuBLAS FP16); ``LAB_HOPPER_SWEEP=0`` leaves it out of the full run.
+have ``rung`` = ``"sweep"``. ``run(progress, quick=True)`` runs the sweep alone (and cuBLAS
+FP16; ``measure --quick`` does not ask for it); ``LAB_HOPPER_SWEEP=0`` leaves it out of the full
+run.
 
 Hangs: a kernel whose barriers deadlock never returns, and its process cannot go on. So the
 kernels new since the last committed run (:data:`PREFLIGHT`) and every sweep configuration are
@@ -36,6 +37,10 @@ NEEDS = ("cupy",)
 NEEDS_KERNELS = ("tc_fp16", "tc_bf16", "wgmma_ws_fp16", "wgmma_ws_bf16")
 H200_SECONDS = 150  # estimate: 18 kernels and 9 sweep configurations checked and timed
 H200_SECONDS_QUICK = 60  # estimate with quick=True: the sweep alone
+#: ``measure --quick`` leaves this experiment as it is: its quick run is the sweep alone,
+#: without the rungs the chapters read (call
+#: ``run(progress, quick=True)`` for it).
+QUICK_IN_MEASURE = False
 
 SIZES = (4096, 8192)
 CHECK_SIZE = 4096
