@@ -35,7 +35,9 @@ by what the recorded launch depends on (each array's address, shape, strides and
 stream), as :func:`lab.gemm.gemm`'s repeats are: it costs one driver call, where the checked path
 costs a few hundred microseconds of Python (the operands described, checked and wrapped as Numba
 arrays, the tensor maps looked up). The kernel reads the offsets or counts when it runs, so new
-values in the same buffer route the next replay.
+values in the same buffer route the next replay. ``lab.grouped_scaled_gemm`` repeats the same
+way with ``check_scales=False`` too, its scales on the GPU and confirmed like the routing (the
+kernel reads their values when it runs).
 """
 from __future__ import annotations
 
@@ -178,14 +180,9 @@ def grouped_gemm(A, B, out=None, *, offsets=None, counts=None, out_dtype=None,
     from lab.operands import dtype_name
 
     key = (id(A), id(B), id(out), id(offsets), id(counts), out_dtype)
-    if out is not None and not check_bounds and not enqueue._STREAMS:
-        hit = _HOT.get(key)
-        if hit is not None:
-            hot, routing_state = hit
-            if hot.same(A, B, out) and hot.read(offsets if counts is None else counts) \
-                    == routing_state:
-                hot.launch()
-                return out
+    if out is not None and not check_bounds and not enqueue._STREAMS and \
+            _repeat(key, A, B, out, (offsets if counts is None else counts,)):
+        return out
     masked, routing = _layout(offsets, counts)
     a, b = describe(A, "A"), describe(B, "B")
     o = describe(out, "out") if out is not None else None
@@ -217,7 +214,7 @@ def grouped_gemm(A, B, out=None, *, offsets=None, counts=None, out_dtype=None,
         if out is None or check_bounds or enqueue._STREAMS or host is not None:
             launch(*args)
         else:                           # record the launch for the repeat path
-            _remember(key, launch, args, a, (A, B, out, routing), (da, db, dc, bounds))
+            _remember(key, launch, args, a, (A, B, out), (da, db, dc, bounds), (routing,))
     else:
         _launch(da, db, dc, out_dt, a.dtype, bounds, masked, rows, k, n, experts, mmax)
     if t.host:
@@ -280,21 +277,34 @@ _LAUNCHERS = LRU(16)                    # configuration -> its (memoised) launch
 _HOT = LRU(256)
 
 
-def _remember(key, launch, args, a: Operand, arrays, inputs) -> None:
+def _repeat(key, A, B, out, watched) -> bool:
+    """Launch the call recorded under ``key`` again, if there is one and A, B, out, the stream
+    and the ``watched`` arrays (the offsets or counts; FP8's scales) read as they did when it
+    was recorded; whether it did."""
+    hit = _HOT.get(key)
+    if hit is None:
+        return False
+    hot, state = hit
+    if not (hot.same(A, B, out) and tuple(hot.read(x) for x in watched) == state):
+        return False
+    hot.launch()
+    return True
+
+
+def _remember(key, launch, args, a: Operand, arrays, inputs, watched) -> None:
     """Launch ``launch(*args)`` recorded as a call plan, and keep its repeat path for the
-    caller's four ``arrays`` (A, B, out, offsets or counts) when they are PyTorch's or CuPy's
-    and the launch went to the caller's current stream."""
+    caller's ``arrays`` (A, B, out) and ``watched`` ones (the offsets or counts; FP8's scales)
+    when all are PyTorch's or all CuPy's and the launch went to the caller's current stream."""
     from lab.gemm import _hot_for
 
     handle = enqueue.stream_handle(None)
     cp = enqueue.record(lambda: launch(*args), inputs)
-    A, B, out, routing = arrays
-    families = {type(x).__module__.split(".")[0] for x in arrays}
+    families = {type(x).__module__.split(".")[0] for x in (*arrays, *watched)}
     if len(families) != 1:
         return
-    hot = _hot_for(a, cp, (A, B, out), handle)
+    hot = _hot_for(a, cp, arrays, handle)
     if hot is not None and hot.stream() == handle:
-        _HOT[key] = (hot, hot.read(routing))
+        _HOT[key] = (hot, tuple(hot.read(x) for x in watched))
 
 
 def _upload(x: Operand):
@@ -562,6 +572,11 @@ def grouped_scaled_gemm(A, Bt, out=None, *, scale_a, scale_b, offsets=None, coun
     values are checked (finite, above zero) unless ``check_scales=False``. Hopper only."""
     from lab import device
 
+    key = ("fp8", id(A), id(Bt), id(out), id(offsets), id(counts), id(scale_a), id(scale_b),
+           fmt)
+    if out is not None and not (check_bounds or check_scales or enqueue._STREAMS) and \
+            _repeat(key, A, Bt, out, (offsets if counts is None else counts, scale_a, scale_b)):
+        return out
     masked, routing = _layout(offsets, counts)
     a, bt = describe(A, "A"), describe(Bt, "Bt")
     o = describe(out, "out") if out is not None else None
@@ -599,9 +614,17 @@ def grouped_scaled_gemm(A, Bt, out=None, *, scale_a, scale_b, offsets=None, coun
 
     launch = _LAUNCHERS.get_or_make(cfg, lambda: wgmma.grouped_launcher(cfg))
     kb = k // SCALE_BLOCK
-    launch(codes[0].reshape((rows, k)), codes[1].reshape((experts * n, k)),
-           dc.reshape((rows, n)), _bounds_device(routing, host), mmax,
-           scales[0].reshape((rows, kb)), scales[1].reshape((experts * (n // SCALE_BLOCK), kb)))
+    bounds = _bounds_device(routing, host)
+    args = (codes[0].reshape((rows, k)), codes[1].reshape((experts * n, k)),
+            dc.reshape((rows, n)), bounds, mmax, scales[0].reshape((rows, kb)),
+            scales[1].reshape((experts * (n // SCALE_BLOCK), kb)))
+    copied = a.host or bt.host or t.host or ha is not None or hb is not None or \
+        host is not None
+    if out is None or check_bounds or check_scales or enqueue._STREAMS or copied:
+        launch(*args)
+    else:                               # record the launch for the repeat path
+        _remember(key, launch, args, a, (A, Bt, out), (*codes, *scales, dc, bounds),
+                  (routing, scale_a, scale_b))
     if t.host:
         bits = dc.copy_to_host()
         target[...] = bits.view(target.dtype) if target.dtype != np.uint16 else bits

@@ -6,7 +6,8 @@ on the paths the registered kernels' GPU checks do not reach.
   (output poisoned with NaN first) matches float64;
 * ``lab.grouped_gemm``'s repeat path: a first call with ``check_bounds=False`` records its
   launch, the second replays it in one driver call, and a third after new offsets are written
-  into the same buffer routes the rows as they now say — each against float64 per expert.
+  into the same buffer routes the rows as they now say — each against float64 per expert;
+  ``lab.grouped_scaled_gemm``'s the same, new scale values in the same buffers included.
 """
 from __future__ import annotations
 
@@ -71,6 +72,54 @@ def test_a_grouped_repeat_replays_and_follows_new_offsets_in_the_same_buffer():
             if ends[e + 1] > ends[e]:
                 ref = A[ends[e]:ends[e + 1]].double() @ B[e].double()
                 assert _rel_error(C[ends[e]:ends[e + 1]], ref) < 2e-2, (call, e)
+        if call == 0:
+            assert len(G._HOT) >= 1, "the first unchecked call recorded its repeat path"
+
+
+def test_an_fp8_grouped_repeat_replays_and_follows_new_offsets_and_scales():
+    """lab.grouped_scaled_gemm with the checks off: the first call records, the second
+    replays, the third follows new offsets and new scale values written into the same
+    buffers — each against the float64 product of the dequantised operands, per expert."""
+    import numpy as np
+
+    import lab
+    import lab.grouped as G
+    from lab import fp8
+
+    rng = np.random.default_rng(5)
+    experts, k, n = 4, 512, 256
+    routings = ([1, 0, 65, 130], [1, 0, 65, 130], [64, 63, 0, 69])
+    rows = max(sum(r) for r in routings)
+    ca, sa = fp8.quantize(rng.standard_normal((rows, k)), "e4m3", fp8.ACT_BLOCK)
+    cb, sb = fp8.quantize(rng.standard_normal((experts * n, k)), "e4m3", fp8.WEIGHT_BLOCK)
+
+    def gpu(x, dtype=None):
+        t = torch.from_numpy(np.ascontiguousarray(x)).cuda()
+        return t.view(dtype) if dtype is not None else t
+
+    A, Bt = gpu(ca, torch.float8_e4m3fn), gpu(cb.reshape(experts, n, k), torch.float8_e4m3fn)
+    scale_a = gpu(sa)
+    scale_b = gpu(sb.reshape(experts, n // 128, k // 128))
+    offsets = torch.zeros(experts + 1, dtype=torch.int64, device="cuda")
+    C = torch.empty(rows, n, device="cuda", dtype=torch.bfloat16)
+    for call, counts in enumerate(routings):
+        if call == 2:                         # new scale values in the same buffers
+            scale_a.mul_(2.0)
+            scale_b.mul_(0.5)
+        offsets[1:] = torch.tensor(counts, device="cuda").cumsum(0)
+        C.fill_(float("nan"))
+        lab.grouped_scaled_gemm(A, Bt, C, scale_a=scale_a, scale_b=scale_b, offsets=offsets,
+                                check_bounds=False, check_scales=False)
+        torch.cuda.synchronize()
+        a64 = fp8.dequantize(ca, scale_a.cpu().numpy(), "e4m3", fp8.ACT_BLOCK)
+        b64 = fp8.dequantize(cb, scale_b.cpu().numpy().reshape(experts * n // 128, k // 128),
+                             "e4m3", fp8.WEIGHT_BLOCK)
+        ends = offsets.tolist()
+        for e in range(experts):
+            if ends[e + 1] > ends[e]:
+                lo, hi = ends[e], ends[e + 1]
+                ref = torch.from_numpy(a64[lo:hi] @ b64[e * n:(e + 1) * n].T)
+                assert _rel_error(C[lo:hi].cpu(), ref) < 2e-2, (call, e)
         if call == 0:
             assert len(G._HOT) >= 1, "the first unchecked call recorded its repeat path"
 

@@ -302,7 +302,7 @@ def repeat(monkeypatch):
     hot = Hot(_torch_state, arrays[:3], enqueue.CallPlan([plan], ()),
               lambda: stream["current"], 0)
     A, B, out, offs = arrays
-    G._HOT[(id(A), id(B), id(out), id(offs), id(None), None)] = (hot, _torch_state(offs))
+    G._HOT[(id(A), id(B), id(out), id(offs), id(None), None)] = (hot, (_torch_state(offs),))
     return arrays, plan, stream
 
 
@@ -357,10 +357,11 @@ def test_the_first_unchecked_call_records_its_launch_for_the_repeats(monkeypatch
     for t in (A, B, out, offs):
         t.device = types.SimpleNamespace(index=0)
     a = types.SimpleNamespace(family="torch", obj=A)
-    G._remember("key", lambda *args: launched.append(args), (1, 2), a, (A, B, out, offs), ())
+    G._remember("key", lambda *args: launched.append(args), (1, 2), a, (A, B, out), (),
+                (offs,))
     assert launched == [(1, 2)]
     hot, state = G._HOT["key"]
-    assert state == (4 << 20, (5,), (1,), "int64") and hot.same(A, B, out)
-    G._remember("other", lambda *args: launched.append(args), (3,), a,
-                (A, B, out, np.zeros(5, np.int64)), ())
+    assert state == ((4 << 20, (5,), (1,), "int64"),) and hot.same(A, B, out)
+    G._remember("other", lambda *args: launched.append(args), (3,), a, (A, B, out), (),
+                (np.zeros(5, np.int64),))
     assert launched[-1] == (3,) and "other" not in G._HOT

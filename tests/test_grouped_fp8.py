@@ -178,3 +178,93 @@ def test_the_host_path_around_the_kernel(monkeypatch, masked):
             assert np.abs(got[lo:lo + count] - want).max() <= 2 ** -7 * np.abs(want).max()
         if masked:
             assert not got[lo + count:(e + 1) * max(COUNTS)].any(), "rows past a count"
+
+
+# ----------------------------------------------------------------------- the repeat path
+
+class _Tensor:
+    """What the repeat path reads of a PyTorch tensor (its module named ``torch``)."""
+
+    def __init__(self, ptr, shape, dtype):
+        self.ptr, self.shape, self.dtype = ptr, shape, dtype
+
+    def data_ptr(self):
+        return self.ptr
+
+    def stride(self):
+        return tuple(int(np.prod(self.shape[i + 1:])) for i in range(len(self.shape)))
+
+
+_Tensor.__module__ = "torch"
+
+
+class _Checked(Exception):
+    """The checked path was taken."""
+
+
+@pytest.fixture
+def repeat(monkeypatch):
+    """A recorded contiguous FP8 call on stream 0 (A, Bt, out, offsets, scale_a, scale_b),
+    the checked path raising _Checked."""
+    from lab import enqueue
+    from lab.gemm import Hot, _torch_state
+
+    class Plan:
+        def __init__(self):
+            self.params, self.launches = 7, []
+            self._direct = lambda handle, params, extra: self.launches.append(handle) or 0
+
+    monkeypatch.setattr(G, "_HOT", lab.lru.LRU(8))
+    monkeypatch.setattr(G, "describe", lambda *a: (_ for _ in ()).throw(_Checked()))
+    ops = {"A": _Tensor(1 << 20, (196, 512), "float8_e4m3fn"),
+           "Bt": _Tensor(2 << 20, (4, 256, 512), "float8_e4m3fn"),
+           "out": _Tensor(3 << 20, (196, 256), "bfloat16"),
+           "offsets": _Tensor(4 << 20, (5,), "int64"),
+           "scale_a": _Tensor(5 << 20, (196, 4), "float32"),
+           "scale_b": _Tensor(6 << 20, (4, 2, 4), "float32")}
+    plan, stream = Plan(), {"current": 0}
+    hot = Hot(_torch_state, (ops["A"], ops["Bt"], ops["out"]), enqueue.CallPlan([plan], ()),
+              lambda: stream["current"], 0)
+    key = ("fp8", id(ops["A"]), id(ops["Bt"]), id(ops["out"]), id(ops["offsets"]), id(None),
+           id(ops["scale_a"]), id(ops["scale_b"]), None)
+    G._HOT[key] = (hot, tuple(_torch_state(ops[x]) for x in ("offsets", "scale_a", "scale_b")))
+    return ops, plan, stream
+
+
+def _repeat_call(ops, **kw):
+    args = dict(scale_a=ops["scale_a"], scale_b=ops["scale_b"], offsets=ops["offsets"],
+                check_bounds=False, check_scales=False)
+    args.update(kw)
+    return lab.grouped_scaled_gemm(ops["A"], ops["Bt"], ops["out"], **args)
+
+
+def test_an_fp8_repeat_with_the_checks_off_is_one_driver_call(repeat):
+    ops, plan, _ = repeat
+    assert _repeat_call(ops) is ops["out"]
+    assert _repeat_call(ops) is ops["out"]
+    assert plan.launches == [0, 0]
+
+
+@pytest.mark.parametrize("change", ["scale_a moved", "scale_b reshaped", "offsets moved",
+                                    "Bt moved", "stream", "scales checked", "bounds checked"])
+def test_an_fp8_repeat_confirms_the_scales_the_routing_the_operands_and_the_stream(repeat,
+                                                                                   change):
+    ops, plan, stream = repeat
+    kw = {}
+    if change == "scale_a moved":
+        ops["scale_a"].ptr += 256
+    elif change == "scale_b reshaped":
+        ops["scale_b"].shape = (2, 4, 4)
+    elif change == "offsets moved":
+        ops["offsets"].ptr += 64
+    elif change == "Bt moved":
+        ops["Bt"].ptr += 4096
+    elif change == "stream":
+        stream["current"] = 5
+    elif change == "scales checked":
+        kw["check_scales"] = True           # the scales are read and checked every call
+    else:
+        kw["check_bounds"] = True
+    with pytest.raises(_Checked):
+        _repeat_call(ops, **kw)
+    assert plan.launches == []
