@@ -105,3 +105,18 @@ def test_what_the_grouped_fp8_paragraph_says():
     names = [f"lab.grouped_gemm {c.label}" for c in grouped.hopper_configs() if c.fp8]
     assert len(names) == int(v["moe_f8_configs"]) == 4
     assert all(record[n]["passed"] and record[n]["calls"] >= 2 for n in names)
+
+
+def test_mixtral_fp8_at_one_and_sixteen_tokens_costs_the_same():
+    """The page: Mixtral's FP8 times at one token barely move at sixteen (a fixed cost of the
+    call): per layer, within 10%, while the experts with tokens go from two to most of eight."""
+    from lab.chapters.ch7b import s6_grouped
+
+    speed = s6_grouped._fp8_speed()
+    ours = {(r["layer"], r["tokens"]): r["median_ms"] for r in speed.values()
+            if r["impl"] == s6_grouped.FP8_OURS and r["layout"] == "contiguous"
+            and r["model"] == "Mixtral 8x7B"}
+    layers = {layer for layer, _ in ours}
+    assert layers
+    for layer in layers:
+        assert abs(ours[(layer, 16)] / ours[(layer, 1)] - 1) < 0.1, layer

@@ -291,6 +291,7 @@ def fp8_values() -> dict:
     mx_fast_pre = [speed[(r["model"], r["layer"], big, FP8_FAST, "contiguous")] for r in mx_pre]
     mx_one = [r for r in mx if r["tokens"] == 1]
     mx_one_fast = [speed[(r["model"], r["layer"], 1, FP8_FAST, "contiguous")] for r in mx_one]
+    mx_16 = [r for r in mx if r["tokens"] == 16]
     fp8_all = [r for r in data["rows"] if r.get("dtype") == "e4m3"]
     refused = [r for r in fp8_all if r["impl"] == FP8_LOOP and r["part"] == "skipped"]
     why = refused[0]["reason"] if refused else ""
@@ -318,6 +319,8 @@ def fp8_values() -> dict:
         "moe_f8_mx_one_max_us": f"{1e3 * max(r['median_ms'] for r in mx_one):,.0f}",
         "moe_f8_mx_one_fast_min_us": f"{1e3 * min(r['median_ms'] for r in mx_one_fast):,.0f}",
         "moe_f8_mx_one_fast_max_us": f"{1e3 * max(r['median_ms'] for r in mx_one_fast):,.0f}",
+        "moe_f8_mx_16_min_us": f"{1e3 * min(r['median_ms'] for r in mx_16):,.0f}",
+        "moe_f8_mx_16_max_us": f"{1e3 * max(r['median_ms'] for r in mx_16):,.0f}",
     }
 
 
