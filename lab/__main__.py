@@ -28,10 +28,11 @@
   this GPU's folder already has, the record of ``measure all`` keeping their earlier rows.
 * ``compare OLD_DIR NEW_DIR`` — two folders of results files (one GPU each): per experiment,
   the rows matched on what they measure and the spread of new / old median times.
-* ``notebooks [NOTEBOOK ...] [--out DIR]`` — runs every chapter (or those named) through nbval
-  and records cells passed/failed and seconds per notebook in ``<DIR>/<gpu>/notebooks.json``.
-  On a GPU DIR defaults to ``lab/results``; without one (the simulator) the run is recorded only
-  when ``--out`` says where. Exit status 1 if a notebook failed.
+* ``notebooks [NOTEBOOK ...] [--out DIR] [--jobs N]`` — runs every chapter (or those named)
+  through nbval (``--jobs N`` at a time, each in its own process) and records cells
+  passed/failed and seconds per notebook in ``<DIR>/<gpu>/notebooks.json``. On a GPU DIR
+  defaults to ``lab/results``; without one (the simulator) the run is recorded only when
+  ``--out`` says where. Exit status 1 if a notebook failed.
 * ``predict GPU [--out DIR] [--force]`` — no GPU needed: the course's models carry the H200's
   committed results over to another GPU (``h100-80gb-hbm3``) by both datasheets, before it is
   measured (:mod:`lab.predict`); writes ``<DIR>/<GPU>/predictions.json`` (DIR defaults to
@@ -653,16 +654,17 @@ def cmd_notebooks(args) -> int:
             f"this run under DIR/{device.gpu_slug(device.provenance()['gpu'])}/ (or use "
             "`pytest --nbval-lax book/` to just test the notebooks)")
     print(device.describe())
-    print(f"{len(paths)} notebook(s), each in its own pytest --nbval-lax process", flush=True)
+    print(f"{len(paths)} notebook(s), each in its own pytest --nbval-lax process"
+          + (f", {args.jobs} at a time" if args.jobs > 1 else ""), flush=True)
     bar = StageBar("notebooks")
     rows = notebooks.run(paths, progress=lambda items: bar(items, desc="executing"),
                          report=lambda row: print(notebooks.line(row), flush=True),
-                         timeout=args.timeout, cell_timeout=args.cell_timeout)
+                         jobs=args.jobs, timeout=args.timeout, cell_timeout=args.cell_timeout)
     bar.close()
     path = notebooks.save(rows, command=_command(args.argv),
                           root=Path(args.out) if args.out else None,
                           parameters={"notebook_timeout_s": args.timeout,
-                                      "cell_timeout_s": args.cell_timeout})
+                                      "cell_timeout_s": args.cell_timeout, "jobs": args.jobs})
     bad = [r for r in rows if not notebooks.ok(r)]
     print(f"wrote {path}")
     print(f"{len(rows) - len(bad)} of {len(rows)} notebook(s) ran clean"
@@ -764,6 +766,9 @@ def parser() -> argparse.ArgumentParser:
                    help="seconds per notebook (default %(default)s)")
     p.add_argument("--cell-timeout", type=float, default=notebooks.CELL_TIMEOUT_S,
                    help="seconds per cell (default %(default)s)")
+    p.add_argument("--jobs", type=_positive, default=1, metavar="N",
+                   help="notebooks at a time, each in its own process (default 1); the "
+                        "timings the cells print then share the GPU")
     p.set_defaults(func=cmd_notebooks)
     p = sub.add_parser("predict", help="predict another GPU from the H200's results (no GPU "
                                        "needed)",

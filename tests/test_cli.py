@@ -438,6 +438,30 @@ def test_notebooks_file_is_a_valid_results_file_and_merges_split_runs(tmp_path):
     assert notebooks.merge(again, data, "NVIDIA Other GPU") == again
 
 
+def test_notebooks_side_by_side_report_each_and_keep_the_book_order(monkeypatch):
+    """``jobs`` > 1: every notebook runs (in its own process, faked here), each reported as it
+    ends, the rows in the order the notebooks were given whatever order they ended in."""
+    import threading
+    import time
+
+    started, ended, lock = [], [], threading.Lock()
+
+    def run_one(path, **kw):
+        with lock:
+            started.append(path.name)
+        time.sleep(0.05 * (3 - int(path.stem[0])))           # the first given ends last
+        return {"notebook": path.name, **kw}
+
+    monkeypatch.setattr(notebooks, "run_one", run_one)
+    paths = [Path(f"{i}_nb.ipynb") for i in range(3)]
+    rows = notebooks.run(paths, report=lambda row: ended.append(row["notebook"]), jobs=3,
+                         timeout=5)
+    assert [r["notebook"] for r in rows] == [p.name for p in paths]
+    assert all(r["timeout"] == 5 for r in rows)
+    assert sorted(started) == sorted(ended) == [p.name for p in paths]
+    assert ended[0] == "2_nb.ipynb" and ended[-1] == "0_nb.ipynb"
+
+
 def test_notebooks_refuses_without_gpu_unless_told_where(capsys):
     if device.GPU:
         pytest.skip("a GPU is present")
