@@ -292,6 +292,7 @@ def _plan(names: list[str], quick: bool) -> list[dict]:
         exp = experiments.info(name)
         plan.append({"experiment": name, "quick": quick and exp.quick,
                      "estimate_s": exp.estimate(quick),
+                     "alone": bool(getattr(exp.module, "ALONE", False)),
                      "skip": experiments.skip_reason(name)})
     return plan
 
@@ -368,9 +369,10 @@ def _measure_side_by_side(todo: list, jobs: int, *, root: Path | None, slug: str
                           command: str, deadline: float | None = None,
                           until: int | None = None) -> None:
     """Run each (step, row) of ``todo`` as ``python -m lab measure NAME`` in a process of its
-    own, ``jobs`` at a time, sharing the GPU through :mod:`lab.gpulock`; fills in the rows. A
-    line when each starts and ends; each process's output goes to a log, whose tail is printed
-    if it fails."""
+    own, ``jobs`` at a time, sharing the GPU through :mod:`lab.gpulock`; then the steps marked
+    ``alone`` (experiments that time the host), one at a time with nothing beside them. Fills
+    in the rows. A line when each starts and ends; each process's output goes to a log, whose
+    tail is printed if it fails."""
     import os
     import subprocess
     import tempfile
@@ -380,11 +382,13 @@ def _measure_side_by_side(todo: list, jobs: int, *, root: Path | None, slug: str
     with tempfile.TemporaryDirectory(prefix="lab-measure-") as tmp:
         lock = gpulock.folder_lock((root or results.RESULTS_DIR) / slug)
         env = dict(os.environ, LAB_MEASURE_COMMAND=command, LAB_MEASURE_JOBS=str(jobs))
-        # the longest first, so the last to start are short and the run ends together
-        pending = sorted(todo, key=lambda t: -(t[0]["estimate_s"] or 0))
+        # the longest first, so the last to start are short and the run ends together; those
+        # that time the host last, alone
+        pending = sorted(todo, key=lambda t: (t[0].get("alone", False),
+                                              -(t[0]["estimate_s"] or 0)))
         running = []
         while pending or running:
-            while pending and len(running) < jobs:
+            while pending and len(running) < (1 if pending[0][0].get("alone") else jobs):
                 step, row = pending.pop(0)
                 if _past(deadline, row, until):
                     continue

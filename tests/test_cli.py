@@ -345,6 +345,40 @@ def test_jobs_run_experiments_side_by_side_and_report_each(fake_gpu, tmp_path, c
     assert "3 written, 1 skipped, 1 failed" in out
 
 
+def test_experiments_that_time_the_host_run_last_and_alone(fake_gpu, tmp_path, monkeypatch):
+    """``ALONE = True``: with ``--jobs 3`` the others run side by side first; each alone one
+    starts only when nothing else runs, and nothing starts beside it."""
+    stamps = tmp_path / "stamps.jsonl"
+    script = tmp_path / "child.py"
+    script.write_text(CHILD)
+    monkeypatch.setattr(cli, "_child_command", lambda name, lock, *, quick, root: [
+        sys.executable, str(script), name, str(root), str(stamps)])
+    run = lambda progress: _one_row()                                    # noqa: E731
+    fake_gpu({"fake_a": _fake_experiment("0", run), "fake_host": _fake_experiment(
+                  "1", run, ALONE=True, seconds=500),
+              "fake_b": _fake_experiment("2", run), "fake_c": _fake_experiment("3", run),
+              "fake_host2": _fake_experiment("4", run, ALONE=True)})
+    assert main(["measure", "all", "--jobs", "3", "--out", str(tmp_path / "out")]) == 0
+    runs = {r[0]: (r[1], r[2]) for r in map(json.loads, stamps.read_text().splitlines())}
+    shared = [runs[n] for n in ("fake_a", "fake_b", "fake_c")]
+    assert max(start for start, _ in shared) < min(end for _, end in shared)   # side by side
+    for name in ("fake_host", "fake_host2"):
+        start, end = runs[name]
+        assert start >= max(e for _, e in shared)                     # after the others …
+        others = [v for n, v in runs.items() if n != name]
+        assert all(e <= start or s >= end for s, e in others)         # … and alone
+    assert {"alone"} <= set(cli._plan(["fake_host"], False)[0])
+    assert cli._plan(["fake_host"], False)[0]["alone"] is True
+    assert cli._plan(["fake_a"], False)[0]["alone"] is False
+
+
+def test_the_real_experiments_that_time_the_host_run_alone():
+    from lab import experiments
+
+    alone = {n for n in experiments.names() if getattr(experiments.get(n), "ALONE", False)}
+    assert alone == {"launch_cost", "suite", "grouped", "epilogue"}
+
+
 def test_a_shared_run_says_so_in_the_file(fake_gpu, tmp_path, monkeypatch):
     fake_gpu({"fake_a": _fake_experiment("0", lambda progress: _one_row())})
     monkeypatch.setenv("LAB_MEASURE_JOBS", "3")

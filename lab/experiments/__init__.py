@@ -18,6 +18,8 @@ A module also declares what it needs and what it costs, read by :func:`info`:
 * ``H200_SECONDS`` — an estimate of its wall time on the H200: compiles, checks and timing;
   ``H200_SECONDS_QUICK`` the same for ``run(progress, quick=True)``, when ``run`` takes
   ``quick`` (the tuning sweeps: fewer configurations, the same method).
+  ``ALONE = True``: ``measure --jobs N`` runs it after the others, one at a time, because it
+  times the host (other experiments compiling beside it would inflate what it measures).
   ``QUICK_IN_MEASURE = False`` keeps ``python -m lab measure --quick`` from passing ``quick``
   to a ``run`` whose quick run writes a file without rows the chapters read (a developer's
   shortcut, called as ``run(progress, quick=True)``): ``--quick`` must leave a book that builds.

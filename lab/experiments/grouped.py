@@ -53,6 +53,9 @@ import sys
 import numpy as np
 
 CHAPTER = "7b"
+#: ``measure --jobs N`` runs this experiment alone, after the others: its bursts of calls are bound by the host's time per call at small shapes,
+#: which compiling beside it inflates.
+ALONE = True
 NEEDS = ("torch",)
 NEEDS_KERNELS = ()
 H200_SECONDS = 200  # estimate: BF16 measured at 82 s on the H200 (3 processes, 4 layers x 4
