@@ -142,20 +142,15 @@ def run(paths: Iterable[Path], progress: Callable = iter,
     once (most of a notebook's seconds are its kernel starting and Numba compiling, on one
     core each): the cells' printed timings then share the GPU, but nothing nbval compares
     depends on them."""
-    paths = list(paths)
-    if jobs <= 1:
-        rows = []
-        for path in progress(paths):
-            row = run_one(path, **kw)
-            report(row)
-            rows.append(row)
-        return rows
     from concurrent.futures import ThreadPoolExecutor, as_completed
 
+    paths = list(paths)
     done: dict[Path, dict] = {}
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:   # 1: one after another
         futures = {pool.submit(run_one, path, **kw): path for path in paths}
-        for future in progress(as_completed(futures)):
+        completed = as_completed(futures)
+        for _ in progress(range(len(paths))):       # (a count the progress bar can size)
+            future = next(completed)
             row = future.result()
             report(row)
             done[futures[future]] = row

@@ -34,8 +34,8 @@ from lab import baselines, bench, model
 from numba import cuda  # noqa: E402  (after lab: simulator decided first)
 
 CHAPTER = "6.3"
-#: ``measure --jobs N`` runs this experiment alone, after the others: its calls are timed one by one, the host's launch path included,
-#: which compiling beside it inflates.
+#: ``measure --jobs N`` runs this experiment alone, after the others: its calls are timed one by
+#: one, the host's launch path included, which compiling beside it inflates.
 ALONE = True
 NEEDS = ("cupy",)
 NEEDS_KERNELS = ("tc_fp16_epilogue",)

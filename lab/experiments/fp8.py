@@ -33,9 +33,8 @@ NEEDS = ("torch",)
 NEEDS_KERNELS = ("fp8_e4m3", "fp8_e4m3_promote", "fp8_e4m3_block")
 H200_SECONDS = 150  # estimate: 12 kernels compiled and checked, the accuracy sweep, 2 sizes timed
 H200_SECONDS_QUICK = 60  # estimate with quick=True: 4096³ only, fewer rounds and K, no sweep
-#: ``measure --quick`` leaves this experiment as it is: its quick run is 4096³ alone, without
-#: the sweep, where the chapter reads 8192³ too (call
-#: ``run(progress, quick=True)`` for it).
+#: ``measure --quick`` leaves this experiment as it is: its quick run is 4096³ alone, without the
+#: sweep, where the chapter reads 8192³ too (call ``run(progress, quick=True)`` for it).
 QUICK_IN_MEASURE = False
 
 SIZES = (4096, 8192)

@@ -53,8 +53,8 @@ import sys
 import numpy as np
 
 CHAPTER = "7b"
-#: ``measure --jobs N`` runs this experiment alone, after the others: its bursts of calls are bound by the host's time per call at small shapes,
-#: which compiling beside it inflates.
+#: ``measure --jobs N`` runs this experiment alone, after the others: its bursts of calls are
+#: bound by the host's time per call at small shapes, which compiling beside it inflates.
 ALONE = True
 NEEDS = ("torch",)
 NEEDS_KERNELS = ()

@@ -37,9 +37,8 @@ NEEDS = ("cupy",)
 NEEDS_KERNELS = ("tc_fp16", "tc_bf16", "wgmma_ws_fp16", "wgmma_ws_bf16")
 H200_SECONDS = 150  # estimate: 18 kernels and 9 sweep configurations checked and timed
 H200_SECONDS_QUICK = 60  # estimate with quick=True: the sweep alone
-#: ``measure --quick`` leaves this experiment as it is: its quick run is the sweep alone,
-#: without the rungs the chapters read (call
-#: ``run(progress, quick=True)`` for it).
+#: ``measure --quick`` leaves this experiment as it is: its quick run is the sweep alone, without
+#: the rungs the chapters read (call ``run(progress, quick=True)`` for it).
 QUICK_IN_MEASURE = False
 
 SIZES = (4096, 8192)

@@ -47,11 +47,10 @@ CHAPTER = "7.2"
 NEEDS = ("cupy", "torch")
 NEEDS_KERNELS = ("wgmma_out16_fp16", "wgmma_grid128_fp16", "fp8_e4m3_cluster")
 H200_SECONDS = 540  # measured: 538 s on the H200 (three children compiling side by side, then
-#: ``measure --quick`` leaves this experiment as it is: its quick run is the exploration
-#: (every variant once, no profiles, no final rows) (call
-#: ``run(progress, quick=True)`` for it).
-QUICK_IN_MEASURE = False
 #                     their GPU turns and Nsight Compute's)
+#: ``measure --quick`` leaves this experiment as it is: its quick run is the exploration (every
+#: variant once, no profiles, no final rows) (call ``run(progress, quick=True)`` for it).
+QUICK_IN_MEASURE = False
 
 SIZES = (4096, 8192)
 KINDS = ("f16", "bf16")

@@ -33,8 +33,8 @@ import time
 import numpy as np
 
 CHAPTER = "9b"
-#: ``measure --jobs N`` runs this experiment alone, after the others: its rows are the host's time per call,
-#: which compiling beside it inflates.
+#: ``measure --jobs N`` runs this experiment alone, after the others: its rows are the host's time
+#: per call, which compiling beside it inflates.
 ALONE = True
 NEEDS = ("torch",)
 #: None: the families this GPU cannot run are left out (lab.gemm and cuBLAS rows remain).

@@ -17,9 +17,10 @@ Rows told apart by ``part``:
   output, unfused (GEMM, then the element-wise epilogue) and fused (bias + ReLU), for both
   designs and cuBLAS; ``model_bytes`` the bytes each row moves at least.
 
-Short calls (under ~100 µs of GPU time, timed queued to tell) are timed *queued* (:func:`lab.timing.time_queued`): a busy kernel
-holds the GPU while a batch of calls is queued behind it, so the host's launch path is hidden;
-every row says ``timing``. Inputs are cache-hot. Budget: ≈ 60–90 s, most of it compiling eight kernels.
+Short calls (under ~100 µs of GPU time, timed queued to tell) are timed *queued*
+(:func:`lab.timing.time_queued`): a busy kernel holds the GPU while a batch of calls is queued
+behind it, so the host's launch path is hidden; every row says ``timing``. Inputs are
+cache-hot. Budget: ≈ 60–90 s, most of it compiling eight kernels.
 """
 from __future__ import annotations
 
@@ -281,5 +282,6 @@ def run(progress) -> dict:
                                      "FP32 accumulate and out"},
             "notes": "timing = 'per call' (CUDA events around each call, warm-up 3, 20 calls) "
                      "or 'queued' (calls whose queued time is under 0.1 ms: batches of 20 "
-                     "behind a spin kernel, 10 batches). extra_bytes: split-K's added DRAM bytes by the model; "
+                     "behind a spin kernel, 10 batches). extra_bytes: split-K's added DRAM "
+                     "bytes by the model; "
                      "model_bytes (small_k): the bytes a row's calls move at least."}

@@ -42,8 +42,8 @@ import time
 import numpy as np
 
 CHAPTER = "9b"
-#: ``measure --jobs N`` runs this experiment alone, after the others: its tight-loop ratios and host µs include the host's time per call,
-#: which compiling beside it inflates.
+#: ``measure --jobs N`` runs this experiment alone, after the others: its tight-loop ratios and
+#: host µs include the host's time per call, which compiling beside it inflates.
 ALONE = True
 SUMMARY = ("lab.gemm against cuBLAS over a suite of LLM, square and odd shapes, FP16 and BF16, "
            "GPU-only, in a tight loop and host cost, in three processes")
