@@ -18,8 +18,8 @@ from lab import page, predict, results, tables
 TARGET = "h100-80gb-hbm3"
 #: Scales of a comparison that only change units (ms to µs, bytes to MiB).
 UNIT_SCALES = (1.0, 1000.0, 2.0 ** -20)
-#: The GPU the predictions started from.
-REFERENCE = "h200"
+#: The GPU the predictions started from (lab.predict's).
+REFERENCE = predict.REFERENCE
 #: A measurement this close to its prediction (relative) counts as met.
 WITHIN = 0.10
 #: Rules in the order the page discusses them.
@@ -67,6 +67,7 @@ def today(prediction: dict, root: Path | None = None) -> float | None:
     or where the comparison's scale is the H100's own (a share of its datasheet), not a unit."""
     if prediction["compare"]["scale"] not in UNIT_SCALES:
         return None
+
     def swap(spec: dict) -> dict:
         out = {**spec, "file": str(Path(spec["file"]).parent.parent / REFERENCE
                                    / Path(spec["file"]).name)}
