@@ -326,8 +326,9 @@ class HopperConfig:
                 and not specialized:
             problems.append("wait_depth, elect, counters and steps are parameters of the "
                             "specialized kernel")
-        if self.counters and (self.wait_depth != 1 or self.promote):
-            problems.append("slot counters are for wait depth 1 without promotion")
+        if self.counters and (self.wait_depth != 1 or self.promote not in (0, self.bk)):
+            problems.append("slot counters are for wait depth 1, without promotion or with a "
+                            "promotion every stage")
         if self.uniform and not (self.counters and self.steps and not self.streamk):
             problems.append("the uniform index is for the main loop with slot counters and "
                             "descriptor steps, without stream-K")

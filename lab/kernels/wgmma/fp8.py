@@ -50,8 +50,13 @@ CONFIGS = {
     "fp8_e4m3": _BASE,
     "fp8_e5m2": replace(_BASE, kind="e5m2"),
     "fp8_e4m3_bf16": replace(_BASE, out="bf16"),
-    "fp8_e4m3_promote": _PROMOTING,
-    "fp8_e4m3_block": replace(_PROMOTING, scales="block", out="bf16"),
+    "fp8_e4m3_promote": replace(_PROMOTING, steps=True, counters=True),
+    # the promoting main loop with slot counters and descriptor steps (rung 13's), so that a
+    # k-block costs about 160 instructions rather than 450 (a division by the 6 stages, and
+    # each descriptor built from an address, were most of them): the loop no longer outlasts
+    # the two warpgroups' wgmma
+    "fp8_e4m3_block": replace(_PROMOTING, scales="block", out="bf16", steps=True,
+                              counters=True),
     # chapter 7's rung 8 for FP8: clusters of 2 blocks, Bᵀ rows multicast (half each)
     "fp8_e4m3_cluster": replace(_BASE, out="bf16", cluster=2, regs=224, producer_regs=56),
     # chapter 7's rungs 10 and 11 for FP8: BF16 C staged a whole tile at a time, 3 stages, a
@@ -216,5 +221,9 @@ SWEEP_CONFIGS = {
     "e4m3 128x128, no promotion": replace(_PROMOTING, promote=0),
     "e4m3 128x192": replace(_BASE, bn=192),
     "e4m3 128x192, promote every 128": replace(_PROMOTING, bn=192, stages=4),
+    # the block-scaled kernel's main loop as it was (the slot by a division, each descriptor
+    # from an address), timed beside the counted one
+    "e4m3 block scales, divided slots": replace(CONFIGS["fp8_e4m3_block"], counters=False,
+                                                steps=False),
 }
 
