@@ -81,6 +81,27 @@ def today(prediction: dict, root: Path | None = None) -> float | None:
         return None
 
 
+#: The library call each of our calls is timed beside in the same file (its row differs only in
+#: ``kernel``): the yardstick a miss of ours is read against.
+YARDSTICK = {"lab.gemm": "cublas (torch.mm)"}
+
+
+def yardstick(prediction: dict, root: Path | None = None) -> tuple[float, float] | None:
+    """The library's value of the call that ``prediction`` measures for ours (the same row of
+    the same file with :data:`YARDSTICK`'s kernel), on the H100 and on today's H200; None where
+    the quantity is not one of our calls or a file lacks the row."""
+    spec = prediction["compare"]
+    if spec is None or spec["row"] is None or spec["row"].get("kernel") not in YARDSTICK:
+        return None
+    theirs = {**spec, "row": {**spec["row"], "kernel": YARDSTICK[spec["row"]["kernel"]]}}
+    try:
+        h100 = predict.measured({"compare": theirs}, root)
+    except (results.ResultsMissing, ValueError):
+        return None
+    h200 = today({"compare": theirs}, root)
+    return None if h200 is None else (h100, h200)
+
+
 def met(prediction: dict, value: float) -> bool:
     """Whether ``value`` meets ``prediction``: inside its own range where it gives one, else
     within :data:`WITHIN` of the predicted value."""
@@ -218,6 +239,10 @@ def values(every: list[dict] | None = None, root: Path | None = None) -> dict:
                    "miss_meas": _f(miss["h100"]), "miss_ratio": _f(miss["ratio"]),
                    "miss_now": _f(miss["h200_now"]) if miss["h200_now"] else "none",
                    "miss_vs_now": _f(miss["vs_h200_now"]) if miss["vs_h200_now"] else "none"})
+        lib = yardstick(next(r for r in predictions()["rows"] if r["id"] == miss["id"]), root)
+        if lib is not None:
+            out.update({"miss_lib_h100": _f(lib[0]), "miss_lib_h200": _f(lib[1]),
+                        "miss_lib_ratio": _f(lib[0] / lib[1])})
     now = [r["vs_h200_now"] for r in done if r["vs_h200_now"]
            and math.isclose(r["predicted"], r["h200"], rel_tol=1e-9)]   # predicted to stay
     if now:

@@ -28,13 +28,18 @@ def test_at_least_twenty_quantities_are_compared_and_one_misses():
     assert [r["id"] for r in missed] == [two_gpus.worst(rows, 1)[0]["id"]]
 
 
-def test_the_miss_is_the_code_not_the_gpu():
-    """The one miss is within the band against the H200 as re-measured with today's code, and
-    the H200's value moved by more than the band since the prediction."""
+def test_the_miss_is_ours_not_the_gpus():
+    """The one miss moved on the H200 too (the code changed since the prediction), and is still
+    outside the band against today's H200, while the library's same call kept its prediction on
+    both GPUs and ran no slower on the H100."""
     (miss,) = two_gpus.worst(list(_rows().values()), 1)
     assert miss["status"] != "within"
-    assert abs(miss["vs_h200_now"] - 1) <= two_gpus.WITHIN
     assert abs(miss["h200_now"] / miss["h200"] - 1) > two_gpus.WITHIN
+    assert miss["vs_h200_now"] > 1 + two_gpus.WITHIN
+    spec = next(r for r in two_gpus.predictions()["rows"] if r["id"] == miss["id"])
+    h100, h200 = two_gpus.yardstick(spec)
+    assert abs(h100 / h200 - 1) <= two_gpus.WITHIN and h100 <= h200
+    assert miss["h100"] > h100 and miss["h200_now"] > h200
 
 
 def test_bandwidth_moved_and_each_gpu_keeps_its_share_of_the_datasheet():
@@ -76,3 +81,9 @@ def test_against_todays_h200_the_quantities_predicted_to_stay_stay():
     v = two_gpus.values()
     assert int(v["now_n"]) >= 20
     assert abs(float(v["now_median"]) - 1) < two_gpus.WITHIN / 2
+
+
+def test_the_page_says_which_files_are_missing_and_why():
+    """The page's last section gives the reason for each missing H100 file in order: the long
+    Hopper study first, then the one that needs two GPUs. A file measured later must change it."""
+    assert two_gpus.missing() == ["hopper_past", "multi_gpu"]
