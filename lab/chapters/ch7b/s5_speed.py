@@ -239,7 +239,40 @@ def values() -> dict:
                                   / tiles[(big, "128×256")]["both"] - 1)
     v["rounds_192_4096"] = f"{tiles[(f'{SIZES[0]}³', '128×192')]['rounds']}"
     v.update(cluster_values())
+    v.update(loop_values())
     return v
+
+
+#: The block-scaled kernel's earlier main loop (slots divided between promotions, scales
+#: loaded at the promotion that uses them), kept in the sweep to time beside today's loop.
+OLD_LOOP = "sweep: e4m3 block scales, divided slots"
+
+
+def loop_values() -> dict:
+    """Today's block-scaled loop against the earlier one at 8192³, in one run: from this GPU's
+    file where it times both, else from the first GPU's that does (its name glued with them);
+    MISSING where none does."""
+    here = results.selected_gpu()
+    for gpu in [here] + [g for g in results.measured_on(EXPERIMENT) if g != here]:
+        try:
+            data = results.load(EXPERIMENT, gpu=gpu)
+        except results.ResultsMissing:
+            continue
+        timed = speed(data)
+        new, old = timed.get(("fp8_e4m3_block", SIZES[-1])), timed.get((OLD_LOOP, SIZES[-1]))
+        if new and old and "tflops" in new and "tflops" in old:
+            if gpu == here:
+                note = "The rows above are the new loop's."
+            else:
+                mine = results.load(EXPERIMENT)["provenance"]
+                note = (f"The {page.gpu_label(mine['gpu'])}'s rows above were measured on "
+                        f"{mine['date'][:10]}, before the change, and are the old loop's.")
+            return {"loop_gpu": page.gpu_label(data["provenance"]["gpu"]),
+                    "loop_new_8192": fmt(new["tflops"]), "loop_old_8192": fmt(old["tflops"]),
+                    "loop_gain_8192": f"{new['tflops'] / old['tflops']:.2f}",
+                    "loop_date": data["provenance"]["date"][:10], "loop_rows_note": note}
+    return {k: MISSING for k in ("loop_gpu", "loop_new_8192", "loop_old_8192",
+                                 "loop_gain_8192", "loop_date", "loop_rows_note")}
 
 
 #: The headline kernel (Hopper rungs 10 and 11 for FP8) and its yardstick, as labelled in
