@@ -11,10 +11,9 @@ def kernel_source():
 
 
 def promotion_source():
-    """The promoting main loop; its two helpers (the block scales a thread needs, and
-    ``acc += part × scales``) folded to one line."""
-    return page.source(promote, "promotion", fold={
-        "promotion_scales": "block_scales(), promote(): the k-block's scales; acc += part × scales"})
+    """The promoting main loop the block-scaled kernels run (a promotion every stage); the
+    loop for any interval beside it in the same module is named on the page, not shown."""
+    return page.source(promote, "promotion_counted")
 
 
 def config_rows() -> list[dict]:
