@@ -81,3 +81,21 @@ def test_a_prediction_with_a_range_is_met_inside_it():
     assert two_gpus.met(p, 19.0) and not two_gpus.met(p, 21.0)
     q = {"predicted": 10.0}
     assert two_gpus.met(q, 10.9) and not two_gpus.met(q, 11.2)
+
+
+def test_the_yardstick_is_the_library_row_beside_ours_on_both_gpus(tmp_path):
+    """For our call, the library's row of the same file (same path and shape) on the stand-in
+    H100 and on the H200; None for a quantity that is not one of our calls, or without the
+    file."""
+    root = _store(tmp_path, scale=2.0, only={"launch_cost"})
+    shutil.copytree(results.RESULTS_DIR / "h200", root / "h200")
+    by_id = {r["id"]: r for r in two_gpus.predictions()["rows"]}
+    ours = by_id["ch9b.decode_lab_gemm_graph_us"]
+    h100, h200 = two_gpus.yardstick(ours, root)
+    theirs = [r for r in results.load("launch_cost", gpu="h200", root=root)["rows"]
+              if r["kernel"] == "cublas (torch.mm)" and r["path"] == "graph" and r["m"] == 1]
+    assert len(theirs) == 1
+    assert h200 == pytest.approx(theirs[0]["median_ms"] * 1e3)
+    assert h100 == pytest.approx(h200 / 2)
+    assert two_gpus.yardstick(by_id["ch0.stream_read_gbps"], root) is None
+    assert two_gpus.yardstick(ours, tmp_path / "nowhere") is None
