@@ -134,3 +134,16 @@ def test_the_new_promoting_loop_beat_the_old_in_one_run_and_the_rows_say_whose_t
     if not any(r["kernel"] == s5_speed.OLD_LOOP for r in here["rows"]):
         assert here["provenance"]["date"][:10] < v["loop_date"]
         assert "old loop" in v["loop_rows_note"]
+
+
+def test_the_grouped_fp8_rows_say_which_main_loop_they_ran():
+    """The MoE section's FP8 prefill rate names its loop: today's (slot counters, as the
+    registered block-scaled kernel's) only where every row of ours ran it."""
+    from lab.chapters.ch7b import s6_grouped
+
+    ours = [r for r in results.rows("grouped", gpu=s6_grouped.fp8_gpu())
+            if r.get("impl") == s6_grouped.FP8_OURS and r.get("part") == "speed"]
+    assert ours
+    counted = all("slot counters" in r["kernel"] for r in ours)
+    note = s6_grouped.fp8_values()["moe_f8_loop_note"]
+    assert ("today's" in note) == counted

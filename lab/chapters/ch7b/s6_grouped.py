@@ -297,7 +297,10 @@ def fp8_values() -> dict:
     why = refused[0]["reason"] if refused else ""
     status = next((w for w in why.replace("`", " ").split() if w.startswith("CUBLAS_STATUS")),
                   why[:60])
+    counted = all("slot counters" in r.get("kernel", "") for r in ours)
     return {
+        "moe_f8_loop_note": ("with today's main loop" if counted else
+                             "before its main loop changed (the speed section above)"),
         "moe_f8_gpu": data["provenance"]["gpu"],
         "moe_f8_processes": str(data["parameters"]["processes"]),
         "moe_f8_configs": str(sum(1 for cfg in _fp8_configs())),
