@@ -261,12 +261,14 @@ def loop_values() -> dict:
         timed = speed(data)
         new, old = timed.get(("fp8_e4m3_block", SIZES[-1])), timed.get((OLD_LOOP, SIZES[-1]))
         if new and old and "tflops" in new and "tflops" in old:
-            if gpu == here:
+            mine = results.load(EXPERIMENT)
+            block = speed(mine).get(("fp8_e4m3_block", SIZES[-1]), {})
+            if "slot counters" in block.get("config", ""):    # the row's configuration says
                 note = "The rows above are the new loop's."
             else:
-                mine = results.load(EXPERIMENT)["provenance"]
-                note = (f"The {page.gpu_label(mine['gpu'])}'s rows above were measured on "
-                        f"{mine['date'][:10]}, before the change, and are the old loop's.")
+                note = (f"The {page.gpu_label(mine['provenance']['gpu'])}'s rows above were "
+                        f"measured on {mine['provenance']['date'][:10]}, before the change, "
+                        "and are the old loop's.")
             return {"loop_gpu": page.gpu_label(data["provenance"]["gpu"]),
                     "loop_new_8192": fmt(new["tflops"]), "loop_old_8192": fmt(old["tflops"]),
                     "loop_gain_8192": f"{new['tflops'] / old['tflops']:.2f}",
