@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+from html import escape
 
 import pytest
 
@@ -74,6 +75,14 @@ def test_rules_and_the_worst_misses_are_counted_from_the_rows(tmp_path):
     assert logs == sorted(logs, reverse=True)
     away = [abs(math.log(r["ratio"])) for r in two_gpus.compared(rows) if r not in worst]
     assert all(x <= logs[-1] for x in away)
+
+
+def test_the_table_opens_on_the_worst_misses_furthest_first():
+    rows = two_gpus.rows()
+    html = two_gpus.table(rows)._repr_mimebundle_()["text/html"]
+    opened = html.split("<details")[0]
+    at = [opened.index(escape(r["what"])) for r in two_gpus.worst(rows)]
+    assert at == sorted(at)
 
 
 def test_a_prediction_with_a_range_is_met_inside_it():
