@@ -277,8 +277,7 @@ def values(every: list[dict] | None = None, root: Path | None = None) -> dict:
             out["miss_mib"] = f"{row['n'] * row['k'] * 2 / 2 ** 20:.0f}"
     out["gpu_name"] = results.load("roofline", gpu=TARGET, root=root)["provenance"]["gpu"]
     gone = missing(root)
-    out.update({"n_missing": str(len(gone)), "missing": ", ".join(gone) or "none",
-                "missing_line": missing_line(gone)})
+    out["missing_line"] = missing_line(gone)
     dates = sorted(results.load(e, gpu=TARGET, root=root)["provenance"]["date"][:10]
                    for e in {r["compare"]["experiment"] for r in predictions()["rows"]
                              if r["compare"]}
