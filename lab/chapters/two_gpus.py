@@ -22,11 +22,11 @@ UNIT_SCALES = (1.0, 1000.0, 2.0 ** -20)
 REFERENCE = predict.REFERENCE
 #: A measurement this close to its prediction (relative) counts as met.
 WITHIN = 0.10
-#: Rules in the order the page discusses them.
 #: Why an experiment of ``measure all`` may have no H100 file (the page says it for each missing).
 WHY_MISSING = {"hopper_past": "the longest experiment of the book, which did not fit in the time "
                               "the H100 was available",
                "multi_gpu": "which needs a second GPU in the same machine"}
+#: Rules in the order the page discusses them.
 RULE_ORDER = ("bandwidth", "latency+bandwidth", "compute", "roofline", "count", "datasheet",
               "derived", "model")
 
