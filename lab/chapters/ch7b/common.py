@@ -36,3 +36,7 @@ def accuracy(data: dict, dataset: str) -> dict:
     """(mode, k) → relative Frobenius error for one dataset."""
     return {(r["what"], r["k"]): r.get("rel_frobenius", float("nan"))
             for r in data["rows"] if r["part"] == "accuracy" and r["dataset"] == dataset}
+
+#: How a Hopper configuration's label names the main loop with slot counters (results rows
+#: carry the label, so a section can tell which main loop a row ran).
+COUNTERS_LABEL = "slot counters"

@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from lab import model, page, plots, results
-from lab.chapters.ch7b.common import (EXPERIMENT, MISSING, PAIRS, SIZES, fmt, pct,
-                                     speed)
+from lab.chapters.ch7b.common import (COUNTERS_LABEL, EXPERIMENT, MISSING, PAIRS, SIZES, fmt,
+                                     pct, speed)
 
 
 def speed_rows() -> list[dict]:
@@ -263,7 +263,7 @@ def loop_values() -> dict:
         if new and old and "tflops" in new and "tflops" in old:
             mine = results.load(EXPERIMENT)
             block = speed(mine).get(("fp8_e4m3_block", SIZES[-1]), {})
-            if "slot counters" in block.get("config", ""):    # the row's configuration says
+            if COUNTERS_LABEL in block.get("config", ""):    # the row's configuration says
                 note = "The rows above are the new loop's."
             else:
                 note = (f"The {page.gpu_label(mine['provenance']['gpu'])}'s rows above were "

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 from lab import page, results
+from lab.chapters.ch7b.common import COUNTERS_LABEL
 from lab.kernels import grouped as kernel
 from lab.kernels.wgmma import order
 
@@ -297,7 +298,7 @@ def fp8_values() -> dict:
     why = refused[0]["reason"] if refused else ""
     status = next((w for w in why.replace("`", " ").split() if w.startswith("CUBLAS_STATUS")),
                   why[:60])
-    counted = all("slot counters" in r.get("kernel", "") for r in ours)
+    counted = all(COUNTERS_LABEL in r.get("kernel", "") for r in ours)
     return {
         "moe_f8_loop_note": ("with today's main loop" if counted else
                              "before its main loop changed (the speed section above)"),
