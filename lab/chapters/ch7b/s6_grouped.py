@@ -278,6 +278,8 @@ def fp8_table(model: str | None = None):
 
 def fp8_values() -> dict:
     """The numbers quoted of the grouped FP8 run."""
+    from lab import roofline
+
     gpu = fp8_gpu()
     data = results.load(EXPERIMENT, gpu)
     speed = _fp8_speed()
@@ -287,12 +289,13 @@ def fp8_values() -> dict:
     mx = [r for r in ours if r["model"] == "Mixtral 8x7B"]
     ds_many = [r["ratio_to_fast_loop"] for r in ds if r["tokens"] > 1]
     ds_one = [r["ratio_to_fast_loop"] for r in ds if r["tokens"] == 1]
-    mx_all = [r["ratio_to_fast_loop"] for r in mx]
+    mx_decode = [r["ratio_to_fast_loop"] for r in mx if r["tokens"] < big]
     mx_pre = [r for r in mx if r["tokens"] == big]
     mx_fast_pre = [speed[(r["model"], r["layer"], big, FP8_FAST, "contiguous")] for r in mx_pre]
-    mx_one = [r for r in mx if r["tokens"] == 1]
-    mx_one_fast = [speed[(r["model"], r["layer"], 1, FP8_FAST, "contiguous")] for r in mx_one]
-    mx_16 = [r for r in mx if r["tokens"] == 16]
+    # decode reads the weights of the experts with tokens (one byte per FP8 weight)
+    read = [r["experts_with_rows"] * r["n"] * r["k"] / (r["median_ms"] * 1e-3) / 1e9
+            for r in mx if r["tokens"] <= 16]
+    stream = roofline.measured(gpu)["read_gbps"]
     fp8_all = [r for r in data["rows"] if r.get("dtype") == "e4m3"]
     refused = [r for r in fp8_all if r["impl"] == FP8_LOOP and r["part"] == "skipped"]
     why = refused[0]["reason"] if refused else ""
@@ -311,20 +314,21 @@ def fp8_values() -> dict:
         "moe_f8_ds_max": f"{max(ds_many):.1f}",
         "moe_f8_ds_one": (f"{min(ds_one):.2f}" if f"{min(ds_one):.2f}" == f"{max(ds_one):.2f}"
                           else f"{min(ds_one):.2f}–{max(ds_one):.2f}"),
-        "moe_f8_mx_min": f"{min(mx_all):.2f}",
-        "moe_f8_mx_max": f"{max(mx_all):.2f}",
+        "moe_f8_mx_decode_min": f"{min(mx_decode):.2f}",
+        "moe_f8_mx_decode_max": f"{max(mx_decode):.2f}",
+        "moe_f8_mx_prefill_ratio_min": f"{min(r['ratio_to_fast_loop'] for r in mx_pre):.2f}",
+        "moe_f8_mx_prefill_ratio_max": f"{max(r['ratio_to_fast_loop'] for r in mx_pre):.2f}",
         "moe_f8_mx_prefill_min": f"{min(r['tflops'] for r in mx_pre):,.0f}",
         "moe_f8_mx_prefill_max": f"{max(r['tflops'] for r in mx_pre):,.0f}",
         "moe_f8_mx_fast_min": f"{min(r['tflops'] for r in mx_fast_pre):,.0f}",
         "moe_f8_mx_fast_max": f"{max(r['tflops'] for r in mx_fast_pre):,.0f}",
         "moe_f8_ds_prefill_min": f"{min(r['tflops'] for r in ds if r['tokens'] == big):,.0f}",
         "moe_f8_ds_prefill_max": f"{max(r['tflops'] for r in ds if r['tokens'] == big):,.0f}",
-        "moe_f8_mx_one_min_us": f"{1e3 * min(r['median_ms'] for r in mx_one):,.0f}",
-        "moe_f8_mx_one_max_us": f"{1e3 * max(r['median_ms'] for r in mx_one):,.0f}",
-        "moe_f8_mx_one_fast_min_us": f"{1e3 * min(r['median_ms'] for r in mx_one_fast):,.0f}",
-        "moe_f8_mx_one_fast_max_us": f"{1e3 * max(r['median_ms'] for r in mx_one_fast):,.0f}",
-        "moe_f8_mx_16_min_us": f"{1e3 * min(r['median_ms'] for r in mx_16):,.0f}",
-        "moe_f8_mx_16_max_us": f"{1e3 * max(r['median_ms'] for r in mx_16):,.0f}",
+        "moe_f8_mx_read_min": f"{min(read):,.0f}",
+        "moe_f8_mx_read_max": f"{max(read):,.0f}",
+        "moe_f8_mx_read_share_min": f"{100 * min(read) / stream:.0f}%",
+        "moe_f8_mx_read_share_max": f"{100 * max(read) / stream:.0f}%",
+        "moe_f8_stream_read": f"{stream:,.0f}",
     }
 
 
