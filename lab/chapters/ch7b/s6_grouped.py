@@ -154,6 +154,9 @@ def values() -> dict:
         "moe_ds_grouped_max": f"{max(ds_grouped):.2f}",
         "moe_mx_grouped_min": f"{min(mx_grouped):.2f}",
         "moe_mx_grouped_max": f"{max(mx_grouped):.2f}",
+        "moe_mx_loop_won": ("at every shape" if max(mx_grouped) < 1 else
+                            f"at {sum(r < 1 for r in mx_grouped)} of its {len(mx_grouped)} "
+                            "shapes"),
         "moe_ds_prefill_grouped": f"{_ratio(ds, 'gate/up', big, 'torch._grouped_mm'):.2f}",
         "moe_ds_prefill_grouped_down": f"{_ratio(ds, 'down', big, 'torch._grouped_mm'):.2f}",
         "moe_ds_experts_128": str(ds_loop_128["experts_with_rows"]),
