@@ -1,0 +1,69 @@
+"""The prose's claims against the H100's files: the book CI also builds for a reader on an H100
+(``LAB_GPU=h100-80gb-hbm3``), whose pages quote that GPU's numbers inside the H200's
+sentences. Every claims test runs again with that GPU selected, in a child pytest. Those that
+fail there are exactly :data:`H200_ONLY`: paragraphs that state what the H200's run found and
+the H100's run does not show, each with what the H100's file says instead. A sentence that
+newly turns false on the H100 fails this test, and so does one on the list that has come to
+hold (take it off)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+
+GPU = "h100-80gb-hbm3"
+HERE = Path(__file__).resolve()
+ROOT = HERE.parents[2]
+
+#: test (module::function) -> what the H100's files say where the page states the H200's finding
+H200_ONLY = {
+    "test_ch7_claims::test_rung_8_at_4096_is_paced_by_the_host_not_the_gpu":
+        "rung 8's host needed about 11 µs a call against a 196 µs kernel: not host-paced",
+    "test_ch7_claims::test_what_the_clock_paragraph_says_holds_in_the_file":
+        "rung 2's queued ratio to cuBLAS fell 0.015 below its event-timed one, not over 0.03",
+    "test_ch7_claims::test_what_the_left_at_4096_paragraphs_say_holds_in_the_file":
+        "hopper_past has no fast.cu kernel 12 rows (no checkout of it was at hand)",
+    "test_ch7_claims::test_what_descriptor_steps_and_the_staging_ring_say_holds_in_the_file":
+        "the staging ring read 0.981 of cuBLAS at 4096³ BF16, below the page's 0.985",
+    "test_ch7_claims::test_what_the_store_threads_paragraph_says_holds":
+        "the store threads read 0.984 at 4096³ BF16, behind the uniform index's 0.987",
+    "test_ch7_claims::test_what_the_trace_paragraph_says_holds":
+        "the traced gap to the library is 9.5 against 7.0 µs, not within a microsecond",
+    "test_ch7_claims::test_what_the_tile_table_paragraph_says_holds":
+        "rung 19's lowest process read 0.996 of cuBLAS, not past it in every process",
+    "test_ch7b_claims::test_grouped_beats_the_loop_on_256_experts_and_loses_on_eight":
+        "PyTorch's grouped GEMM is furthest behind the loop at 16 tokens, not at one",
+    "test_ch7b_claims::test_what_the_hopper_kernel_did_is_what_the_page_says":
+        "the BF16 run had the repeat path: one token's time follows the experts' weights",
+    "test_ch9b_claims::test_why_a_first_calls_times_run_long":
+        "at M = 64 the pick's first-call time equals the graph's (22 µs)",
+}
+
+
+def _failed(report: Path) -> set[str]:
+    """``module::function`` of every failed or erroring test case in a JUnit report."""
+    out = set()
+    for case in ElementTree.parse(report).getroot().iter("testcase"):
+        if case.find("failure") is not None or case.find("error") is not None:
+            module = case.get("classname", "").rsplit(".", 1)[-1]
+            out.add(f"{module}::{case.get('name', '').split('[')[0]}")
+    return out
+
+
+def test_on_the_h100s_files_only_the_listed_h200_findings_fail(tmp_path):
+    report = tmp_path / "junit.xml"
+    env = dict(os.environ, LAB_GPU=GPU, LAB_DEVICE="simulator")
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", str(HERE.parent), f"--ignore={HERE}", "-q",
+         "-o", "addopts=", "-p", "no:cacheprovider", "-p", "no:xdist", f"--junitxml={report}"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert report.exists(), run.stdout[-2000:] + run.stderr[-2000:]
+    cases = list(ElementTree.parse(report).getroot().iter("testcase"))
+    assert len(cases) > 50, run.stdout[-2000:]
+    failed = _failed(report)
+    assert not failed - set(H200_ONLY), ("newly false on the H100's files:\n"
+                                         + "\n".join(sorted(failed - set(H200_ONLY))))
+    assert not set(H200_ONLY) - failed, ("now holding on the H100's files (off the list):\n"
+                                         + "\n".join(sorted(set(H200_ONLY) - failed)))
