@@ -134,6 +134,9 @@ def values() -> dict:
     decode = [t for t in tokens if t < 1000]
     ds_grouped = [_ratio(ds, layer, t, "torch._grouped_mm") for layer in ("gate/up", "down")
                   for t in decode]
+    ds_low = min((speed[(ds, layer, t, "torch._grouped_mm", "contiguous")]
+                  for layer in ("gate/up", "down") for t in decode),
+                 key=lambda r: r["ratio_to_loop"])
     mx_grouped = [_ratio(mx, layer, t, "torch._grouped_mm") for layer in ("gate/up", "down")
                   for t in tokens]
     big = max(tokens)
@@ -152,6 +155,10 @@ def values() -> dict:
         "moe_processes": str(data["parameters"]["processes"]),
         "moe_ds_grouped_min": f"{min(ds_grouped):.2f}",
         "moe_ds_grouped_max": f"{max(ds_grouped):.2f}",
+        "moe_ds_grouped_low_at": (
+            "a single token, where the loop has only "
+            f"{ds_low['experts_with_rows']} products to run" if ds_low["tokens"] == 1
+            else f"{ds_low['tokens']} tokens"),
         "moe_mx_grouped_min": f"{min(mx_grouped):.2f}",
         "moe_mx_grouped_max": f"{max(mx_grouped):.2f}",
         "moe_mx_loop_won": ("at every shape" if max(mx_grouped) < 1 else
