@@ -58,7 +58,8 @@ def test_the_why_holds():
 def test_what_the_hopper_kernel_did_is_what_the_page_says():
     """Ours: every layer and token count timed in both layouts by the Hopper kernel (the
     teaching kernel, which the page says is not timed, never); level (≥ 0.95) or ahead of the grouped GEMM where the page says, behind at one
-    token only; there its time spans less than the twofold range of the weights it reads."""
+    token only; there, whether its time spans less than the range of the weights it reads (a
+    time set by the call) is what the page says."""
     v = ch7b.values()
     ours = [r for r in results.rows("grouped") if r["impl"] == "lab.grouped_gemm"]
     assert ours and all(r["part"] == "speed" for r in ours)
@@ -71,8 +72,15 @@ def test_what_the_hopper_kernel_did_is_what_the_page_says():
     assert v["moe_h_level_min"] == f"{min(r['ratio_to_grouped_mm'] for r in level):.2f}"
     short = [r for r in contiguous if r["ratio_to_grouped_mm"] < 0.95]
     assert {r["tokens"] for r in short} == {1}                 # "behind at a single token"
-    one = [r["median_ms"] for r in contiguous if r["tokens"] == 1]
-    assert max(one) / min(one) < 0.6 * float(v["moe_h_one_mb_max"]) / float(v["moe_h_one_mb_min"])
+    one = [r for r in contiguous if r["tokens"] == 1]
+    ms = [r["median_ms"] for r in one]
+    mb = [2 * r["k"] * r["n"] * r["experts_with_rows"] / 1e6 for r in one]
+    call_bound = max(ms) / min(ms) < 0.6 * max(mb) / min(mb)  # "whatever its weights"
+    assert v["moe_h_one_how"].startswith("whatever" if call_bound else "reading")
+    assert (v["moe_h_repeat_when"] == "came after this measurement") == call_bound
+    assert f"({min(mb):.0f}–{max(mb):.0f} MB" in v["moe_h_one_how"]
+    if call_bound:                 # then the Python of a checked call: far above a launch
+        assert min(ms) > 0.2
     assert all(r["ratio_to_grouped_mm"] >= 1 for r in contiguous if r["tokens"] == 4096)
 
 
