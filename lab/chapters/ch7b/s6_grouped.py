@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from lab import page, results
+from lab import page, results, roofline
 from lab.chapters.ch7b.common import COUNTERS_LABEL
 from lab.kernels import grouped as kernel
 from lab.kernels.wgmma import order
@@ -125,6 +125,11 @@ def _ratio(model, layer, tokens, impl, layout="contiguous") -> float:
     return _speed()[(model, layer, tokens, impl, layout)]["ratio_to_loop"]
 
 
+def weights_mb(row: dict, nbytes: int) -> float:
+    """MB of weights a row's call reads: every expert with rows, K×N of ``nbytes`` each."""
+    return row["experts_with_rows"] * row["k"] * row["n"] * nbytes / 1e6
+
+
 def values() -> dict:
     """The section's quoted numbers, from the ``grouped`` results file."""
     speed = _speed()
@@ -132,11 +137,10 @@ def values() -> dict:
     data = results.load(EXPERIMENT)
     tokens = sorted({r["tokens"] for r in speed.values()})
     decode = [t for t in tokens if t < 1000]
-    ds_grouped = [_ratio(ds, layer, t, "torch._grouped_mm") for layer in ("gate/up", "down")
-                  for t in decode]
-    ds_low = min((speed[(ds, layer, t, "torch._grouped_mm", "contiguous")]
-                  for layer in ("gate/up", "down") for t in decode),
-                 key=lambda r: r["ratio_to_loop"])
+    ds_decode = [speed[(ds, layer, t, "torch._grouped_mm", "contiguous")]
+                 for layer in ("gate/up", "down") for t in decode]
+    ds_grouped = [r["ratio_to_loop"] for r in ds_decode]
+    ds_low = min(ds_decode, key=lambda r: r["ratio_to_loop"])
     mx_grouped = [_ratio(mx, layer, t, "torch._grouped_mm") for layer in ("gate/up", "down")
                   for t in tokens]
     big = max(tokens)
@@ -146,7 +150,7 @@ def values() -> dict:
     ds_bmm_1 = speed[(ds, "gate/up", 1, "torch.bmm masked", "masked")]
     ds_g_1 = speed[(ds, "gate/up", 1, "torch._grouped_mm", "contiguous")]
     expert_bytes = 2 * ds_loop_128["k"] * ds_loop_128["n"]          # one expert's BF16 B
-    read_gbps = results.rows("roofline", kernel="stream_read")[0]["gbps"]
+    read_gbps = roofline.measured()["read_gbps"]
     read_us = expert_bytes / (read_gbps * 1e3)
     per_expert_us = 1e3 * ds_loop_128["median_ms"] / ds_loop_128["experts_with_rows"]
     return {**hopper_values(), **fp8_values(),
@@ -194,7 +198,7 @@ def hopper_values() -> dict:
     big = max(r["tokens"] for r in ours)
     prefill = [r for r in ours if r["tokens"] == big]
     one = [r for r in ours if r["tokens"] == 1]
-    weights = [2 * r["k"] * r["n"] * r["experts_with_rows"] / 1e6 for r in one]
+    weights = [weights_mb(r, 2) for r in one]
     masked = [r["ratio_to_grouped_mm"] for r in speed.values()
               if r["impl"] == "lab.grouped_gemm" and r["layout"] == "masked"]
     times = [r["median_ms"] for r in one]
@@ -299,8 +303,6 @@ def fp8_table(model: str | None = None):
 
 def fp8_values() -> dict:
     """The numbers quoted of the grouped FP8 run."""
-    from lab import roofline
-
     gpu = fp8_gpu()
     data = results.load(EXPERIMENT, gpu)
     speed = _fp8_speed()
@@ -313,9 +315,7 @@ def fp8_values() -> dict:
     mx_decode = [r["ratio_to_fast_loop"] for r in mx if r["tokens"] < big]
     mx_pre = [r for r in mx if r["tokens"] == big]
     mx_fast_pre = [speed[(r["model"], r["layer"], big, FP8_FAST, "contiguous")] for r in mx_pre]
-    # decode reads the weights of the experts with tokens (one byte per FP8 weight)
-    read = [r["experts_with_rows"] * r["n"] * r["k"] / (r["median_ms"] * 1e-3) / 1e9
-            for r in mx if r["tokens"] <= 16]
+    read = [weights_mb(r, 1) / r["median_ms"] for r in mx if r["tokens"] <= 16]   # GB/s
     stream = roofline.measured(gpu)["read_gbps"]
     fp8_all = [r for r in data["rows"] if r.get("dtype") == "e4m3"]
     refused = [r for r in fp8_all if r["impl"] == FP8_LOOP and r["part"] == "skipped"]
