@@ -667,6 +667,7 @@ def cmd_notebooks(args) -> int:
     bar.close()
     path = notebooks.save(rows, command=_command(args.argv),
                           root=Path(args.out) if args.out else None,
+                          known=[p.name for p in notebooks.find()],
                           parameters={"notebook_timeout_s": args.timeout,
                                       "cell_timeout_s": args.cell_timeout, "jobs": args.jobs})
     bad = [r for r in rows if not notebooks.ok(r)]

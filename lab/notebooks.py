@@ -171,22 +171,28 @@ def line(row: dict) -> str:
     return text + (f"  first failure: {row['first_failure']}" if row["first_failure"] else "")
 
 
-def merge(rows: list[dict], previous: dict | None, gpu: str) -> list[dict]:
+def merge(rows: list[dict], previous: dict | None, gpu: str,
+          known: Iterable[str] | None = None) -> list[dict]:
     """``rows`` plus the rows of a previous ``notebooks`` file of the same GPU for notebooks
     this run did not execute (so a run split over several calls ends in one file), in the
-    book's order. A kept row keeps the date it was run (``ran``: its own, else its file's)."""
+    book's order. A kept row keeps the date it was run (``ran``: its own, else its file's).
+    Where ``known`` names the book's notebooks, a previous row of a notebook the book no
+    longer has (renamed or split since) is dropped rather than kept as if it still ran."""
     if not previous or previous["provenance"].get("gpu") != gpu:
         return rows
     ran = {r["notebook"] for r in rows}
+    known = None if known is None else set(known)
     kept = [{**r, "ran": r.get("ran") or previous["provenance"]["date"]}
-            for r in previous["rows"] if r["notebook"] not in ran]
+            for r in previous["rows"]
+            if r["notebook"] not in ran and (known is None or r["notebook"] in known)]
     return sorted(rows + kept, key=lambda r: r["notebook"])
 
 
 def save(rows: list[dict], *, command: str, parameters: dict, root: Path | None = None,
-         provenance: dict | None = None) -> Path:
+         provenance: dict | None = None, known: Iterable[str] | None = None) -> Path:
     """Write ``notebooks.json`` for this device through :func:`lab.results.save`, merged with
-    an earlier file of the same GPU at the same place (:func:`merge`); returns its path."""
+    an earlier file of the same GPU at the same place (:func:`merge`, ``known``: the book's
+    notebooks); returns its path."""
     from lab import device
 
     prov = provenance or device.provenance()
@@ -197,7 +203,8 @@ def save(rows: list[dict], *, command: str, parameters: dict, root: Path | None 
               "notebooks_this_run": [r["notebook"] for r in rows], **parameters}
     with results.locked(target.parent):      # no other run writes between the read and the write
         previous = _previous(target)
-        merged = merge([{**r, "ran": prov["date"]} for r in rows], previous, prov["gpu"])
+        merged = merge([{**r, "ran": prov["date"]} for r in rows], previous, prov["gpu"],
+                       known)
         return results.save(EXPERIMENT, merged, parameters=params, command=command,
                             provenance=prov, row_fields=ROW_FIELDS, root=root, gpu=gpu)
 

@@ -470,6 +470,10 @@ def test_notebooks_file_is_a_valid_results_file_and_merges_split_runs(tmp_path):
     assert rows["01_b.ipynb"]["ran"] == later["date"]
     # another GPU's earlier file is not merged into this one
     assert notebooks.merge(again, data, "NVIDIA Other GPU") == again
+    # a notebook the book no longer has (renamed or split) is not kept from the earlier file
+    gone = notebooks.save(again, command="python -m lab notebooks 01_b", root=tmp_path,
+                          provenance=later, parameters={}, known=["01_b.ipynb", "02_c.ipynb"])
+    assert [r["notebook"] for r in results.load_path(gone)["rows"]] == ["01_b.ipynb"]
 
 
 def test_notebooks_side_by_side_report_each_and_keep_the_book_order(monkeypatch):
