@@ -18,23 +18,37 @@ def test_the_headline_is_a_median_of_three_processes():
     assert r["ratio_min"] <= r["ratio_to_cublas"] <= r["ratio_max"]
 
 
-def test_rung_8_at_4096_is_paced_by_the_host_not_the_gpu():
-    """What the stability section says: rung 8's host needs longer per call than its kernel
-    runs, its event timings fall short of the launch-hidden ones, and launch-hidden it runs
-    level with rung 7 in every process, whose host keeps ahead of its GPU."""
+def test_who_sets_rung_8s_pace_at_4096_is_what_the_page_says():
+    """What the pacing section says: where rung 8's host needs longer per call than its kernel
+    runs (the page says so), its event timings fall short of the launch-hidden ones; where the
+    host keeps well ahead (the page says that instead), rung 8 times level with rung 7. Either
+    way, launch-hidden it runs level with rung 7 in every process, whose host keeps ahead of its
+    GPU, and rung 8 is near cuBLAS at 8192³."""
+    v = s4_stability.values()
     gpu8 = common.profile("wgmma_cluster_fp16")["duration_us"]
     gpu7 = common.profile("wgmma_tmastore_fp16")["duration_us"]
     assert abs(gpu8 / gpu7 - 1) < 0.05
     c8 = [r for r in common.timings("wgmma_cluster_fp16", 4096) if r["dtype"] == "float16"]
     t7 = {r["process"]: r for r in common.timings("wgmma_tmastore_fp16", 4096)
           if r["dtype"] == "float16" and not r["again"]}
-    for r in c8:
-        assert r["host_us_per_call"] > 1.5 * gpu8
-        assert abs(r["queued_tflops"] / t7[r["process"]]["queued_tflops"] - 1) < 0.02
     s8 = common.summary("wgmma_cluster_fp16", 4096)
-    assert s8["ratio_to_cublas"] < 0.9 * s8["queued_ratio_to_cublas"]
+    s7 = common.summary("wgmma_tmastore_fp16", 4096)
+    paced = v["cluster_host_vs"] == "more than"
+    assert v["cluster_4096_pace"].startswith("at 4096³ its timings fall far below" if paced
+                                             else "at 4096³ it times level with rung 7")
+    assert v["clock_lead"].startswith("A GPU that waits" if paced else "Rungs 7 and 8 keep")
+    for r in c8:
+        if paced:
+            assert r["host_us_per_call"] > 1.5 * gpu8
+        else:
+            assert r["host_us_per_call"] < 0.2 * gpu8
+        assert abs(r["queued_tflops"] / t7[r["process"]]["queued_tflops"] - 1) < 0.02
+    if paced:
+        assert s8["ratio_to_cublas"] < 0.9 * s8["queued_ratio_to_cublas"]
+    else:
+        assert abs(s8["median_ms"] / s7["median_ms"] - 1) < 0.03
     assert all(r["host_us_per_call"] < gpu7 for r in t7.values())
-    assert float(s4_stability.values()["cluster_8192_ratio"]) > 0.95
+    assert float(v["cluster_8192_ratio"]) > 0.95
 
 
 def test_what_the_rung_paragraphs_say_holds_in_the_files():
@@ -62,7 +76,8 @@ def test_what_the_clock_paragraph_says_holds_in_the_file():
     assert float(v["cublas_queued_tflops"]) > float(v["cublas_sustained_tflops"])
     assert float(v["cublas_short_tflops"]) > float(v["cublas_sustained_tflops"])
     s = common.summary("wgmma_tma_fp16", 4096)
-    assert s["queued_ratio_to_cublas"] < s["ratio_to_cublas"] - 0.03
+    drop = s["ratio_to_cublas"] - s["queued_ratio_to_cublas"]
+    assert v["tma_queued_drop"] == f"{drop:.3f}" and drop > 0.01      # favours cuBLAS
 
 
 def test_what_the_cublas_tile_paragraph_says_holds_in_the_file():

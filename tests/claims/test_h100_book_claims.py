@@ -19,10 +19,6 @@ ROOT = HERE.parents[2]
 
 #: test (module::function) -> what the H100's files say where the page states the H200's finding
 H200_ONLY = {
-    "test_ch7_claims::test_rung_8_at_4096_is_paced_by_the_host_not_the_gpu":
-        "rung 8's host needed about 11 µs a call against a 196 µs kernel: not host-paced",
-    "test_ch7_claims::test_what_the_clock_paragraph_says_holds_in_the_file":
-        "rung 2's queued ratio to cuBLAS fell 0.015 below its event-timed one, not over 0.03",
     "test_ch7_claims::test_what_the_left_at_4096_paragraphs_say_holds_in_the_file":
         "hopper_past has no fast.cu kernel 12 rows (no checkout of it was at hand)",
     "test_ch7_claims::test_what_descriptor_steps_and_the_staging_ring_say_holds_in_the_file":

@@ -50,7 +50,28 @@ def values() -> dict:
     ladder_cublas = common.ladder_row("cublas_fp16", 4096)
     power_max = max(r["power_w_max"] for r in results.load("hopper_profile")["rows"]
                     if r["part"] == "stability")
+    gpu8 = common.profile("wgmma_cluster_fp16")["duration_us"]
+    rung2 = common.summary("wgmma_tma_fp16", 4096)
+    # who set rung 8's pace in this run: its host, where every call took longer to enqueue
+    # than the kernel runs (a run before the launch plans of lab.launch), else the GPU
+    paced = min(r["host_us_per_call"] for r in c8) > gpu8
     return {
+        "cluster_4096_pace": (
+            "at 4096³ its timings fall far below rung 7 because the host's launch path, not "
+            "the kernel, sets the pace" if paced else
+            "at 4096³ it times level with rung 7, its host keeping well ahead of the kernel"),
+        "cluster_launch_how": (
+            "this run's launcher marshalled a cluster launch's arguments in Python for "
+            "cuLaunchKernelEx on every call; lab's launch plans now marshal them once"
+            if paced else "a launch plan marshals a cluster launch's arguments once and "
+            "replays them"),
+        "cluster_host_vs": "more than" if paced else "far less than",
+        "cluster_pace_so": ("So the GPU waits, and the events time the host" if paced else
+                            "So the GPU never waits for the host, and the events read"),
+        "clock_lead": ("A GPU that waits for its host stays cool" if paced else
+                       "Rungs 7 and 8 keep their GPU as busy as cuBLAS does"),
+        "tma_queued_drop": f"{rung2['ratio_to_cublas'] - rung2['queued_ratio_to_cublas']:.3f}",
+
         "drop_first_tflops": f"{first['tflops']:.0f}",
         "drop_second_tflops": f"{second['tflops']:.0f}",
         "cluster_host_lo": f"{min(r['host_us_per_call'] for r in c8):.0f}",
