@@ -232,9 +232,10 @@ def test_what_the_store_threads_paragraph_says_holds():
 def test_what_the_trace_paragraph_says_holds():
     """Rung 17's traced tile against rung 15's (4096³ FP16): main loops within 2 %, an FP32
     epilogue more than twice the 16-bit one, four tiles a block, and the epilogues' difference
-    over a block's tiles most (60-120 %) of what a call of rung 17 takes beyond rung 15, which
-    is within a microsecond of what cuBLAS's FP32 C costs it. Both traced kernels passed their
-    checks."""
+    over a block's tiles most (60-120 %) of what a call of rung 17 takes beyond rung 15. The
+    page sets what cuBLAS's FP32 C costs it beside that figure without comparing the two (the
+    H200's run read them within a microsecond, the H100's 9.5 against 7.0 µs). Both traced
+    kernels passed their checks."""
     from lab.chapters.ch7 import s5_past as P
 
     t15, t17 = P.trace(P.UNIFORM), P.trace(P.F32_HANDOFF)
@@ -246,7 +247,8 @@ def test_what_the_trace_paragraph_says_holds():
     ours, lib = float(v["tile_f32_us"]), float(v["tile_cublas_f32_us"])
     epilogues = tiles * (t17["epilogue_p50_us"] - t15["epilogue_p50_us"])
     assert 0.6 * ours < epilogues < 1.2 * ours
-    assert abs(ours - lib) < 1.0
+    assert ours > 0 and lib > 0
+    assert t15["passed"] is True and t17["passed"] is True
 
 
 def test_what_chapter_7b_says_of_fp8_in_clusters_and_whole_waves_holds():

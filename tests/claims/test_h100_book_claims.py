@@ -25,8 +25,6 @@ H200_ONLY = {
         "the staging ring read 0.981 of cuBLAS at 4096³ BF16, below the page's 0.985",
     "test_ch7_claims::test_what_the_store_threads_paragraph_says_holds":
         "the store threads read 0.984 at 4096³ BF16, behind the uniform index's 0.987",
-    "test_ch7_claims::test_what_the_trace_paragraph_says_holds":
-        "the traced gap to the library is 9.5 against 7.0 µs, not within a microsecond",
     "test_ch7_claims::test_what_the_tile_table_paragraph_says_holds":
         "rung 19's lowest process read 0.996 of cuBLAS, not past it in every process",
     "test_ch7b_claims::test_grouped_beats_the_loop_on_256_experts_and_loses_on_eight":
