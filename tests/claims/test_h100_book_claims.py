@@ -19,8 +19,6 @@ ROOT = HERE.parents[2]
 
 #: test (module::function) -> what the H100's files say where the page states the H200's finding
 H200_ONLY = {
-    "test_ch7_claims::test_what_the_left_at_4096_paragraphs_say_holds_in_the_file":
-        "hopper_past has no fast.cu kernel 12 rows (no checkout of it was at hand)",
     "test_ch7_claims::test_what_descriptor_steps_and_the_staging_ring_say_holds_in_the_file":
         "the staging ring read 0.981 of cuBLAS at 4096³ BF16, below the page's 0.985",
     "test_ch7_claims::test_what_the_store_threads_paragraph_says_holds":

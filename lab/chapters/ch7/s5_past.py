@@ -26,6 +26,8 @@ VECTOR = "vector store grid 128 slot counters descriptor steps"
 F32_WARP = F32_STEPS + " per-warp staging"
 UNIFORM, F32_UNIFORM = STEPS + " uniform index", F32_RING + " uniform index"
 EVICT, F32_EVICT = UNIFORM + " C evict-first", F32_UNIFORM + " C evict-first"
+#: fast.cu's kernel 12 (public CUDA C, built with nvcc), timed by the same harness.
+FASTCU = "fast.cu kernel 12 (BF16 out)"
 #: Rung 17: rung 16 with its staged C handed to store threads.
 F32_HANDOFF = F32_UNIFORM + " store threads"
 
@@ -105,7 +107,7 @@ def steps_table():
              ("rung 13 + uniform index = rung 15", UNIFORM),
              ("rung 15 + C evict-first", EVICT),
              ("rung 9 (rung 8 + 16-bit C)", "cluster 16-bit out"),
-             ("fast.cu kernel 12", "fast.cu kernel 12 (BF16 out)"),
+             ("fast.cu kernel 12", FASTCU),
              ("FP32 C: rung 8", "cluster"),
              ("FP32 C: rung 7, 3 stages, grid of 128", F32),
              ("FP32 C: + slot counters", F32_COUNTERS),
@@ -210,7 +212,17 @@ def values() -> dict:
 
     picked = streamk_in_suite()
     best = max(picked, key=lambda r: r["ratio_to_cublas"])
+    # slot counters beside fast.cu's kernel 12 (BF16, both sizes), where this GPU's run built it
+    try:
+        ahead = [summary(COUNTERS, "bfloat16", n)["ratio"] > summary(FASTCU, "bfloat16", n)["ratio"]
+                 for n in (4096, 8192)]
+        vs_fastcu = ("ahead of fast.cu's kernel 12" if all(ahead) else
+                     "behind fast.cu's kernel 12" if not any(ahead) else
+                     "level with fast.cu's kernel 12 (ahead at one size of two)")
+    except KeyError:
+        vs_fastcu = "with fast.cu's kernel 12 not built in this GPU's run"
     return {
+        "left_counters_vs_fastcu": vs_fastcu,
         "sk_now_shapes": ", ".join(f"{r['m']}×{r['n']}×{r['k']}" for r in picked),
         "sk_now_best_shape": f"{best['m']}×{best['n']}×{best['k']}",
         "sk_now_best_us": f"{best['median_ms'] * 1e3:.0f}",
