@@ -87,8 +87,8 @@ def test_what_the_hopper_kernel_did_is_what_the_page_says():
 def test_what_the_grouped_fp8_paragraph_says():
     """The FP8 rows (the file of the GPU they were measured on): every one of ours checked and
     passed; the block-scaled loop refused at every shape with the status the page names; ours
-    ahead of the fast loop on every DeepSeek-like row and on Mixtral's below prefill, behind it
-    on Mixtral's prefill only; Mixtral's decode reading its active experts' weights at the
+    ahead of the fast loop on every DeepSeek-like row, ahead or level (within 3 %, as the page
+    says which) on Mixtral's below prefill, behind it on Mixtral's prefill only; Mixtral's decode reading its active experts' weights at the
     share of chapter 0's streaming read the page quotes; the four configurations the page
     counts are the ones lab check recorded on that GPU."""
     from lab import grouped, roofline
@@ -109,7 +109,9 @@ def test_what_the_grouped_fp8_paragraph_says():
     ds = [r for r in contiguous if r["model"] == "DeepSeek-V3-like"]
     mx = [r for r in contiguous if r["model"] == "Mixtral 8x7B"]
     assert min(r["ratio_to_fast_loop"] for r in ds) > 1                # ahead at every count
-    assert min(r["ratio_to_fast_loop"] for r in mx if r["tokens"] < big) > 1
+    mx_decode = min(r["ratio_to_fast_loop"] for r in mx if r["tokens"] < big)
+    assert mx_decode > 0.97                                  # ahead, or level within 3 %
+    assert v["moe_f8_mx_decode_how"] == ("ahead" if mx_decode > 1 else "level or ahead")
     assert max(r["ratio_to_fast_loop"] for r in mx if r["tokens"] == big) < 1   # "only"
     assert float(v["moe_f8_mx_prefill_max"].replace(",", "")) < \
         float(v["moe_f8_mx_fast_min"].replace(",", ""))
