@@ -67,9 +67,10 @@ def values() -> dict:
             "replays them"),
         "cluster_host_vs": "more than" if paced else "far less than",
         "cluster_pace_so": ("So the GPU waits, and the events time the host" if paced else
-                            "So the GPU never waits for the host, and the events read"),
+                            "So the GPU never waits for the host, and the events time the GPU"),
         "clock_lead": ("A GPU that waits for its host stays cool" if paced else
-                       "Rungs 7 and 8 keep their GPU as busy as cuBLAS does"),
+                       "Rungs 7 and 8 never wait for their host, so their clock falls under "
+                       "load as cuBLAS's does"),
         "tma_queued_drop": f"{rung2['ratio_to_cublas'] - rung2['queued_ratio_to_cublas']:.3f}",
 
         "drop_first_tflops": f"{first['tflops']:.0f}",
