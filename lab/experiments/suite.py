@@ -453,7 +453,16 @@ def parameters(board: dict, boards: list, why_not, torch_version: str) -> dict:
             "graph_failures": sum(b.get("graph_failures", 0) for b in boards),
             "inputs": f"PyTorch tensors, uniform(-1, 1); calls rotate over buffer sets whose "
                       f"operands exceed {L2_TIMES}x the L2 cache (at most {MAX_SETS} sets)",
-            "cublas": "torch.mm(A, B, out=C), C of the inputs' type", "torch": torch_version}
+            "cublas": "torch.mm(A, B, out=C), C of the inputs' type", "torch": torch_version,
+            "first_call_tuning": _tune_method()}
+
+
+def _tune_method() -> str:
+    """How ``lab.gemm``'s first call at a shape times its candidates (the picks the suite
+    times come from it)."""
+    import importlib
+
+    return importlib.import_module("lab.gemm").TUNE_METHOD   # the module, not lab.gemm()
 
 
 def variant_count() -> int:

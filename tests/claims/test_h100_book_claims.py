@@ -27,8 +27,6 @@ H200_ONLY = {
         "rung 19's lowest process read 0.996 of cuBLAS, not past it in every process",
     "test_ch7b_claims::test_grouped_beats_the_loop_on_256_experts_and_loses_on_eight":
         "PyTorch's grouped GEMM ran the DeepSeek-like gate/up prefill at 0.94 of the loop",
-    "test_ch9b_claims::test_why_a_first_calls_times_run_long":
-        "at M = 64 the pick's first-call time equals the graph's (22 µs)",
 }
 
 

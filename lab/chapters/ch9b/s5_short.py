@@ -165,19 +165,57 @@ def mispicks() -> list[dict]:
     return out
 
 
+#: How ``lab.gemm``'s first call flushed the L2 cache before timing each candidate, for suite
+#: files that do not record it (``parameters.first_call_tuning``, recorded since): no flush
+#: before 6 December 07:37 UTC, a flush by writing from then, by reading from 7 December 04:42.
+TUNE_FLUSH_SINCE = (("2026-12-06T07:37:12+00:00", "write"), ("2026-12-07T04:41:59+00:00", "read"))
+
+
+def tune_flush(data: dict | None = None) -> str:
+    """``"read"``, ``"write"`` or ``"none"``: how the suite's first calls flushed the L2 cache
+    before timing a candidate (its ``first_call_tuning``, else by its date)."""
+    data = data or results.load(SUITE)
+    said = data["parameters"].get("first_call_tuning")
+    if said:
+        return "read" if "by a read" in said else "write" if "flush" in said else "none"
+    method = "none"
+    for since, how in TUNE_FLUSH_SINCE:
+        if data["provenance"]["date"] >= since:
+            method = how
+    return method
+
+
 def flush_values() -> dict:
-    """The sentence naming the worst decode row whose first call picked the tile-table kernel
-    (empty where there is none), and how many such rows there are."""
+    """What the suite's first calls were timed after (:func:`tune_flush`), in a sentence; the
+    sentence naming the worst decode row whose first call picked the tile-table kernel (empty
+    where there is none)."""
     found = mispicks()
+    how = tune_flush()
+    t64 = first_call(64, 4096, 4096)
+    pick64 = min(t64.values())
+    g64 = next(r for r in decode_rows() if r["M"] == 64 and r["N×K"] == "4096×4096")["ours_us"]
+    if how == "write":
+        run = (f"This suite's first calls were timed after such a flush (a buffer twice the "
+               f"cache's size written): {len(found)} decode rows at M ≤ 16 went to the "
+               "tile-table kernel and run below 0.9 of cuBLAS.")
+    elif how == "none":
+        run = ("This GPU's suite was measured before the first call flushed the cache at all, "
+               "its candidates timed after whatever the call before left in it: at M = 64 the "
+               f"pick's first call took {pick64:.0f} µs, and {g64:.0f} µs in the graph.")
+    else:
+        run = ("This suite's first calls were timed after a flush by reading: at M = 64 the "
+               f"pick's first call took {pick64:.0f} µs, and {g64:.0f} µs in the graph.")
     sentence = ""
-    if found:
+    if found and how == "write":
         r, other = found[0]["row"], found[0]["small_m_16"]
         sentence = (f"At M = {r['m']} of {r['n']}×{r['k']} it picked the tile-table kernel, "
                     f"which runs {1e3 * r['median_ms']:.1f} µs in the graph "
                     f"({r['ratio_to_cublas']:.2f} of cuBLAS)")
         sentence += (f", where at M = 16 the small-M kernel it passed over runs "
                      f"{1e3 * other['median_ms']:.1f} µs." if other else ".")
-    return {"flush_mispick_sentence": sentence, "flush_mispicks": str(len(found))}
+    return {"flush_mispick_sentence": sentence, "flush_run": run,
+            "flush_since": ("the suite above was measured with it" if how == "read" else
+                            "the suite above was measured before that change")}
 
 
 def host_values() -> dict:
