@@ -72,7 +72,6 @@ def values() -> dict:
                        "Rungs 7 and 8 never wait for their host, so their clock falls under "
                        "load as cuBLAS's does"),
         "tma_queued_drop": f"{rung2['ratio_to_cublas'] - rung2['queued_ratio_to_cublas']:.3f}",
-
         "drop_first_tflops": f"{first['tflops']:.0f}",
         "drop_second_tflops": f"{second['tflops']:.0f}",
         "cluster_host_lo": f"{min(r['host_us_per_call'] for r in c8):.0f}",

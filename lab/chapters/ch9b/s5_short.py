@@ -199,9 +199,10 @@ def flush_values() -> dict:
                f"cache's size written): {len(found)} decode rows at M ≤ 16 went to the "
                "tile-table kernel and run below 0.9 of cuBLAS.")
     elif how == "none":
-        run = ("This GPU's suite was measured before the first call flushed the cache at all, "
-               "its candidates timed after whatever the call before left in it: at M = 64 the "
-               f"pick's first call took {pick64:.0f} µs, and {g64:.0f} µs in the graph.")
+        run = ("This GPU's suite was measured before the first call flushed the cache at all: "
+               "each candidate was timed over back-to-back calls on the same operands, with "
+               "what they left in the cache. At M = 64 the pick's first call took "
+               f"{pick64:.0f} µs, and {g64:.0f} µs in the graph.")
     else:
         run = ("This suite's first calls were timed after a flush by reading: at M = 64 the "
                f"pick's first call took {pick64:.0f} µs, and {g64:.0f} µs in the graph.")
