@@ -41,6 +41,8 @@ import time
 
 import numpy as np
 
+from lab.gemm import TUNE_METHOD
+
 CHAPTER = "9b"
 #: ``measure --jobs N`` runs this experiment alone, after the others: its tight-loop ratios and
 #: host µs include the host's time per call, which compiling beside it inflates.
@@ -454,15 +456,7 @@ def parameters(board: dict, boards: list, why_not, torch_version: str) -> dict:
             "inputs": f"PyTorch tensors, uniform(-1, 1); calls rotate over buffer sets whose "
                       f"operands exceed {L2_TIMES}x the L2 cache (at most {MAX_SETS} sets)",
             "cublas": "torch.mm(A, B, out=C), C of the inputs' type", "torch": torch_version,
-            "first_call_tuning": _tune_method()}
-
-
-def _tune_method() -> str:
-    """How ``lab.gemm``'s first call at a shape times its candidates (the picks the suite
-    times come from it)."""
-    import importlib
-
-    return importlib.import_module("lab.gemm").TUNE_METHOD   # the module, not lab.gemm()
+            "first_call_tuning": TUNE_METHOD}     # how lab.gemm's picks were timed
 
 
 def variant_count() -> int:

@@ -110,9 +110,8 @@ def test_the_tuning_flush_by_date_matches_the_history():
     assert F.tune_flush(file("2026-12-06T05:36:02+00:00")) == "none"
     assert F.tune_flush(file("2026-12-07T04:36:01+00:00")) == "write"
     assert F.tune_flush(file("2026-12-08T00:00:00+00:00")) == "read"
-    import importlib
-    method = importlib.import_module("lab.gemm").TUNE_METHOD
-    assert F.tune_flush(file("2026-12-06T00:00:00+00:00", method)) == "read"
+    from lab.gemm import TUNE_METHOD
+    assert F.tune_flush(file("2026-12-06T00:00:00+00:00", TUNE_METHOD)) == "read"
 
 
 def test_what_the_host_paragraph_says_holds():

@@ -116,7 +116,7 @@ def values() -> dict:
     geo = {m: geomean(v) for m, v in by_m.items()}
     worst, best = min(geo, key=geo.get), max(geo, key=geo.get)
     l2 = results.load(SUITE)["provenance"]["l2_bytes"]
-    return {**flush_values(), **host_values(), **read_values(),
+    return {**flush_values(t64[pick64], r64["ours_us"]), **host_values(), **read_values(),
             "decode_geo_worst_m": str(worst), "decode_geo_worst": f"{geo[worst]:.2f}",
             "decode_geo_best_m": str(best), "decode_geo_best": f"{geo[best]:.2f}",
             "decode_64_kernel": _words(pick64) if not pick64.startswith("tc_small_m")
@@ -185,15 +185,13 @@ def tune_flush(data: dict | None = None) -> str:
     return method
 
 
-def flush_values() -> dict:
-    """What the suite's first calls were timed after (:func:`tune_flush`), in a sentence; the
-    sentence naming the worst decode row whose first call picked the tile-table kernel (empty
-    where there is none)."""
+def flush_values(pick64: float, g64: float) -> dict:
+    """What the suite's first calls were timed after (:func:`tune_flush`), in a sentence
+    quoting the first-call time of the pick at M = 64 of 4096×4096 (``pick64`` µs) and its time
+    in the graph (``g64``); the sentence naming the worst decode row whose first call picked
+    the tile-table kernel (empty where there is none)."""
     found = mispicks()
     how = tune_flush()
-    t64 = first_call(64, 4096, 4096)
-    pick64 = min(t64.values())
-    g64 = next(r for r in decode_rows() if r["M"] == 64 and r["N×K"] == "4096×4096")["ours_us"]
     if how == "write":
         run = (f"This suite's first calls were timed after such a flush (a buffer twice the "
                f"cache's size written): {len(found)} decode rows at M ≤ 16 went to the "
